@@ -1,0 +1,55 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+)
+
+// config is everything the command line can set.
+type config struct {
+	bind        string
+	port        int
+	advertise   string
+	dataDir     string
+	nodeID      string
+	enableDebug bool
+	logLevel    string
+	stripes     int
+}
+
+func parseFlags(args []string, stderr io.Writer) (config, error) {
+	var c config
+	fs := flag.NewFlagSet("redcell", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.bind, "bind", "127.0.0.1", "address to listen on for Redis clients (and, on the same port, Raft peers)")
+	fs.IntVar(&c.port, "port", 6379, "TCP port for Redis clients and Raft peers")
+	fs.StringVar(&c.advertise, "advertise", "", "host:port peers use to reach this node (default: bind:port, or 127.0.0.1:port when bind is 0.0.0.0 or ::)")
+	fs.StringVar(&c.dataDir, "data-dir", "./redcell-data", "directory holding the Raft log, stable store and snapshots (Pebble); created if missing.\nAn empty directory bootstraps a new one-node cluster; an existing one resumes it")
+	fs.StringVar(&c.nodeID, "node-id", "", "this node's Raft ID (default: generated on first start and kept in <data-dir>/node-id)")
+	fs.BoolVar(&c.enableDebug, "enable-debug-command", false, "accept DEBUG CLOCK SET/ADVANCE/REAL, which freezes and moves the clock this node stamps decisions with (tests only)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.IntVar(&c.stripes, "stripes", 64, "lock stripes of the in-memory keyspace (never changes results, only contention)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "redcell: a rate-limit server that speaks the Redis protocol (CL.THROTTLE as redis-cell),\nwith every decision durable in a Raft log before it is answered.\n\nUsage: redcell [flags]\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	if c.port <= 0 || c.port > 65535 {
+		return c, fmt.Errorf("--port %d is not a TCP port", c.port)
+	}
+	return c, nil
+}
+
+func (c config) slogLevel() (slog.Level, error) {
+	var l slog.Level
+	err := l.UnmarshalText([]byte(c.logLevel))
+	return l, err
+}

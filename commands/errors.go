@@ -1,0 +1,111 @@
+package commands
+
+import "strings"
+
+// The error vocabulary of Redcell, in one place. Texts are the protocol: the
+// Redis prefixes (ERR, WRONGTYPE, NOPROTO, NOAUTH, WRONGPASS, TRYAGAIN,
+// CLUSTERDOWN) are read by clients, and redis-cell's texts (no ERR prefix) are
+// read by its users' code. Every text here appears verbatim in the spec.
+const (
+	ErrSyntax        = "ERR syntax error"
+	ErrNotInteger    = "ERR value is not an integer or out of range"
+	ErrWrongType     = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	ErrNoProto       = "NOPROTO unsupported protocol version"
+	ErrProtoNotInt   = "ERR Protocol version is not an integer or out of range"
+	ErrNoAuth        = "NOAUTH Authentication required."
+	ErrWrongPass     = "WRONGPASS invalid username-password pair or user is disabled."
+	ErrAuthNoPass    = "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?"
+	ErrDBIndex       = "ERR DB index is out of range"
+	ErrClientName    = "ERR Client names cannot contain spaces, newlines or special characters."
+	ErrDebugDisabled = "ERR DEBUG command not allowed"
+	ErrClusterOff    = "ERR This instance has cluster support disabled"
+	ErrExecNoMulti   = "ERR EXEC without MULTI"
+
+	// Replication and availability (see spec/replication.md).
+	ErrClusterDown = "CLUSTERDOWN No leader is known: the cluster cannot decide now"
+	ErrNotReady    = "TRYAGAIN The leader is not ready yet"
+	ErrUnknown     = "TRYAGAIN Leadership changed before the write was confirmed: it may or may not have been applied"
+	ErrStopped     = "TRYAGAIN The server is shutting down"
+	ErrInternal    = "ERR internal error: the state machine stopped; see the server log"
+)
+
+// redis-cell's errors carry its own prefix and no ERR.
+const (
+	cellPrefix   = "Cell error: Store error: "
+	ErrCellZero  = cellPrefix + "Zero rates are not supported"
+	ErrCellExpir = cellPrefix + "Error while setting key expire"
+)
+
+// CellUsage is redis-cell's arity error for name (lower case).
+func CellUsage(name string) string {
+	return cellPrefix + "Usage: " + name + " <key> <max_burst> <count per period> <period> [<quantity>]"
+}
+
+// CellNotInteger is redis-cell's integer error, echoing the argument as Redis
+// sanitises error text.
+func CellNotInteger(arg []byte) string {
+	return cellPrefix + "Couldn't parse as integer: " + SanitizeErrorText(arg)
+}
+
+// WrongArgs is Redis's arity error; name is the lower-case command name, or
+// "container|sub" for a subcommand.
+func WrongArgs(name string) string {
+	return "ERR wrong number of arguments for '" + name + "' command"
+}
+
+// UnknownSubcommand answers a container command (CLIENT, CONFIG, ...) called
+// with a subcommand it does not have. container is upper case.
+func UnknownSubcommand(sub []byte, container string) string {
+	return "ERR unknown subcommand '" + SanitizeErrorText(truncate(sub, 128)) + "'. Try " + container + " HELP."
+}
+
+// UnknownCommand is Redis 7's text for an unknown command: the name cut at
+// 128 bytes, then the arguments quoted while the list is shorter than 128
+// bytes, each cut to what is left of those 128.
+func UnknownCommand(args [][]byte) string {
+	var b strings.Builder
+	b.WriteString("ERR unknown command '")
+	b.Write(truncate(args[0], 128))
+	b.WriteString("', with args beginning with: ")
+	n := 0
+	for _, a := range args[1:] {
+		if n >= 128 {
+			break
+		}
+		a = truncate(a, 128-n)
+		b.WriteByte('\'')
+		b.Write(a)
+		b.WriteString("' ")
+		n += len(a) + 3
+	}
+	return SanitizeErrorText([]byte(b.String()))
+}
+
+func truncate(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
+	}
+	return b
+}
+
+// SanitizeErrorText makes bytes safe inside a RESP error line the way Redis
+// does for error replies: the text stops at the first NUL, CR/LF at both ends
+// are trimmed, and CR or LF inside become spaces.
+func SanitizeErrorText(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			b = b[:i]
+			break
+		}
+	}
+	s := strings.Trim(string(b), "\r\n")
+	if strings.ContainsAny(s, "\r\n") {
+		s = strings.Map(func(r rune) rune {
+			if r == '\r' || r == '\n' {
+				return ' '
+			}
+			return r
+		}, s)
+	}
+	return s
+}

@@ -1,0 +1,213 @@
+// Package commands is Redcell's command table and request parsing: names,
+// arity, flags, key positions and docs of every command (the single source of
+// COMMAND, COMMAND DOCS and dispatch), the error vocabulary, and the parsing
+// of arguments into typed requests. It imports no networking, so every
+// command's parsing is testable without sockets. See DESIGN.md.
+package commands
+
+import "sort"
+
+// Class says where a command executes.
+type Class uint8
+
+const (
+	// Connection commands are answered by the server from connection or node
+	// state; they never touch the keyspace.
+	Connection Class = iota
+	// Read commands read the keyspace on the leader after it confirms its
+	// leadership; they never enter the log.
+	Read
+	// Write commands change the keyspace through the Raft log.
+	Write
+)
+
+// Arg documents one argument for COMMAND DOCS.
+type Arg struct {
+	Name     string
+	Type     string // key, integer, string, pure-token, oneof, block, pattern
+	Token    string // for pure-token and tokened args
+	Optional bool
+	Multiple bool
+	Args     []Arg // for oneof and block
+}
+
+// Spec describes one command (or one subcommand of a container command).
+type Spec struct {
+	Name  string // lower case; "container|sub" for subcommands
+	Arity int    // Redis convention: n = exactly n words incl. the name, -n = at least n
+	Flags []string
+	// Key positions as COMMAND reports them (1-based; LastKey -1 = to the end).
+	FirstKey, LastKey, Step int
+	Class                   Class
+	// OwnArity: the handler checks arity itself (redis-cell answers its own
+	// usage error instead of Redis's arity error).
+	OwnArity   bool
+	Group      string
+	Since      string
+	Summary    string
+	Complexity string
+	Args       []Arg
+	Subs       []*Spec
+	ACL        []string
+}
+
+var table = []*Spec{
+	// Rate limiting (redis-cell compatible).
+	{Name: "cl.throttle", Arity: -5, OwnArity: true, Flags: []string{"write", "denyoom", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Class: Write,
+		Group: "module", Since: "1.0.0", Complexity: "O(1)", ACL: []string{"@write", "@fast"},
+		Summary: "Rate-limits key with GCRA (redis-cell): answers [limited, limit, remaining, retry_after, reset_after].",
+		Args: []Arg{{Name: "key", Type: "key"}, {Name: "max_burst", Type: "integer"}, {Name: "count", Type: "integer"},
+			{Name: "period", Type: "integer"}, {Name: "quantity", Type: "integer", Optional: true}}},
+	{Name: "cl.peek", Arity: -5, OwnArity: true, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Class: Read,
+		Group: "module", Since: "1.0.0", Complexity: "O(1)", ACL: []string{"@read", "@fast"},
+		Summary: "Answers what CL.THROTTLE would at this instant, with no effect.",
+		Args: []Arg{{Name: "key", Type: "key"}, {Name: "max_burst", Type: "integer"}, {Name: "count", Type: "integer"},
+			{Name: "period", Type: "integer"}, {Name: "quantity", Type: "integer", Optional: true}}},
+
+	// Keyspace.
+	{Name: "del", Arity: -2, Flags: []string{"write"}, FirstKey: 1, LastKey: -1, Step: 1, Class: Write,
+		Group: "generic", Since: "1.0.0", Complexity: "O(N) where N is the number of keys", ACL: []string{"@keyspace", "@write", "@slow"},
+		Summary: "Deletes keys (resets their limiters). Returns the number of keys removed.",
+		Args:    []Arg{{Name: "key", Type: "key", Multiple: true}}},
+	{Name: "unlink", Arity: -2, Flags: []string{"write", "fast"}, FirstKey: 1, LastKey: -1, Step: 1, Class: Write,
+		Group: "generic", Since: "4.0.0", Complexity: "O(N) where N is the number of keys", ACL: []string{"@keyspace", "@write", "@fast"},
+		Summary: "Deletes keys, like DEL.",
+		Args:    []Arg{{Name: "key", Type: "key", Multiple: true}}},
+	{Name: "exists", Arity: -2, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: -1, Step: 1, Class: Read,
+		Group: "generic", Since: "1.0.0", Complexity: "O(N) where N is the number of keys", ACL: []string{"@keyspace", "@read", "@fast"},
+		Summary: "Counts the arguments that exist (repeats count again).",
+		Args:    []Arg{{Name: "key", Type: "key", Multiple: true}}},
+	{Name: "pttl", Arity: 2, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Class: Read,
+		Group: "generic", Since: "2.6.0", Complexity: "O(1)", ACL: []string{"@keyspace", "@read", "@fast"},
+		Summary: "Milliseconds until the key's limiter is equivalent to fresh; -2 when missing.",
+		Args:    []Arg{{Name: "key", Type: "key"}}},
+	{Name: "ttl", Arity: 2, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Class: Read,
+		Group: "generic", Since: "1.0.0", Complexity: "O(1)", ACL: []string{"@keyspace", "@read", "@fast"},
+		Summary: "Seconds until the key's limiter is equivalent to fresh; -2 when missing.",
+		Args:    []Arg{{Name: "key", Type: "key"}}},
+	{Name: "type", Arity: 2, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Class: Read,
+		Group: "generic", Since: "1.0.0", Complexity: "O(1)", ACL: []string{"@keyspace", "@read", "@fast"},
+		Summary: "The limiter family of the key: string (CL), tokenbucket, slidinglog or none.",
+		Args:    []Arg{{Name: "key", Type: "key"}}},
+	{Name: "dbsize", Arity: 1, Flags: []string{"readonly", "fast"}, Class: Read,
+		Group: "server", Since: "1.0.0", Complexity: "O(N)", ACL: []string{"@keyspace", "@read", "@fast"},
+		Summary: "The number of live keys."},
+	{Name: "flushall", Arity: -1, Flags: []string{"write"}, Class: Write,
+		Group: "server", Since: "1.0.0", Complexity: "O(N)", ACL: []string{"@keyspace", "@write", "@slow", "@dangerous"},
+		Summary: "Removes every key.",
+		Args: []Arg{{Name: "flush-type", Type: "oneof", Optional: true, Args: []Arg{
+			{Name: "async", Type: "pure-token", Token: "ASYNC"}, {Name: "sync", Type: "pure-token", Token: "SYNC"}}}}},
+	{Name: "flushdb", Arity: -1, Flags: []string{"write"}, Class: Write,
+		Group: "server", Since: "1.0.0", Complexity: "O(N)", ACL: []string{"@keyspace", "@write", "@slow", "@dangerous"},
+		Summary: "Removes every key (there is one database).",
+		Args: []Arg{{Name: "flush-type", Type: "oneof", Optional: true, Args: []Arg{
+			{Name: "async", Type: "pure-token", Token: "ASYNC"}, {Name: "sync", Type: "pure-token", Token: "SYNC"}}}}},
+
+	// Connection.
+	{Name: "ping", Arity: -1, Flags: []string{"fast", "stale", "loading"}, Group: "connection", Since: "1.0.0", Complexity: "O(1)",
+		ACL: []string{"@fast", "@connection"}, Summary: "Returns PONG, or the message.", Args: []Arg{{Name: "message", Type: "string", Optional: true}}},
+	{Name: "echo", Arity: 2, Flags: []string{"fast", "stale", "loading"}, Group: "connection", Since: "1.0.0", Complexity: "O(1)",
+		ACL: []string{"@fast", "@connection"}, Summary: "Returns the message.", Args: []Arg{{Name: "message", Type: "string"}}},
+	{Name: "quit", Arity: -1, Flags: []string{"fast", "stale", "loading", "noauth", "allow_busy"}, Group: "connection", Since: "1.0.0", Complexity: "O(1)",
+		ACL: []string{"@fast", "@connection"}, Summary: "Answers OK and closes the connection."},
+	{Name: "reset", Arity: 1, Flags: []string{"fast", "stale", "loading", "noauth", "allow_busy"}, Group: "connection", Since: "6.2.0", Complexity: "O(1)",
+		ACL: []string{"@fast", "@connection"}, Summary: "Resets the connection: RESP2, no name, no tracking."},
+	{Name: "hello", Arity: -1, Flags: []string{"fast", "stale", "loading", "noauth", "allow_busy"}, Group: "connection", Since: "6.0.0", Complexity: "O(1)",
+		ACL: []string{"@fast", "@connection"}, Summary: "Handshake: protocol version, optional AUTH and SETNAME.",
+		Args: []Arg{{Name: "arguments", Type: "block", Optional: true, Args: []Arg{
+			{Name: "protover", Type: "integer"},
+			{Name: "username-password", Type: "block", Token: "AUTH", Optional: true, Args: []Arg{{Name: "username", Type: "string"}, {Name: "password", Type: "string"}}},
+			{Name: "clientname", Type: "string", Token: "SETNAME", Optional: true}}}}},
+	{Name: "auth", Arity: -2, Flags: []string{"fast", "stale", "loading", "noauth", "allow_busy", "no_auth"}, Group: "connection", Since: "1.0.0", Complexity: "O(N)",
+		ACL: []string{"@fast", "@connection"}, Summary: "Authenticates the connection.",
+		Args: []Arg{{Name: "username", Type: "string", Optional: true}, {Name: "password", Type: "string"}}},
+	{Name: "select", Arity: 2, Flags: []string{"fast", "stale", "loading"}, Group: "connection", Since: "1.0.0", Complexity: "O(1)",
+		ACL: []string{"@fast", "@connection"}, Summary: "Selects database 0, the only one.", Args: []Arg{{Name: "index", Type: "integer"}}},
+	{Name: "client", Arity: -2, Flags: []string{}, Group: "connection", Since: "2.4.0", Complexity: "Depends on subcommand.",
+		ACL: []string{"@slow"}, Summary: "A container for client connection commands.", Subs: []*Spec{
+			{Name: "client|id", Arity: 2, Flags: []string{"noscript", "loading", "stale"}, Group: "connection", Since: "5.0.0", Complexity: "O(1)", ACL: []string{"@slow", "@connection"}, Summary: "Returns the connection's unique ID."},
+			{Name: "client|setname", Arity: 3, Flags: []string{"noscript", "loading", "stale"}, Group: "connection", Since: "2.6.9", Complexity: "O(1)", ACL: []string{"@slow", "@connection"}, Summary: "Names the connection.", Args: []Arg{{Name: "connection-name", Type: "string"}}},
+			{Name: "client|getname", Arity: 2, Flags: []string{"noscript", "loading", "stale"}, Group: "connection", Since: "2.6.9", Complexity: "O(1)", ACL: []string{"@slow", "@connection"}, Summary: "Returns the connection's name."},
+			{Name: "client|setinfo", Arity: 4, Flags: []string{"noscript", "loading", "stale"}, Group: "connection", Since: "7.2.0", Complexity: "O(1)", ACL: []string{"@slow", "@connection"}, Summary: "Sets LIB-NAME or LIB-VER of the connection.",
+				Args: []Arg{{Name: "attr", Type: "oneof", Args: []Arg{{Name: "libname", Type: "string", Token: "LIB-NAME"}, {Name: "libver", Type: "string", Token: "LIB-VER"}}}}},
+			{Name: "client|info", Arity: 2, Flags: []string{"noscript", "loading", "stale"}, Group: "connection", Since: "6.2.0", Complexity: "O(1)", ACL: []string{"@slow", "@connection"}, Summary: "Returns information about this connection."},
+			{Name: "client|list", Arity: -2, Flags: []string{"admin", "noscript", "loading", "stale"}, Group: "connection", Since: "2.4.0", Complexity: "O(N) where N is the number of client connections", ACL: []string{"@admin", "@slow", "@dangerous", "@connection"}, Summary: "Lists the client connections."},
+			{Name: "client|tracking", Arity: -3, Flags: []string{"noscript", "loading", "stale"}, Group: "connection", Since: "6.0.0", Complexity: "O(1)", ACL: []string{"@slow", "@connection"}, Summary: "Turns server-assisted client side caching on or off.",
+				Args: []Arg{{Name: "status", Type: "oneof", Args: []Arg{{Name: "on", Type: "pure-token", Token: "ON"}, {Name: "off", Type: "pure-token", Token: "OFF"}}},
+					{Name: "optin", Type: "pure-token", Token: "OPTIN", Optional: true}, {Name: "optout", Type: "pure-token", Token: "OPTOUT", Optional: true},
+					{Name: "bcast", Type: "pure-token", Token: "BCAST", Optional: true}, {Name: "noloop", Type: "pure-token", Token: "NOLOOP", Optional: true}}},
+			{Name: "client|caching", Arity: 3, Flags: []string{"noscript", "loading", "stale"}, Group: "connection", Since: "6.0.0", Complexity: "O(1)", ACL: []string{"@slow", "@connection"}, Summary: "Opts the next command in or out of tracking."},
+			{Name: "client|no-evict", Arity: 3, Flags: []string{"admin", "noscript", "loading", "stale"}, Group: "connection", Since: "7.0.0", Complexity: "O(1)", ACL: []string{"@admin", "@slow", "@dangerous", "@connection"}, Summary: "Accepted for compatibility."},
+			{Name: "client|no-touch", Arity: 3, Flags: []string{"noscript", "loading", "stale"}, Group: "connection", Since: "7.2.0", Complexity: "O(1)", ACL: []string{"@slow", "@connection"}, Summary: "Accepted for compatibility."},
+			{Name: "client|help", Arity: 2, Flags: []string{"loading", "stale"}, Group: "connection", Since: "5.0.0", Complexity: "O(1)", ACL: []string{"@slow", "@connection"}, Summary: "Shows helpful text about the different subcommands."},
+		}},
+
+	// Server.
+	{Name: "info", Arity: -1, Flags: []string{"loading", "stale"}, Group: "server", Since: "1.0.0", Complexity: "O(1)",
+		ACL: []string{"@slow", "@dangerous"}, Summary: "Information and statistics: server, clients, stats, keyspace, raft.",
+		Args: []Arg{{Name: "section", Type: "string", Optional: true, Multiple: true}}},
+	{Name: "time", Arity: 1, Flags: []string{"loading", "stale", "fast"}, Group: "server", Since: "2.6.0", Complexity: "O(1)",
+		ACL: []string{"@fast"}, Summary: "The server's wall clock: seconds and microseconds."},
+	{Name: "command", Arity: -1, Flags: []string{"loading", "stale"}, Group: "server", Since: "2.8.13", Complexity: "O(N) where N is the total number of commands",
+		ACL: []string{"@slow", "@connection"}, Summary: "Detailed information about every command.", Subs: []*Spec{
+			{Name: "command|count", Arity: 2, Flags: []string{"loading", "stale"}, Group: "server", Since: "2.8.13", Complexity: "O(1)", ACL: []string{"@slow", "@connection"}, Summary: "The number of commands."},
+			{Name: "command|info", Arity: -2, Flags: []string{"loading", "stale"}, Group: "server", Since: "2.8.13", Complexity: "O(N) where N is the number of commands to look up", ACL: []string{"@slow", "@connection"}, Summary: "Information about the named commands (all when none are named).",
+				Args: []Arg{{Name: "command-name", Type: "string", Optional: true, Multiple: true}}},
+			{Name: "command|docs", Arity: -2, Flags: []string{"loading", "stale"}, Group: "server", Since: "7.0.0", Complexity: "O(N) where N is the number of commands to look up", ACL: []string{"@slow", "@connection"}, Summary: "Documentation of the named commands (all when none are named).",
+				Args: []Arg{{Name: "command-name", Type: "string", Optional: true, Multiple: true}}},
+			{Name: "command|list", Arity: -2, Flags: []string{"loading", "stale"}, Group: "server", Since: "7.0.0", Complexity: "O(N) where N is the total number of commands", ACL: []string{"@slow", "@connection"}, Summary: "The names of all commands."},
+			{Name: "command|help", Arity: 2, Flags: []string{"loading", "stale"}, Group: "server", Since: "5.0.0", Complexity: "O(1)", ACL: []string{"@slow", "@connection"}, Summary: "Shows helpful text about the different subcommands."},
+		}},
+	{Name: "config", Arity: -2, Flags: []string{}, Group: "server", Since: "2.0.0", Complexity: "Depends on subcommand.",
+		ACL: []string{"@slow"}, Summary: "A container for server configuration commands.", Subs: []*Spec{
+			{Name: "config|get", Arity: -3, Flags: []string{"admin", "noscript", "loading", "stale"}, Group: "server", Since: "2.0.0", Complexity: "O(N) when N is the number of configuration parameters provided", ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Returns the parameters matching the glob patterns.",
+				Args: []Arg{{Name: "parameter", Type: "string", Multiple: true}}},
+			{Name: "config|help", Arity: 2, Flags: []string{"loading", "stale"}, Group: "server", Since: "5.0.0", Complexity: "O(1)", ACL: []string{"@slow"}, Summary: "Shows helpful text about the different subcommands."},
+		}},
+	{Name: "debug", Arity: -2, Flags: []string{"admin", "noscript", "loading", "stale"}, Group: "server", Since: "1.0.0", Complexity: "Depends on subcommand.",
+		ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Testing hook (only with --enable-debug-command): DEBUG CLOCK [SET unix_ns | ADVANCE ns | REAL].",
+		Args: []Arg{{Name: "subcommand", Type: "string"}, {Name: "argument", Type: "string", Optional: true, Multiple: true}}},
+	{Name: "cluster", Arity: -2, Flags: []string{}, Group: "cluster", Since: "3.0.0", Complexity: "Depends on subcommand.",
+		ACL: []string{"@slow"}, Summary: "Cluster commands (answers that cluster mode is disabled).",
+		Args: []Arg{{Name: "subcommand", Type: "string"}, {Name: "argument", Type: "string", Optional: true, Multiple: true}}},
+}
+
+var byName = func() map[string]*Spec {
+	m := make(map[string]*Spec, len(table))
+	for _, s := range table {
+		m[s.Name] = s
+	}
+	return m
+}()
+
+// Lookup finds a command by name, case-insensitively; nil if unknown.
+// scratch is a caller-owned buffer (reused to avoid allocation).
+func Lookup(name []byte, scratch *[]byte) *Spec {
+	*scratch = Lower(*scratch, name)
+	return byName[string(*scratch)]
+}
+
+// Sub finds a subcommand of a container ("client", "setname").
+func (s *Spec) Sub(name []byte) *Spec {
+	for _, sub := range s.Subs {
+		if EqualFold(name, sub.Name[len(s.Name)+1:]) {
+			return sub
+		}
+	}
+	return nil
+}
+
+// All returns every top-level command, sorted by name.
+func All() []*Spec {
+	out := append([]*Spec(nil), table...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// CheckArity reports whether n words (name included) fit the spec's arity.
+func (s *Spec) CheckArity(n int) bool {
+	if s.Arity >= 0 {
+		return n == s.Arity
+	}
+	return n >= -s.Arity
+}

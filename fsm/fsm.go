@@ -1,0 +1,302 @@
+// Package fsm is Redcell's replicated state machine: it applies committed Raft
+// log entries to the keyspace (package shard) with the limiter algorithms
+// (package gcra), answers reads on the leader, and snapshots/restores the whole
+// state. See DESIGN.md.
+package fsm
+
+import (
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/shard"
+)
+
+// Results is the response of one applied entry: one Result per op, in entry
+// order. On the leader it reaches the proposer through raft's ApplyFuture;
+// the proposer hands it back with Release once it has copied the results out.
+type Results struct {
+	R []Result
+}
+
+// Config configures an FSM.
+type Config struct {
+	// Stripes is the number of lock stripes of the keyspace. It never changes
+	// results, only contention.
+	Stripes int
+	// OnFatal is called (once, from raft's FSM goroutine) when the log holds an
+	// entry this node cannot apply: a newer format or corruption. The node must
+	// stop; the FSM refuses every later entry so its state goes no further.
+	OnFatal func(error)
+	Logger  *slog.Logger
+}
+
+// FSM implements raft.BatchingFSM.
+//
+// Goroutines: raft calls ApplyBatch, Apply, Snapshot and Restore from its one
+// FSM goroutine, never concurrently. Read, Clock, AppliedIndex and Stats may be
+// called from any goroutine at any time. FSMSnapshot.Persist runs on raft's
+// snapshot goroutine concurrently with ApplyBatch.
+type FSM struct {
+	cfg Config
+	log *slog.Logger
+
+	// applyMu is held for writing while one entry is applied and read-held by
+	// Read, so a read never observes half of an entry (multi-key DEL, later
+	// MULTI/EXEC). Single-key atomicity alone would come from shard's stripes.
+	applyMu sync.RWMutex
+	store   *shard.Store
+
+	clock   atomic.Int64  // replicated clock: now of the last applied command entry
+	applied atomic.Uint64 // index of the last entry ApplyBatch has seen
+	failed  atomic.Bool
+
+	// Owned by the FSM goroutine.
+	dec  Decoder
+	op   Op
+	pool sync.Pool // *Results
+
+	entries atomic.Uint64
+	ops     atomic.Uint64
+}
+
+// New returns an empty state machine.
+func New(cfg Config) *FSM {
+	if cfg.Stripes <= 0 {
+		cfg.Stripes = 64
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.OnFatal == nil {
+		cfg.OnFatal = func(error) {}
+	}
+	return &FSM{cfg: cfg, log: cfg.Logger, store: shard.New(cfg.Stripes)}
+}
+
+// Clock is the replicated clock: the now of the last applied command entry
+// (0 before the first). It never goes backwards.
+func (f *FSM) Clock() int64 { return f.clock.Load() }
+
+// AppliedIndex is the Raft index of the last entry handed to ApplyBatch.
+func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
+
+// Release returns a Results buffer obtained from an ApplyFuture.
+func (f *FSM) Release(r *Results) {
+	if r != nil {
+		f.pool.Put(r)
+	}
+}
+
+func (f *FSM) results(n int) *Results {
+	r, _ := f.pool.Get().(*Results)
+	if r == nil {
+		r = &Results{}
+	}
+	if cap(r.R) < n {
+		r.R = make([]Result, n)
+	}
+	r.R = r.R[:n]
+	clear(r.R)
+	return r
+}
+
+// Apply implements raft.FSM for a single entry.
+func (f *FSM) Apply(l *raft.Log) interface{} {
+	return f.ApplyBatch([]*raft.Log{l})[0]
+}
+
+// ApplyBatch implements raft.BatchingFSM. Each LogCommand entry yields a
+// *Results (or an error when the node has stopped applying); other entry
+// types yield nil.
+func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	out := make([]interface{}, len(logs))
+	f.applyMu.Lock()
+	defer f.applyMu.Unlock()
+	for i, l := range logs {
+		if l.Type == raft.LogCommand {
+			out[i] = f.applyEntry(l)
+		}
+		f.applied.Store(l.Index)
+	}
+	return out
+}
+
+// errStopped answers entries after a fatal apply error.
+var errStopped = fmt.Errorf("fsm: stopped after a fatal apply error")
+
+func (f *FSM) applyEntry(l *raft.Log) interface{} {
+	if f.failed.Load() {
+		return errStopped
+	}
+	if err := f.dec.Reset(l.Data); err != nil {
+		return f.fatal(l, err)
+	}
+	now := max(f.dec.Stamp, f.clock.Load())
+	f.clock.Store(now)
+	res := f.results(f.dec.Count)
+	for i := 0; ; i++ {
+		ok, err := f.dec.Next(&f.op)
+		if err != nil {
+			f.Release(res)
+			return f.fatal(l, err)
+		}
+		if !ok {
+			break
+		}
+		f.applyOp(&f.op, now, &res.R[i])
+	}
+	f.entries.Add(1)
+	f.ops.Add(uint64(f.dec.Count))
+	// Idle keys go away lazily: a little more sweeping than inserting keeps
+	// the table at its live size whatever the churn.
+	f.store.Sweep(now, 2*f.dec.Count+16)
+	return res
+}
+
+func (f *FSM) fatal(l *raft.Log, err error) interface{} {
+	err = fmt.Errorf("fsm: cannot apply log entry %d (term %d): %w", l.Index, l.Term, err)
+	if f.failed.CompareAndSwap(false, true) {
+		f.log.Error("state machine stopped", "err", err)
+		f.cfg.OnFatal(err)
+	}
+	return err
+}
+
+func (f *FSM) applyOp(op *Op, now int64, res *Result) {
+	switch op.Code {
+	case OpThrottle:
+		f.throttle(op, now, res)
+	case OpDel:
+		var n int64
+		for _, k := range op.Keys {
+			if f.store.Delete(k, now) {
+				n++
+			}
+		}
+		res.setInt(n)
+	case OpFlushAll:
+		f.store.Clear()
+		res.Kind = ResultOK
+	}
+}
+
+func (f *FSM) throttle(op *Op, now int64, res *Result) {
+	f.store.Update(op.Key, now, func(cur shard.State, live bool) (shard.State, shard.Action) {
+		if live && cur.Kind != shard.KindGCRA {
+			res.setErr(ErrWrongType)
+			return cur, shard.Keep
+		}
+		rep, tat, outcome := gcra.Throttle(cur.Expire, live, now, op.GCRA)
+		switch outcome {
+		case gcra.Store:
+			res.setThrottle(rep)
+		case gcra.StoreExpireError:
+			res.setErr(ErrExpire)
+		default:
+			res.setThrottle(rep)
+			return cur, shard.Keep
+		}
+		// A CL key lives while its TAT is in the future; a TAT at or before
+		// now is the same as no key at all.
+		if tat > now {
+			return shard.State{Kind: shard.KindGCRA, Expire: tat}, shard.Put
+		}
+		if live {
+			return cur, shard.Delete
+		}
+		return cur, shard.Keep
+	})
+}
+
+// Read answers a read-only request against the local state at
+// max(now, replicated clock). The caller has made the read linearizable
+// (leadership confirmed) before calling. Safe from any goroutine.
+func (f *FSM) Read(r *Read, now int64, res *Result) {
+	f.applyMu.RLock()
+	defer f.applyMu.RUnlock()
+	now = max(now, f.clock.Load())
+	switch r.Code {
+	case ReadPeek:
+		st, live := f.store.Get(r.Key, now)
+		if live && st.Kind != shard.KindGCRA {
+			res.setErr(ErrWrongType)
+			return
+		}
+		rep, err := gcra.Peek(st.Expire, live, now, r.GCRA)
+		if err != nil {
+			res.setErr(ErrExpire)
+			return
+		}
+		res.setThrottle(rep)
+	case ReadExists:
+		var n int64
+		for _, k := range r.Keys {
+			if _, live := f.store.Get(k, now); live {
+				n++
+			}
+		}
+		res.setInt(n)
+	case ReadPTTL, ReadTTL:
+		st, live := f.store.Get(r.Key, now)
+		if !live {
+			res.setInt(-2)
+			return
+		}
+		ms := msUp(st.Expire - now)
+		if r.Code == ReadTTL {
+			ms = (ms + 500) / 1000 // Redis rounds TTL to the nearest second
+		}
+		res.setInt(ms)
+	case ReadType:
+		st, live := f.store.Get(r.Key, now)
+		res.Kind = ResultType
+		if live {
+			res.Ints[0] = int64(st.Kind)
+		} else {
+			res.Ints[0] = int64(shard.KindNone)
+		}
+	case ReadDBSize:
+		res.setInt(int64(f.store.Len(now)))
+	}
+}
+
+// msUp is ⌈d / 1 ms⌉ for d > 0 and 0 otherwise.
+func msUp(d int64) int64 {
+	if d <= 0 {
+		return 0
+	}
+	return (d-1)/1e6 + 1
+}
+
+// Stats is what INFO shows about the state machine.
+type Stats struct {
+	Clock        int64
+	AppliedIndex uint64
+	Entries      uint64 // command entries applied
+	Ops          uint64 // requests applied
+	Keys         int    // live keys at Clock
+	Store        shard.Stats
+}
+
+// Stats reads counters; Keys is an O(n) count.
+func (f *FSM) Stats() Stats {
+	f.applyMu.RLock()
+	defer f.applyMu.RUnlock()
+	now := f.clock.Load()
+	return Stats{
+		Clock:        now,
+		AppliedIndex: f.applied.Load(),
+		Entries:      f.entries.Load(),
+		Ops:          f.ops.Load(),
+		Keys:         f.store.Len(now),
+		Store:        f.store.Stats(),
+	}
+}
+
+var _ raft.BatchingFSM = (*FSM)(nil)
+

@@ -1,0 +1,258 @@
+package server
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redcell/redcell/commands"
+	"github.com/redcell/redcell/fsm"
+	"github.com/redcell/redcell/group"
+	"github.com/redcell/redcell/shard"
+)
+
+// conn is one client connection. Its goroutine runs serve; other goroutines
+// only read the fields guarded by mu or held in atomics (CLIENT LIST, INFO).
+type conn struct {
+	s       *Server
+	nc      net.Conn
+	rd      *reader
+	w       replyWriter
+	id      int64
+	addr    string
+	laddr   string
+	created time.Time
+
+	mu      sync.Mutex // guards name, libName, libVer
+	name    string
+	libName string
+	libVer  string
+
+	proto      atomic.Int32
+	lastActive atomic.Int64 // Unix ns of the last command
+	lastCmd    atomic.Pointer[commands.Spec]
+
+	tracking   bool
+	trackOptin bool
+	closeAfter bool
+	scratch    []byte
+
+	// The pending run: consecutive writes (one Propose) or consecutive reads
+	// (one leadership check). Anything else first answers the run, so replies
+	// stay in request order.
+	batch   *group.Batch
+	reads   []fsm.Read
+	readRes []fsm.Result
+}
+
+func (s *Server) newConn(nc net.Conn) *conn {
+	c := &conn{
+		s:       s,
+		nc:      nc,
+		rd:      newReader(nc),
+		id:      s.nextID.Add(1),
+		addr:    nc.RemoteAddr().String(),
+		laddr:   nc.LocalAddr().String(),
+		created: time.Now(),
+		batch:   group.NewBatch(),
+	}
+	c.w.proto = 2
+	c.proto.Store(2)
+	c.lastActive.Store(c.created.UnixNano())
+	return c
+}
+
+// serve reads pipelines and answers them until the client leaves, sends
+// QUIT, or breaks the protocol.
+func (c *conn) serve() {
+	defer c.nc.Close()
+	for {
+		cmds, err := c.rd.next()
+		if len(cmds) > 0 {
+			c.s.stats.commands.Add(int64(len(cmds)))
+			c.lastActive.Store(time.Now().UnixNano())
+		}
+		for i := range cmds {
+			c.exec(cmds[i].args)
+			if c.closeAfter {
+				break
+			}
+		}
+		c.answerPending()
+		if err != nil && !c.closeAfter {
+			var pe *protocolError
+			if errors.As(err, &pe) {
+				c.s.stats.errors.Add(1)
+				c.w.err(pe.Error())
+			}
+			c.closeAfter = true
+		}
+		if !c.flush() || c.closeAfter {
+			return
+		}
+	}
+}
+
+// flush writes the buffered replies; false when the connection is broken.
+func (c *conn) flush() bool {
+	if len(c.w.b) == 0 {
+		return true
+	}
+	n, err := c.nc.Write(c.w.b)
+	c.s.stats.netOut.Add(int64(n))
+	if cap(c.w.b) > 1<<20 { // do not keep a huge buffer after a big reply
+		c.w.b = nil
+	} else {
+		c.w.b = c.w.b[:0]
+	}
+	return err == nil
+}
+
+// exec runs one command: it validates it against the table, then either adds
+// it to the pending run or answers it now.
+func (c *conn) exec(args [][]byte) {
+	spec := commands.Lookup(args[0], &c.scratch)
+	if spec == nil {
+		if commands.EqualFold(args[0], "post") || commands.EqualFold(args[0], "host:") {
+			// Someone is speaking HTTP to us: Redis closes without a reply.
+			c.s.log.Warn("possible cross-protocol attack: closing connection", "addr", c.addr)
+			c.answerPending()
+			c.closeAfter = true
+			return
+		}
+		c.answerPending()
+		c.fail(commands.UnknownCommand(args))
+		return
+	}
+	c.lastCmd.Store(spec)
+	if !spec.OwnArity && !spec.CheckArity(len(args)) {
+		c.answerPending()
+		c.fail(commands.WrongArgs(spec.Name))
+		return
+	}
+	switch spec.Class {
+	case commands.Write:
+		var op fsm.Op
+		if e := commands.ParseWrite(spec, args, &op); e != "" {
+			c.answerPending()
+			c.fail(e)
+			return
+		}
+		if len(c.reads) > 0 {
+			c.answerPending()
+		}
+		c.batch.Ops = append(c.batch.Ops, op)
+	case commands.Read:
+		var r fsm.Read
+		if e := commands.ParseRead(spec, args, &r); e != "" {
+			c.answerPending()
+			c.fail(e)
+			return
+		}
+		if len(c.batch.Ops) > 0 {
+			c.answerPending()
+		}
+		c.reads = append(c.reads, r)
+	default:
+		c.answerPending()
+		h := handlers[spec.Name]
+		h(c, spec, args)
+	}
+}
+
+func (c *conn) fail(text string) {
+	c.s.stats.errors.Add(1)
+	c.w.err(text)
+}
+
+// answerPending runs the pending run (blocking until it is decided) and
+// writes its replies.
+func (c *conn) answerPending() {
+	switch {
+	case len(c.batch.Ops) > 0:
+		err := c.s.cfg.Group.Propose(c.batch)
+		for i := range c.batch.Ops {
+			if err != nil {
+				c.fail(groupErrText(err))
+			} else {
+				c.writeResult(&c.batch.Results[i])
+			}
+		}
+		clear(c.batch.Ops) // drop references into the read buffer
+		c.batch.Reset()
+	case len(c.reads) > 0:
+		if cap(c.readRes) < len(c.reads) {
+			c.readRes = make([]fsm.Result, len(c.reads))
+		}
+		c.readRes = c.readRes[:len(c.reads)]
+		err := c.s.cfg.Group.Read(c.reads, c.readRes)
+		for i := range c.reads {
+			if err != nil {
+				c.fail(groupErrText(err))
+			} else {
+				c.writeResult(&c.readRes[i])
+			}
+		}
+		clear(c.reads)
+		c.reads = c.reads[:0]
+	}
+}
+
+func (c *conn) writeResult(r *fsm.Result) {
+	switch r.Kind {
+	case fsm.ResultThrottle:
+		c.w.five(&r.Ints)
+	case fsm.ResultInt:
+		c.w.int(r.Ints[0])
+	case fsm.ResultType:
+		c.w.simple(typeName(shard.Kind(r.Ints[0])))
+	case fsm.ResultOK:
+		c.w.ok()
+	case fsm.ResultError:
+		switch r.Err {
+		case fsm.ErrWrongType:
+			c.fail(commands.ErrWrongType)
+		case fsm.ErrExpire:
+			c.fail(commands.ErrCellExpir)
+		default:
+			c.fail(commands.ErrInternal)
+		}
+	default:
+		c.fail(commands.ErrInternal)
+	}
+}
+
+// typeName is what TYPE answers for a limiter family.
+func typeName(k shard.Kind) string {
+	switch k {
+	case shard.KindGCRA:
+		return "string" // as redis-cell's keys are
+	case shard.KindTokenGreedy, shard.KindTokenInterval:
+		return "tokenbucket"
+	case shard.KindSlidingLog:
+		return "slidinglog"
+	}
+	return "none"
+}
+
+// groupErrText turns a group error into the Redis error clients retry on.
+func groupErrText(err error) string {
+	switch {
+	case errors.Is(err, group.ErrNoLeader):
+		return commands.ErrClusterDown
+	case errors.Is(err, group.ErrNotReady):
+		return commands.ErrNotReady
+	case errors.Is(err, group.ErrShutdown):
+		return commands.ErrStopped
+	case errors.Is(err, group.ErrStateMachine):
+		return commands.ErrInternal
+	}
+	return commands.ErrUnknown
+}
+
+func (c *conn) setProto(p int) {
+	c.w.proto = p
+	c.proto.Store(int32(p))
+}

@@ -1,0 +1,243 @@
+package server
+
+import (
+	"strings"
+
+	"github.com/redcell/redcell/commands"
+)
+
+// COMMAND [COUNT | INFO [name ...] | DOCS [name ...] | LIST | HELP]
+// Describes every command from the command table: true arity, flags, key
+// positions (Redis 7's ten-field form), and docs.
+func cmdCommand(c *conn, s *commands.Spec, args [][]byte) {
+	all := commands.All()
+	if len(args) == 1 {
+		c.w.array(len(all))
+		for _, cs := range all {
+			writeCommandInfo(c, cs)
+		}
+		return
+	}
+	sub := s.Sub(args[1])
+	if sub == nil {
+		c.fail(commands.UnknownSubcommand(args[1], "COMMAND"))
+		return
+	}
+	if !sub.CheckArity(len(args)) {
+		c.fail(commands.WrongArgs(sub.Name))
+		return
+	}
+	switch sub.Name {
+	case "command|count":
+		c.w.int(int64(len(all)))
+	case "command|list":
+		if len(args) > 2 {
+			// FILTERBY is not supported; Redis answers a syntax error for
+			// anything it cannot parse too.
+			c.fail(commands.ErrSyntax)
+			return
+		}
+		c.w.array(len(all))
+		for _, cs := range all {
+			c.w.bulkString(cs.Name)
+		}
+	case "command|info":
+		specs := all
+		if len(args) > 2 {
+			specs = specs[:0:0]
+			for _, n := range args[2:] {
+				specs = append(specs, lookupPath(n))
+			}
+		}
+		c.w.array(len(specs))
+		for _, cs := range specs {
+			if cs == nil {
+				c.w.nullArray()
+				continue
+			}
+			writeCommandInfo(c, cs)
+		}
+	case "command|docs":
+		specs := all
+		if len(args) > 2 {
+			specs = specs[:0:0]
+			for _, n := range args[2:] {
+				if cs := lookupPath(n); cs != nil {
+					specs = append(specs, cs)
+				}
+			}
+		}
+		c.w.mapHeader(len(specs))
+		for _, cs := range specs {
+			c.w.bulkString(cs.Name)
+			writeCommandDocs(c, cs)
+		}
+	case "command|help":
+		writeHelp(c, "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"(no subcommand)", "    Return details about all commands.",
+			"COUNT", "    Return the total number of commands.",
+			"LIST", "    Return a list of all commands.",
+			"INFO [<command-name> ...]", "    Return details about the named commands (all when none is named).",
+			"DOCS [<command-name> ...]", "    Return documentation details about the named commands (all when none is named).",
+			"HELP", "    Print this help.")
+	}
+}
+
+// lookupPath finds "name" or "container|sub".
+func lookupPath(n []byte) *commands.Spec {
+	var scratch []byte
+	name, sub, hasSub := strings.Cut(string(n), "|")
+	cs := commands.Lookup([]byte(name), &scratch)
+	if cs == nil || !hasSub {
+		return cs
+	}
+	return cs.Sub([]byte(sub))
+}
+
+// writeCommandInfo writes Redis 7's COMMAND INFO entry: name, arity, flags,
+// first key, last key, step, ACL categories, tips, key specs, subcommands.
+func writeCommandInfo(c *conn, s *commands.Spec) {
+	c.w.array(10)
+	c.w.bulkString(s.Name)
+	c.w.int(int64(s.Arity))
+	c.w.setHeader(len(s.Flags))
+	for _, f := range s.Flags {
+		c.w.simple(f)
+	}
+	c.w.int(int64(s.FirstKey))
+	c.w.int(int64(s.LastKey))
+	c.w.int(int64(s.Step))
+	c.w.setHeader(len(s.ACL))
+	for _, a := range s.ACL {
+		c.w.simple(a)
+	}
+	c.w.array(0) // tips
+	writeKeySpecs(c, s)
+	c.w.array(len(s.Subs))
+	for _, sub := range s.Subs {
+		writeCommandInfo(c, sub)
+	}
+}
+
+// writeKeySpecs derives Redis 7 key specifications from the key positions.
+func writeKeySpecs(c *conn, s *commands.Spec) {
+	if s.FirstKey == 0 {
+		c.w.array(0)
+		return
+	}
+	flags := []string{"RO", "ACCESS"}
+	if s.Class == commands.Write {
+		flags = []string{"RW", "UPDATE"}
+		if s.Name == "del" || s.Name == "unlink" {
+			flags = []string{"RM", "DELETE"}
+		}
+	}
+	lastKey := int64(0)
+	if s.LastKey < 0 {
+		lastKey = -1
+	}
+	c.w.array(1)
+	c.w.mapHeader(3)
+	c.w.bulkString("flags")
+	c.w.setHeader(len(flags))
+	for _, f := range flags {
+		c.w.simple(f)
+	}
+	c.w.bulkString("begin_search")
+	c.w.mapHeader(2)
+	c.w.bulkString("type")
+	c.w.bulkString("index")
+	c.w.bulkString("spec")
+	c.w.mapHeader(1)
+	c.w.bulkString("index")
+	c.w.int(int64(s.FirstKey))
+	c.w.bulkString("find_keys")
+	c.w.mapHeader(2)
+	c.w.bulkString("type")
+	c.w.bulkString("range")
+	c.w.bulkString("spec")
+	c.w.mapHeader(3)
+	c.w.bulkString("lastkey")
+	c.w.int(lastKey)
+	c.w.bulkString("keystep")
+	c.w.int(int64(s.Step))
+	c.w.bulkString("limit")
+	c.w.int(0)
+}
+
+// writeCommandDocs writes Redis 7's COMMAND DOCS map for one command.
+func writeCommandDocs(c *conn, s *commands.Spec) {
+	n := 4
+	if len(s.Args) > 0 {
+		n++
+	}
+	if len(s.Subs) > 0 {
+		n++
+	}
+	c.w.mapHeader(n)
+	c.w.bulkString("summary")
+	c.w.bulkString(s.Summary)
+	c.w.bulkString("since")
+	c.w.bulkString(s.Since)
+	c.w.bulkString("group")
+	c.w.bulkString(s.Group)
+	c.w.bulkString("complexity")
+	c.w.bulkString(s.Complexity)
+	if len(s.Args) > 0 {
+		c.w.bulkString("arguments")
+		writeArgDocs(c, s.Args)
+	}
+	if len(s.Subs) > 0 {
+		c.w.bulkString("subcommands")
+		c.w.mapHeader(len(s.Subs))
+		for _, sub := range s.Subs {
+			c.w.bulkString(sub.Name)
+			writeCommandDocs(c, sub)
+		}
+	}
+}
+
+func writeArgDocs(c *conn, args []commands.Arg) {
+	c.w.array(len(args))
+	for _, a := range args {
+		var flags []string
+		if a.Optional {
+			flags = append(flags, "optional")
+		}
+		if a.Multiple {
+			flags = append(flags, "multiple")
+		}
+		n := 3
+		if a.Token != "" {
+			n++
+		}
+		if len(flags) > 0 {
+			n++
+		}
+		if len(a.Args) > 0 {
+			n++
+		}
+		c.w.mapHeader(n)
+		c.w.bulkString("name")
+		c.w.bulkString(a.Name)
+		c.w.bulkString("type")
+		c.w.bulkString(a.Type)
+		c.w.bulkString("display_text")
+		c.w.bulkString(strings.ReplaceAll(a.Name, "_", "-"))
+		if a.Token != "" {
+			c.w.bulkString("token")
+			c.w.bulkString(a.Token)
+		}
+		if len(flags) > 0 {
+			c.w.bulkString("flags")
+			c.w.setHeader(len(flags))
+			for _, f := range flags {
+				c.w.simple(f)
+			}
+		}
+		if len(a.Args) > 0 {
+			c.w.bulkString("arguments")
+			writeArgDocs(c, a.Args)
+		}
+	}
+}

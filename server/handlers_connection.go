@@ -1,0 +1,347 @@
+package server
+
+import (
+	"strings"
+
+	"github.com/redcell/redcell/commands"
+)
+
+// handler answers a Connection-class command. args[0] is the name.
+type handler func(c *conn, s *commands.Spec, args [][]byte)
+
+// handlers maps every Connection-class command of the table to its handler;
+// a test checks that none is missing.
+var handlers map[string]handler
+
+func init() {
+	handlers = map[string]handler{
+		"ping": cmdPing, "echo": cmdEcho, "quit": cmdQuit, "reset": cmdReset,
+		"hello": cmdHello, "auth": cmdAuth, "select": cmdSelect, "client": cmdClient,
+		"info": cmdInfo, "time": cmdTime, "command": cmdCommand, "config": cmdConfig,
+		"debug": cmdDebug, "cluster": cmdCluster,
+	}
+}
+
+// PING [message]
+// Returns PONG, or the message as a bulk string.
+func cmdPing(c *conn, _ *commands.Spec, args [][]byte) {
+	if len(args) > 2 {
+		c.fail(commands.WrongArgs("ping"))
+		return
+	}
+	if len(args) == 2 {
+		c.w.bulk(args[1])
+		return
+	}
+	c.w.simple("PONG")
+}
+
+// ECHO message
+// Returns the message (binary-safe: redis-cli --pipe relies on it).
+func cmdEcho(c *conn, _ *commands.Spec, args [][]byte) { c.w.bulk(args[1]) }
+
+// QUIT
+// Answers OK, then closes the connection.
+func cmdQuit(c *conn, _ *commands.Spec, _ [][]byte) {
+	c.w.ok()
+	c.closeAfter = true
+}
+
+// RESET
+// Resets the connection to its initial state: RESP2, no name, no tracking.
+func cmdReset(c *conn, _ *commands.Spec, _ [][]byte) {
+	c.setProto(2)
+	c.mu.Lock()
+	c.name = ""
+	c.mu.Unlock()
+	c.tracking, c.trackOptin = false, false
+	c.w.simple("RESET")
+}
+
+// HELLO [protover [AUTH username password] [SETNAME clientname]]
+// Switches the protocol (2 or 3) and answers the server's handshake map.
+func cmdHello(c *conn, _ *commands.Spec, args [][]byte) {
+	proto := 0
+	if len(args) >= 2 {
+		v, ok := string2ll(args[1])
+		if !ok {
+			c.fail(commands.ErrProtoNotInt)
+			return
+		}
+		if v < 2 || v > 3 {
+			c.fail(commands.ErrNoProto)
+			return
+		}
+		proto = int(v)
+	}
+	var user, pass, name []byte
+	setName := false
+	for j := 2; j < len(args); j++ {
+		more := len(args) - 1 - j
+		switch {
+		case commands.EqualFold(args[j], "auth") && more >= 2:
+			user, pass = args[j+1], args[j+2]
+			j += 2
+		case commands.EqualFold(args[j], "setname") && more >= 1:
+			name, setName = args[j+1], true
+			j++
+		default:
+			c.fail("ERR Syntax error in HELLO option '" + commands.SanitizeErrorText(args[j]) + "'")
+			return
+		}
+	}
+	if user != nil {
+		if e := authenticate(user, pass); e != "" {
+			c.fail(e)
+			return
+		}
+	}
+	if setName {
+		if !validClientName(name) {
+			c.fail(commands.ErrClientName)
+			return
+		}
+		c.mu.Lock()
+		c.name = string(name)
+		c.mu.Unlock()
+	}
+	if proto != 0 {
+		c.setProto(proto)
+	}
+	c.w.mapHeader(7)
+	c.w.bulkString("server")
+	c.w.bulkString("redis")
+	c.w.bulkString("version")
+	c.w.bulkString(Version)
+	c.w.bulkString("proto")
+	c.w.int(int64(c.w.proto))
+	c.w.bulkString("id")
+	c.w.int(c.id)
+	c.w.bulkString("mode")
+	c.w.bulkString("standalone")
+	c.w.bulkString("role")
+	c.w.bulkString("master")
+	c.w.bulkString("modules")
+	c.w.array(0)
+}
+
+// authenticate checks credentials. No password is configured (the default
+// user has nopass, as in a default Redis), so "default" with any password is
+// accepted and any other user is refused.
+func authenticate(user, _ []byte) string {
+	if string(user) == "default" {
+		return ""
+	}
+	return commands.ErrWrongPass
+}
+
+// AUTH [username] password
+// Authenticates the connection.
+func cmdAuth(c *conn, _ *commands.Spec, args [][]byte) {
+	switch len(args) {
+	case 2:
+		c.fail(commands.ErrAuthNoPass)
+	case 3:
+		if e := authenticate(args[1], args[2]); e != "" {
+			c.fail(e)
+			return
+		}
+		c.w.ok()
+	default:
+		c.fail(commands.ErrSyntax)
+	}
+}
+
+// SELECT index
+// Selects database 0, the only one.
+func cmdSelect(c *conn, _ *commands.Spec, args [][]byte) {
+	v, ok := string2ll(args[1])
+	if !ok || v < -1<<31 || v > 1<<31-1 {
+		c.fail(commands.ErrNotInteger)
+		return
+	}
+	if v != 0 {
+		c.fail(commands.ErrDBIndex)
+		return
+	}
+	c.w.ok()
+}
+
+// validClientName is Redis's rule: printable ASCII without spaces.
+func validClientName(b []byte) bool {
+	for _, ch := range b {
+		if ch < '!' || ch > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// CLIENT <subcommand> [arguments]
+// Dispatches the CLIENT subcommands.
+func cmdClient(c *conn, s *commands.Spec, args [][]byte) {
+	sub := s.Sub(args[1])
+	if sub == nil {
+		c.fail(commands.UnknownSubcommand(args[1], "CLIENT"))
+		return
+	}
+	if !sub.CheckArity(len(args)) {
+		c.fail(commands.WrongArgs(sub.Name))
+		return
+	}
+	switch sub.Name {
+	case "client|id":
+		// CLIENT ID: the connection's unique ID.
+		c.w.int(c.id)
+	case "client|setname":
+		// CLIENT SETNAME connection-name: names the connection.
+		if !validClientName(args[2]) {
+			c.fail(commands.ErrClientName)
+			return
+		}
+		c.mu.Lock()
+		c.name = string(args[2])
+		c.mu.Unlock()
+		c.w.ok()
+	case "client|getname":
+		// CLIENT GETNAME: the connection's name, or null.
+		c.mu.Lock()
+		name := c.name
+		c.mu.Unlock()
+		if name == "" {
+			c.w.null()
+			return
+		}
+		c.w.bulkString(name)
+	case "client|setinfo":
+		// CLIENT SETINFO <LIB-NAME libname | LIB-VER libver>
+		clientSetinfo(c, args)
+	case "client|info":
+		// CLIENT INFO: this connection's line of CLIENT LIST.
+		c.w.verbatim(c.infoLine() + "\n")
+	case "client|list":
+		// CLIENT LIST [TYPE normal] [ID client-id ...]
+		clientList(c, args)
+	case "client|tracking":
+		// CLIENT TRACKING <ON | OFF> [REDIRECT id] [PREFIX prefix ...] [BCAST] [OPTIN] [OPTOUT] [NOLOOP]
+		clientTracking(c, args)
+	case "client|caching":
+		// CLIENT CACHING <YES | NO>
+		if !c.tracking || !c.trackOptin {
+			c.fail("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled")
+			return
+		}
+		if !commands.EqualFold(args[2], "yes") && !commands.EqualFold(args[2], "no") {
+			c.fail(commands.ErrSyntax)
+			return
+		}
+		c.w.ok()
+	case "client|no-evict", "client|no-touch":
+		// CLIENT NO-EVICT <ON | OFF>, CLIENT NO-TOUCH <ON | OFF>: accepted; nothing is evicted here.
+		if !commands.EqualFold(args[2], "on") && !commands.EqualFold(args[2], "off") {
+			c.fail(commands.ErrSyntax)
+			return
+		}
+		c.w.ok()
+	case "client|help":
+		writeHelp(c, "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"ID", "    Return the ID of the current connection.",
+			"SETNAME <name>", "    Assign the name <name> to the current connection.",
+			"GETNAME", "    Return the name of the current connection.",
+			"SETINFO <option> <value>", "    Set client meta attr (LIB-NAME or LIB-VER).",
+			"INFO", "    Return information about the current client connection.",
+			"LIST [TYPE normal] [ID <id> [<id> ...]]", "    Return information about client connections.",
+			"TRACKING (ON|OFF) [OPTIN] [OPTOUT] [BCAST] [NOLOOP] [PREFIX <prefix>] [REDIRECT <id>]", "    Control server assisted client side caching.",
+			"CACHING (YES|NO)", "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+			"NO-EVICT (ON|OFF)", "    Accepted for compatibility.",
+			"NO-TOUCH (ON|OFF)", "    Accepted for compatibility.",
+			"HELP", "    Print this help.")
+	}
+}
+
+func clientSetinfo(c *conn, args [][]byte) {
+	attr := strings.ToUpper(string(args[2]))
+	if attr != "LIB-NAME" && attr != "LIB-VER" {
+		c.fail("ERR Unrecognized option '" + commands.SanitizeErrorText(args[2]) + "'")
+		return
+	}
+	if !validClientName(args[3]) {
+		c.fail("ERR " + attr + " cannot contain spaces, newlines or special characters.")
+		return
+	}
+	c.mu.Lock()
+	if attr == "LIB-NAME" {
+		c.libName = string(args[3])
+	} else {
+		c.libVer = string(args[3])
+	}
+	c.mu.Unlock()
+	c.w.ok()
+}
+
+func clientTracking(c *conn, args [][]byte) {
+	on := commands.EqualFold(args[2], "on")
+	if !on && !commands.EqualFold(args[2], "off") {
+		c.fail(commands.ErrSyntax)
+		return
+	}
+	optin := false
+	for j := 3; j < len(args); j++ {
+		switch {
+		case commands.EqualFold(args[j], "optin"):
+			optin = true
+		case commands.EqualFold(args[j], "optout"), commands.EqualFold(args[j], "bcast"), commands.EqualFold(args[j], "noloop"):
+		case (commands.EqualFold(args[j], "prefix") || commands.EqualFold(args[j], "redirect")) && j+1 < len(args):
+			j++
+		default:
+			c.fail(commands.ErrSyntax)
+			return
+		}
+	}
+	c.tracking, c.trackOptin = on, on && optin
+	c.w.ok()
+}
+
+func clientList(c *conn, args [][]byte) {
+	var ids map[int64]bool
+	for j := 2; j < len(args); j++ {
+		switch {
+		case commands.EqualFold(args[j], "type") && j+1 < len(args):
+			if !commands.EqualFold(args[j+1], "normal") {
+				c.fail("ERR Unknown client type '" + commands.SanitizeErrorText(args[j+1]) + "'")
+				return
+			}
+			j++
+		case commands.EqualFold(args[j], "id") && j+1 < len(args):
+			ids = map[int64]bool{}
+			for j++; j < len(args); j++ {
+				id, ok := string2ll(args[j])
+				if !ok || id <= 0 {
+					c.fail("ERR Invalid client ID")
+					return
+				}
+				ids[id] = true
+			}
+		default:
+			c.fail(commands.ErrSyntax)
+			return
+		}
+	}
+	var b strings.Builder
+	c.s.forEachConn(func(o *conn) {
+		if ids == nil || ids[o.id] {
+			b.WriteString(o.infoLine())
+			b.WriteByte('\n')
+		}
+	})
+	c.w.verbatim(b.String())
+}
+
+// writeHelp answers a HELP subcommand as Redis does: an array of lines.
+func writeHelp(c *conn, first string, lines ...string) {
+	c.w.array(len(lines) + 1)
+	c.w.simple(first)
+	for _, l := range lines {
+		c.w.simple(l)
+	}
+}

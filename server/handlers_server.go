@@ -1,0 +1,137 @@
+package server
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"time"
+
+	"github.com/redcell/redcell/commands"
+)
+
+// TIME
+// The server's wall clock as [unix seconds, microseconds].
+func cmdTime(c *conn, _ *commands.Spec, _ [][]byte) {
+	now := time.Now()
+	c.w.array(2)
+	c.w.bulkInt(now.Unix())
+	c.w.bulkInt(int64(now.Nanosecond() / 1000))
+}
+
+// CLUSTER <subcommand> [arguments]
+// Redcell runs one Raft group and no Redis Cluster protocol yet: every
+// subcommand answers as a non-cluster Redis does. rueidis reads an error
+// containing "CLUSTER" as "single-node mode".
+func cmdCluster(c *conn, _ *commands.Spec, _ [][]byte) { c.fail(commands.ErrClusterOff) }
+
+// DEBUG CLOCK [SET unix_ns | ADVANCE ns | REAL]
+// Testing hook, only with --enable-debug-command: freeze or move the clock
+// this node stamps log entries with; bare DEBUG CLOCK answers the replicated
+// clock (the now of the last applied entry, 0 on a fresh node).
+func cmdDebug(c *conn, _ *commands.Spec, args [][]byte) {
+	if !c.s.cfg.EnableDebug {
+		c.fail(commands.ErrDebugDisabled)
+		return
+	}
+	if !commands.EqualFold(args[1], "clock") {
+		c.fail(commands.UnknownSubcommand(args[1], "DEBUG"))
+		return
+	}
+	clock := c.s.cfg.Clock
+	switch {
+	case len(args) == 2:
+		c.w.int(c.s.cfg.FSM.Clock())
+	case len(args) == 3 && commands.EqualFold(args[2], "real"):
+		clock.Real()
+		c.w.ok()
+	case len(args) == 4 && (commands.EqualFold(args[2], "set") || commands.EqualFold(args[2], "advance")):
+		v, ok := commands.ParseInt(args[3])
+		if !ok {
+			c.fail(commands.ErrNotInteger)
+			return
+		}
+		if commands.EqualFold(args[2], "set") {
+			clock.Set(v)
+		} else {
+			clock.Advance(v)
+		}
+		c.w.ok()
+	default:
+		c.fail(commands.ErrSyntax)
+	}
+}
+
+// CONFIG <GET parameter [parameter ...] | HELP>
+// CONFIG GET answers the parameters matching the glob patterns
+// (redis-benchmark asks for save and appendonly).
+func cmdConfig(c *conn, s *commands.Spec, args [][]byte) {
+	sub := s.Sub(args[1])
+	if sub == nil {
+		c.fail(commands.UnknownSubcommand(args[1], "CONFIG"))
+		return
+	}
+	if !sub.CheckArity(len(args)) {
+		c.fail(commands.WrongArgs(sub.Name))
+		return
+	}
+	if sub.Name == "config|help" {
+		writeHelp(c, "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
+			"HELP", "    Print this help.")
+		return
+	}
+	params := c.s.configParams()
+	names := make([]string, 0, len(params))
+	for name := range params {
+		for _, pat := range args[2:] {
+			if commands.GlobMatch(pat, []byte(name), true) {
+				names = append(names, name)
+				break
+			}
+		}
+	}
+	sort.Strings(names)
+	c.w.mapHeader(len(names))
+	for _, n := range names {
+		c.w.bulkString(n)
+		c.w.bulkString(params[n])
+	}
+}
+
+// configParams are the parameters CONFIG GET reports. Persistence is Raft's
+// log, not RDB/AOF, so save is empty and appendonly is no.
+func (s *Server) configParams() map[string]string {
+	host, port := splitHostPort(s.cfg.Addr)
+	return map[string]string{
+		"save":                 "",
+		"appendonly":           "no",
+		"appendfsync":          "no",
+		"databases":            "1",
+		"bind":                 host,
+		"port":                 port,
+		"dir":                  s.cfg.DataDir,
+		"maxmemory":            "0",
+		"maxmemory-policy":     "noeviction",
+		"timeout":              "0",
+		"requirepass":          "",
+		"maxclients":           "10000",
+		"cluster-enabled":      "no",
+		"proto-max-bulk-len":   strconv.Itoa(maxBulkLen),
+		"enable-debug-command": map[bool]string{true: "yes", false: "no"}[s.cfg.EnableDebug],
+	}
+}
+
+// infoLine is this connection's CLIENT LIST line.
+func (c *conn) infoLine() string {
+	c.mu.Lock()
+	name, lib, ver := c.name, c.libName, c.libVer
+	c.mu.Unlock()
+	now := time.Now()
+	cmd := "NULL"
+	if s := c.lastCmd.Load(); s != nil {
+		cmd = s.Name
+	}
+	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=-1 resp=%d lib-name=%s lib-ver=%s",
+		c.id, c.addr, c.laddr, name, int(now.Sub(c.created).Seconds()),
+		int(now.Sub(time.Unix(0, c.lastActive.Load())).Seconds()), cmd, c.proto.Load(), lib, ver)
+}

@@ -1,0 +1,177 @@
+package server
+
+import (
+	"fmt"
+	"net"
+	"os"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/redcell/redcell/commands"
+)
+
+// INFO [section [section ...]]
+// Sections: server, clients, memory, persistence, stats, replication, raft,
+// keyspace; "default", "all" and "everything" as in Redis. Unknown sections
+// answer nothing (ioredis and others only need INFO to answer, and loading:0).
+func cmdInfo(c *conn, _ *commands.Spec, args [][]byte) {
+	all := []string{"server", "clients", "memory", "persistence", "stats", "replication", "raft", "keyspace"}
+	want := map[string]bool{}
+	if len(args) == 1 {
+		for _, s := range all {
+			want[s] = true
+		}
+	}
+	for _, a := range args[1:] {
+		s := strings.ToLower(string(a))
+		switch s {
+		case "default", "all", "everything":
+			for _, s := range all {
+				want[s] = true
+			}
+		default:
+			want[s] = true
+		}
+	}
+	var b strings.Builder
+	for _, s := range all {
+		if !want[s] {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteString("\r\n")
+		}
+		c.s.infoSection(&b, s)
+	}
+	c.w.verbatim(b.String())
+}
+
+func (s *Server) infoSection(b *strings.Builder, section string) {
+	kv := func(k string, v any) { fmt.Fprintf(b, "%s:%v\r\n", k, v) }
+	now := time.Now()
+	switch section {
+	case "server":
+		b.WriteString("# Server\r\n")
+		host, port := splitHostPort(s.cfg.Addr)
+		_ = host
+		kv("redis_version", Version)
+		kv("redcell_version", s.cfg.RedcellVer)
+		kv("redis_mode", "standalone")
+		kv("os", runtime.GOOS+" "+runtime.GOARCH)
+		kv("arch_bits", 64)
+		kv("go_version", runtime.Version())
+		kv("process_id", os.Getpid())
+		kv("run_id", s.cfg.NodeID)
+		kv("node_id", s.cfg.NodeID)
+		kv("tcp_port", port)
+		kv("server_time_usec", now.UnixMicro())
+		kv("uptime_in_seconds", int64(now.Sub(s.started).Seconds()))
+		kv("uptime_in_days", int64(now.Sub(s.started).Hours()/24))
+		kv("data_dir", s.cfg.DataDir)
+	case "clients":
+		b.WriteString("# Clients\r\n")
+		kv("connected_clients", s.clientCount())
+		kv("blocked_clients", 0)
+		kv("maxclients", 10000)
+	case "memory":
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		b.WriteString("# Memory\r\n")
+		kv("used_memory", ms.HeapAlloc)
+		kv("used_memory_rss", readRSS())
+		kv("used_memory_sys", ms.Sys)
+		kv("gc_cycles", ms.NumGC)
+		st := s.cfg.FSM.Stats()
+		kv("keyspace_index_bytes", st.Store.IndexBytes)
+		kv("keyspace_entry_bytes", st.Store.EntryBytes)
+		kv("keyspace_arena_bytes", st.Store.ArenaBytes)
+		kv("keyspace_arena_garbage", st.Store.ArenaGarbage)
+	case "persistence":
+		b.WriteString("# Persistence\r\n")
+		kv("loading", 0)
+		kv("async_loading", 0)
+		kv("aof_enabled", 0)
+		kv("durability", "raft-log-fsync-per-entry")
+		if s.cfg.Store != nil {
+			ls := s.cfg.Store.Stats()
+			kv("log_appends", ls.Appends)
+			kv("log_entries_appended", ls.EntriesAppended)
+			kv("log_fsyncs", ls.Syncs)
+			kv("log_bytes_appended", ls.BytesAppended)
+		}
+	case "stats":
+		b.WriteString("# Stats\r\n")
+		kv("total_connections_received", s.stats.connsReceived.Load())
+		kv("total_commands_processed", s.stats.commands.Load())
+		kv("total_error_replies", s.stats.errors.Load())
+		kv("rejected_connections", s.stats.rejected.Load())
+		kv("total_net_output_bytes", s.stats.netOut.Load())
+	case "replication":
+		b.WriteString("# Replication\r\n")
+		role := "master"
+		if !s.cfg.Group.Ready() {
+			role = "slave"
+		}
+		kv("role", role)
+		kv("connected_slaves", 0)
+	case "raft":
+		gs := s.cfg.Group.Stats()
+		fs := s.cfg.FSM.Stats()
+		b.WriteString("# Raft\r\n")
+		kv("raft_state", strings.ToLower(gs.State))
+		kv("raft_ready", boolInt(gs.Ready))
+		kv("raft_term", gs.Term)
+		kv("raft_leader_id", gs.LeaderID)
+		kv("raft_leader_addr", gs.LeaderAddr)
+		kv("raft_voters", gs.Voters)
+		kv("raft_commit_index", gs.CommitIndex)
+		kv("raft_applied_index", gs.AppliedIndex)
+		kv("raft_last_log_index", gs.LastLogIndex)
+		kv("raft_last_snapshot_index", gs.LastSnapshotIndex)
+		kv("raft_entries_proposed", gs.EntriesProposed)
+		kv("raft_ops_proposed", gs.OpsProposed)
+		avg := 0.0
+		if gs.EntriesProposed > 0 {
+			avg = float64(gs.OpsProposed) / float64(gs.EntriesProposed)
+		}
+		kv("raft_avg_ops_per_entry", fmt.Sprintf("%.2f", avg))
+		kv("raft_last_entry_ops", gs.LastEntryOps)
+		kv("raft_max_entry_ops", gs.MaxEntryOps)
+		kv("raft_reads", gs.Reads)
+		kv("fsm_entries_applied", fs.Entries)
+		kv("fsm_ops_applied", fs.Ops)
+		kv("fsm_clock_ns", fs.Clock)
+	case "keyspace":
+		b.WriteString("# Keyspace\r\n")
+		if n := s.cfg.FSM.Stats().Keys; n > 0 {
+			fmt.Fprintf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", n, n)
+		}
+	}
+}
+
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// readRSS returns the resident set size in bytes (Linux), 0 elsewhere.
+func readRSS() int64 {
+	data, err := os.ReadFile("/proc/self/statm")
+	if err != nil {
+		return 0
+	}
+	var size, rss int64
+	fmt.Sscan(string(data), &size, &rss)
+	return rss * int64(os.Getpagesize())
+}
+
+func splitHostPort(addr string) (string, string) {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return addr, ""
+	}
+	return h, p
+}

@@ -1,0 +1,304 @@
+package server
+
+import (
+	"errors"
+	"io"
+)
+
+// Limits from Redis (server.h, config.c), which clients and tests rely on.
+const (
+	inlineMaxSize     = 64 << 10  // PROTO_INLINE_MAX_SIZE: inline line, or a '*'/'$' count line
+	maxBulkLen        = 512 << 20 // proto-max-bulk-len default
+	maxMultibulkLen   = 1<<31 - 1 // INT_MAX
+	unauthMaxArgs     = 10        // multibulk count allowed before AUTH
+	unauthMaxBulkLen  = 16384     // bulk length allowed before AUTH
+	readChunk         = 16 << 10  // bytes asked of the socket per read
+	initialReadBuffer = 16 << 10
+)
+
+// protocolError is a malformed request: the reply is "-ERR Protocol error: "
+// + msg and the connection is closed after it, as Redis does.
+type protocolError struct{ msg string }
+
+func (e *protocolError) Error() string { return "ERR Protocol error: " + e.msg }
+
+var (
+	errInvalidMultibulk  = &protocolError{"invalid multibulk length"}
+	errInvalidBulk       = &protocolError{"invalid bulk length"}
+	errTooBigInline      = &protocolError{"too big inline request"}
+	errTooBigMbulkCount  = &protocolError{"too big mbulk count string"}
+	errTooBigBulkCount   = &protocolError{"too big bulk count string"}
+	errUnbalancedQuotes  = &protocolError{"unbalanced quotes in request"}
+	errUnauthMultibulk   = &protocolError{"unauthenticated multibulk length"}
+	errUnauthBulk        = &protocolError{"unauthenticated bulk length"}
+	errIncompleteCommand = errors.New("incomplete command")
+)
+
+// command is one parsed request. Args alias the reader's buffer and stay
+// valid until the next call to reader.next.
+type command struct {
+	args [][]byte
+}
+
+// reader parses RESP multibulk and inline requests from a connection the way
+// Redis's networking.c does, byte for byte where clients can tell: the same
+// limits, the same error texts, '*0' and '*-1' ignored, nothing allocated
+// from a declared length (the buffer grows only as bytes arrive).
+//
+// One goroutine (the connection's) uses a reader.
+type reader struct {
+	rd    io.Reader
+	buf   []byte
+	start int // first unparsed byte
+	end   int // end of valid data
+	// A multibulk command may arrive over many reads; its progress is kept
+	// as offsets so the buffer can move under it.
+	cmds []command
+	args [][]byte
+	// authRequired applies Redis's limits for unauthenticated clients.
+	authRequired func() bool
+}
+
+func newReader(rd io.Reader) *reader {
+	return &reader{rd: rd, buf: make([]byte, initialReadBuffer), authRequired: func() bool { return false }}
+}
+
+// next returns every complete command that has arrived, reading from the
+// connection until there is at least one, or a protocol/IO error. Commands
+// that precede a protocol error are returned together with it, so they are
+// answered before the error, as in Redis.
+func (r *reader) next() ([]command, error) {
+	// The previous batch's args alias buf[:start]; they are dead now.
+	r.compact()
+	r.cmds, r.args = r.cmds[:0], r.args[:0]
+	for {
+		if err := r.parse(); err != nil {
+			if errors.Is(err, errIncompleteCommand) {
+				if len(r.cmds) > 0 {
+					return r.cmds, nil
+				}
+			} else {
+				return r.cmds, err
+			}
+		} else if len(r.cmds) > 0 {
+			return r.cmds, nil
+		}
+		if err := r.fill(); err != nil {
+			return r.cmds, err
+		}
+	}
+}
+
+// compact moves the unparsed tail to the front of the buffer.
+func (r *reader) compact() {
+	if r.start == r.end {
+		r.start, r.end = 0, 0
+		return
+	}
+	if r.start > 0 {
+		n := copy(r.buf, r.buf[r.start:r.end])
+		r.start, r.end = 0, n
+	}
+}
+
+// fill reads more bytes, growing the buffer only when it is full of data
+// that has actually arrived.
+func (r *reader) fill() error {
+	if r.start > 0 && len(r.cmds) == 0 {
+		r.compact()
+	}
+	if len(r.buf)-r.end < readChunk/4 {
+		if len(r.cmds) == 0 && r.start > 0 {
+			r.compact()
+		}
+		if len(r.buf)-r.end < readChunk/4 {
+			nb := make([]byte, max(2*len(r.buf), r.end+readChunk))
+			copy(nb, r.buf[:r.end])
+			// Parsed args still alias the old buffer; that is fine: it is
+			// kept alive by them and never written again.
+			r.buf = nb
+		}
+	}
+	n, err := r.rd.Read(r.buf[r.end:])
+	r.end += n
+	if n > 0 {
+		return nil
+	}
+	if err == nil {
+		err = io.ErrNoProgress
+	}
+	return err
+}
+
+// parse consumes complete commands from buf[start:end].
+func (r *reader) parse() error {
+	for r.start < r.end {
+		var err error
+		if r.buf[r.start] == '*' {
+			err = r.parseMultibulk()
+		} else {
+			err = r.parseInline()
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return errIncompleteCommand
+}
+
+// parseMultibulk parses one "*N\r\n$len\r\narg\r\n..." command, or returns
+// errIncompleteCommand leaving start untouched until the whole command is
+// there. Like Redis, a count line ends at the first '\r' (the byte after it
+// is skipped unchecked), and the two bytes after a bulk are skipped unchecked.
+func (r *reader) parseMultibulk() error {
+	b := r.buf[r.start:r.end]
+	line, rest, ok := crLine(b[1:])
+	if !ok {
+		if len(b) > inlineMaxSize {
+			return errTooBigMbulkCount
+		}
+		return errIncompleteCommand
+	}
+	count, valid := string2ll(line)
+	if !valid || count > maxMultibulkLen {
+		return errInvalidMultibulk
+	}
+	if count > unauthMaxArgs && r.authRequired() {
+		return errUnauthMultibulk
+	}
+	if count <= 0 { // "*0" and "*-10" are skipped, as Redis does
+		r.start = r.end - len(rest)
+		return nil
+	}
+	first := len(r.args)
+	for i := int64(0); i < count; i++ {
+		if len(rest) == 0 {
+			r.args = r.args[:first]
+			return errIncompleteCommand
+		}
+		if rest[0] != '$' {
+			r.args = r.args[:first]
+			return &protocolError{"expected '$', got '" + string(rest[:1]) + "'"}
+		}
+		line, after, ok := crLine(rest[1:])
+		if !ok {
+			r.args = r.args[:first]
+			if len(rest) > inlineMaxSize {
+				return errTooBigBulkCount
+			}
+			return errIncompleteCommand
+		}
+		n, valid := string2ll(line)
+		if !valid || n < 0 || n > maxBulkLen {
+			r.args = r.args[:first]
+			return errInvalidBulk
+		}
+		if n > unauthMaxBulkLen && r.authRequired() {
+			r.args = r.args[:first]
+			return errUnauthBulk
+		}
+		if int64(len(after)) < n+2 {
+			r.args = r.args[:first]
+			return errIncompleteCommand
+		}
+		r.args = append(r.args, after[:n:n])
+		rest = after[n+2:]
+	}
+	r.start = r.end - len(rest)
+	r.cmds = append(r.cmds, command{args: r.args[first:len(r.args):len(r.args)]})
+	return nil
+}
+
+// crLine splits b at the first '\r' and requires one more byte after it (the
+// '\n', skipped unchecked as Redis does).
+func crLine(b []byte) (line, rest []byte, ok bool) {
+	for i, c := range b {
+		if c == '\r' {
+			if i+1 >= len(b) {
+				return nil, nil, false
+			}
+			return b[:i], b[i+2:], true
+		}
+	}
+	return nil, nil, false
+}
+
+// parseInline parses one inline command line ("PING\r\n", "set a b\n").
+func (r *reader) parseInline() error {
+	b := r.buf[r.start:r.end]
+	nl := -1
+	for i, c := range b {
+		if c == '\n' {
+			nl = i
+			break
+		}
+	}
+	if nl < 0 {
+		if len(b) > inlineMaxSize {
+			return errTooBigInline
+		}
+		return errIncompleteCommand
+	}
+	line := b[:nl]
+	if len(line) > 0 && line[len(line)-1] == '\r' {
+		line = line[:len(line)-1]
+	}
+	first := len(r.args)
+	args, ok := splitArgs(line, r.args)
+	if !ok {
+		r.args = r.args[:first]
+		return errUnbalancedQuotes
+	}
+	r.args = args
+	r.start += nl + 1
+	if len(r.args) > first {
+		r.cmds = append(r.cmds, command{args: r.args[first:len(r.args):len(r.args)]})
+	}
+	return nil
+}
+
+// string2ll is Redis's strict integer parser (util.c): optional '-', no '+',
+// no leading zeros (except "0" itself), digits only, within int64.
+func string2ll(b []byte) (int64, bool) {
+	if len(b) == 0 {
+		return 0, false
+	}
+	if len(b) == 1 && b[0] == '0' {
+		return 0, true
+	}
+	neg := false
+	if b[0] == '-' {
+		neg = true
+		b = b[1:]
+		if len(b) == 0 {
+			return 0, false
+		}
+	}
+	if b[0] < '1' || b[0] > '9' {
+		return 0, false
+	}
+	var v uint64
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if v > (1<<64-1)/10 {
+			return 0, false
+		}
+		v *= 10
+		if v > 1<<64-1-uint64(c-'0') {
+			return 0, false
+		}
+		v += uint64(c - '0')
+	}
+	if neg {
+		if v > 1<<63 {
+			return 0, false
+		}
+		return -int64(v), true
+	}
+	if v > 1<<63-1 {
+		return 0, false
+	}
+	return int64(v), true
+}

@@ -1,0 +1,131 @@
+// Package server serves the Redis protocol: it reads each connection's
+// pipeline, dispatches commands through the command table (package
+// commands), hands state-changing requests to the Raft group as one batch
+// per pipeline read, and writes replies in order. See DESIGN.md.
+package server
+
+import (
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redcell/redcell/fsm"
+	"github.com/redcell/redcell/group"
+	"github.com/redcell/redcell/raftstore"
+)
+
+// Version is what HELLO and INFO report as the Redis version: clients choose
+// features by it, and Redcell speaks Redis 7.2's protocol.
+const Version = "7.2.4"
+
+// Config wires a Server to its node.
+type Config struct {
+	Group       *group.Group
+	FSM         *fsm.FSM
+	Clock       *group.Clock
+	Store       *raftstore.Store // for INFO; may be nil in tests
+	NodeID      string
+	Addr        string // the client address as configured (bind:port)
+	DataDir     string
+	EnableDebug bool   // DEBUG CLOCK ... (testing hook)
+	RedcellVer  string // build version for INFO
+	Logger      *slog.Logger
+}
+
+// Server serves Redis clients. Serve runs one goroutine per connection.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	started time.Time
+
+	mu     sync.Mutex
+	conns  map[*conn]struct{}
+	closed bool
+	wg     sync.WaitGroup
+
+	nextID atomic.Int64
+	stats  serverStats
+}
+
+type serverStats struct {
+	connsReceived atomic.Int64
+	commands      atomic.Int64
+	errors        atomic.Int64
+	rejected      atomic.Int64
+	netIn, netOut atomic.Int64
+}
+
+// New makes a server.
+func New(cfg Config) *Server {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	return &Server{cfg: cfg, log: cfg.Logger, started: time.Now(), conns: make(map[*conn]struct{})}
+}
+
+// Serve accepts client connections from ln until it is closed.
+func (s *Server) Serve(ln net.Listener) error {
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return nil
+			}
+			return err
+		}
+		c := s.newConn(nc)
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			nc.Close()
+			continue
+		}
+		s.conns[c] = struct{}{}
+		s.wg.Add(1)
+		s.mu.Unlock()
+		s.stats.connsReceived.Add(1)
+		go func() {
+			defer s.wg.Done()
+			c.serve()
+			s.mu.Lock()
+			delete(s.conns, c)
+			s.mu.Unlock()
+		}()
+	}
+}
+
+// Close closes every client connection and waits for their goroutines. A
+// connection waiting on the log is answered first (the group answers
+// ErrShutdown or the result), so no reply is torn.
+func (s *Server) Close() {
+	s.mu.Lock()
+	s.closed = true
+	for c := range s.conns {
+		c.nc.Close()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// clientCount is the number of connected clients.
+func (s *Server) clientCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
+// forEachConn calls fn for each connection (CLIENT LIST).
+func (s *Server) forEachConn(fn func(*conn)) {
+	s.mu.Lock()
+	cs := make([]*conn, 0, len(s.conns))
+	for c := range s.conns {
+		cs = append(cs, c)
+	}
+	s.mu.Unlock()
+	for _, c := range cs {
+		fn(c)
+	}
+}
