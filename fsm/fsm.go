@@ -6,6 +6,7 @@ package fsm
 
 import (
 	"fmt"
+	"math"
 	"log/slog"
 	"sync"
 	"sync/atomic"
@@ -191,7 +192,7 @@ func (f *FSM) throttle(op *Op, now int64, res *Result) {
 			res.setErr(ErrWrongType)
 			return cur, shard.Keep
 		}
-		rep, tat, outcome := gcra.Throttle(cur.Expire, live, now, op.GCRA)
+		rep, tat, outcome := gcra.Throttle(cur.A, live, now, op.GCRA)
 		switch outcome {
 		case gcra.Store:
 			res.setThrottle(rep)
@@ -201,16 +202,47 @@ func (f *FSM) throttle(op *Op, now int64, res *Result) {
 			res.setThrottle(rep)
 			return cur, shard.Keep
 		}
-		// A CL key lives while its TAT is in the future; a TAT at or before
-		// now is the same as no key at all.
+		// A TAT at or before now is the same as no key (a refund into the
+		// past, or quantity 0 on a fresh key).
 		if tat > now {
-			return shard.State{Kind: shard.KindGCRA, Expire: tat}, shard.Put
+			return shard.State{Kind: shard.KindGCRA, Expire: gcraExpire(now, tat), A: tat}, shard.Put
 		}
 		if live {
 			return cur, shard.Delete
 		}
 		return cur, shard.Keep
 	})
+}
+
+// gcraExpire is when a CL key written at now with TAT tat stops existing, as
+// redis-cell stores it: Redis expires the key at ms(now) + trunc_ms(tat-now)
+// (RedisModule_SetExpire with a whole-millisecond TTL) and a key lives while
+// the millisecond clock has not passed that instant. So the key can vanish up
+// to ~1 ms before its TAT, which the replies of fast rates show. Returned as
+// the first nanosecond at which the key is gone.
+func gcraExpire(now, tat int64) int64 {
+	ms := floorDiv(now, 1e6) + (tat-now)/1e6 + 1
+	if ms > math.MaxInt64/1_000_000 {
+		return math.MaxInt64
+	}
+	return ms * 1e6
+}
+
+// gcraPTTL is Redis's PTTL of a live CL key: its expiry millisecond minus the
+// current millisecond (0 in the key's last millisecond).
+func gcraPTTL(expire, now int64) int64 {
+	if expire == math.MaxInt64 {
+		return msUp(expire - now)
+	}
+	return expire/1e6 - 1 - floorDiv(now, 1e6)
+}
+
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if (a%b != 0) && (a < 0) != (b < 0) {
+		q--
+	}
+	return q
 }
 
 // Read answers a read-only request against the local state at
@@ -227,7 +259,7 @@ func (f *FSM) Read(r *Read, now int64, res *Result) {
 			res.setErr(ErrWrongType)
 			return
 		}
-		rep, err := gcra.Peek(st.Expire, live, now, r.GCRA)
+		rep, err := gcra.Peek(st.A, live, now, r.GCRA)
 		if err != nil {
 			res.setErr(ErrExpire)
 			return
@@ -248,6 +280,9 @@ func (f *FSM) Read(r *Read, now int64, res *Result) {
 			return
 		}
 		ms := msUp(st.Expire - now)
+		if st.Kind == shard.KindGCRA {
+			ms = gcraPTTL(st.Expire, now)
+		}
 		if r.Code == ReadTTL {
 			ms = (ms + 500) / 1000 // Redis rounds TTL to the nearest second
 		}
