@@ -6,8 +6,8 @@ package fsm
 
 import (
 	"fmt"
-	"math"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -334,4 +334,3 @@ func (f *FSM) Stats() Stats {
 }
 
 var _ raft.BatchingFSM = (*FSM)(nil)
-

@@ -18,6 +18,7 @@ type config struct {
 	enableDebug bool
 	logLevel    string
 	stripes     int
+	pprofAddr   string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -31,6 +32,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.nodeID, "node-id", "", "this node's Raft ID (default: generated on first start and kept in <data-dir>/node-id)")
 	fs.BoolVar(&c.enableDebug, "enable-debug-command", false, "accept DEBUG CLOCK SET/ADVANCE/REAL, which freezes and moves the clock this node stamps decisions with (tests only)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&c.pprofAddr, "pprof", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060) for profiling; off by default")
 	fs.IntVar(&c.stripes, "stripes", 64, "lock stripes of the in-memory keyspace (never changes results, only contention)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "redcell: a rate-limit server that speaks the Redis protocol (CL.THROTTLE as redis-cell),\nwith every decision durable in a Raft log before it is answered.\n\nUsage: redcell [flags]\n\nFlags:\n")

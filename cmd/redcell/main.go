@@ -8,6 +8,8 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net/http"
+	_ "net/http/pprof" // served only with --pprof
 	"os"
 	"os/signal"
 	"syscall"
@@ -29,6 +31,9 @@ func main() {
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
+	if cfg.pprofAddr != "" {
+		go func() { log.Warn("pprof server stopped", "err", http.ListenAndServe(cfg.pprofAddr, nil)) }()
+	}
 	// config → data dir → stores → listener → raft → server → wait for a signal.
 	n, err := startNode(cfg, log)
 	if err != nil {
