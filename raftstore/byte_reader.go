@@ -1,0 +1,81 @@
+package raftstore
+
+import (
+	"encoding/binary"
+	"errors"
+)
+
+// errTruncated reports a stored value that ends before its fields do.
+var errTruncated = errors.New("raftstore: truncated value")
+
+// byteReader reads varints and length-prefixed byte strings, remembering the
+// first error so that decoding reads as a straight line.
+type byteReader struct {
+	buf []byte
+	err error
+}
+
+func (r *byteReader) uvarint() uint64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Uvarint(r.buf)
+	if n <= 0 {
+		r.err = errTruncated
+		if n < 0 {
+			r.err = errors.New("raftstore: varint overflows 64 bits")
+		}
+		return 0
+	}
+	r.buf = r.buf[n:]
+	return v
+}
+
+func (r *byteReader) varint() int64 {
+	if r.err != nil {
+		return 0
+	}
+	v, n := binary.Varint(r.buf)
+	if n <= 0 {
+		r.err = errTruncated
+		if n < 0 {
+			r.err = errors.New("raftstore: varint overflows 64 bits")
+		}
+		return 0
+	}
+	r.buf = r.buf[n:]
+	return v
+}
+
+// bytes returns a length-prefixed byte string aliasing the input.
+func (r *byteReader) bytes() []byte {
+	n := r.uvarint()
+	if r.err != nil {
+		return nil
+	}
+	if n > uint64(len(r.buf)) {
+		r.err = errTruncated
+		return nil
+	}
+	b := r.buf[:n:n]
+	r.buf = r.buf[n:]
+	return b
+}
+
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+// varintLen is the length of binary.PutVarint's zig-zag encoding of v.
+func varintLen(v int64) int {
+	u := uint64(v) << 1
+	if v < 0 {
+		u = ^u
+	}
+	return uvarintLen(u)
+}
