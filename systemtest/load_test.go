@@ -1,0 +1,203 @@
+package systemtest
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// throttleLoad drives pipelined CL.THROTTLE traffic from several
+// connections while a test kills or stops the node, and keeps, per key, how
+// many decisions were sent and how many were acknowledged as allowed. With
+// the clock frozen and a burst far larger than the traffic, every decision is
+// allowed and consumes exactly one emission interval (1 s), so after a
+// restart CL.PEEK with quantity 0 tells how many decisions a key holds:
+// reset_after = n seconds, remaining = limit - n. Durability requires
+// acked <= n <= sent for every key.
+type throttleLoad struct {
+	workers   []*loadWorker
+	acks      atomic.Int64
+	threshold int64
+	reached   chan struct{}
+	once      sync.Once
+	wg        sync.WaitGroup
+}
+
+// Parameters of the load: 1 per second, a burst no test reaches.
+const (
+	loadBurst = 1_000_000
+	loadLimit = loadBurst + 1
+)
+
+// loadWorker is one connection's share of the load. Its fields belong to its
+// goroutine until throttleLoad.wait returns.
+type loadWorker struct {
+	keys   []string
+	sent   []int64 // per key: decisions written to the socket
+	acked  []int64 // per key: allowed replies received
+	errs   []string
+	bad    []string // replies that are neither allowed decisions nor errors
+	torn   error    // a reply cut off in the middle
+	endErr error    // the I/O error that ended the worker
+	rounds int
+}
+
+// startThrottleLoad connects nWorkers clients to addr, each owning
+// keysPerWorker keys, and starts sending pipelines of depth commands to
+// random keys of its own. reached is closed once threshold decisions were
+// acknowledged in total.
+func startThrottleLoad(t testing.TB, addr, prefix string, nWorkers, keysPerWorker, depth int, threshold int64, seed uint64) *throttleLoad {
+	t.Helper()
+	l := &throttleLoad{threshold: threshold, reached: make(chan struct{})}
+	for w := 0; w < nWorkers; w++ {
+		c, err := dialRESP(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(c.close)
+		lw := &loadWorker{sent: make([]int64, keysPerWorker), acked: make([]int64, keysPerWorker)}
+		for k := 0; k < keysPerWorker; k++ {
+			lw.keys = append(lw.keys, fmt.Sprintf("%s:%d:%d", prefix, w, k))
+		}
+		l.workers = append(l.workers, lw)
+		l.wg.Add(1)
+		go l.run(lw, c, depth, rand.New(rand.NewPCG(seed, uint64(w))))
+	}
+	return l
+}
+
+func (l *throttleLoad) run(w *loadWorker, c *respConn, depth int, rng *rand.Rand) {
+	defer l.wg.Done()
+	burst := strconv.Itoa(loadBurst)
+	batch := make([]int, depth)
+	for {
+		w.rounds++
+		for i := range batch {
+			k := rng.IntN(len(w.keys))
+			batch[i] = k
+			w.sent[k]++ // counted before it can reach the server
+			c.send("CL.THROTTLE", w.keys[k], burst, "1", "1")
+		}
+		if err := c.flush(); err != nil {
+			w.endErr = err
+			return
+		}
+		for _, k := range batch {
+			r, err := c.read()
+			if err != nil {
+				if errors.Is(err, errTornReply) {
+					w.torn = err
+				}
+				w.endErr = err
+				return
+			}
+			switch v, ok := r.ints(); {
+			case ok && len(v) == 5 && v[0] == 0 && v[1] == loadLimit:
+				w.acked[k]++
+				if l.acks.Add(1) == l.threshold {
+					l.once.Do(func() { close(l.reached) })
+				}
+			case r.isErr():
+				w.errs = append(w.errs, r.str)
+			default:
+				w.bad = append(w.bad, fmt.Sprintf("%s: %v", w.keys[k], r))
+			}
+		}
+	}
+}
+
+// waitAcks waits until threshold decisions were acknowledged.
+func (l *throttleLoad) waitAcks(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	select {
+	case <-l.reached:
+	case <-time.After(timeout):
+		t.Fatalf("load: only %d of %d decisions acknowledged after %v", l.acks.Load(), l.threshold, timeout)
+	}
+}
+
+// wait waits for every worker to end (their connections broke).
+func (l *throttleLoad) wait(t testing.TB, timeout time.Duration) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { l.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		t.Fatalf("load: workers still running %v after the node went down", timeout)
+	}
+}
+
+// totals sums sent and acknowledged decisions.
+func (l *throttleLoad) totals() (sent, acked int64) {
+	for _, w := range l.workers {
+		for k := range w.keys {
+			sent += w.sent[k]
+			acked += w.acked[k]
+		}
+	}
+	return sent, acked
+}
+
+// checkReplies fails the test on torn or unexpected replies; error replies
+// must start with one of allowedErrPrefixes.
+func (l *throttleLoad) checkReplies(t testing.TB, allowedErrPrefixes ...string) {
+	t.Helper()
+	for i, w := range l.workers {
+		if w.torn != nil {
+			t.Errorf("worker %d: %v", i, w.torn)
+		}
+		for _, b := range w.bad {
+			t.Errorf("worker %d: unexpected reply %s", i, b)
+		}
+		for _, e := range w.errs {
+			ok := false
+			for _, p := range allowedErrPrefixes {
+				ok = ok || strings.HasPrefix(e, p)
+			}
+			if !ok {
+				t.Errorf("worker %d: unexpected error reply -%s", i, e)
+			}
+		}
+	}
+}
+
+// verifyState reads every key with CL.PEEK quantity 0 at the frozen instant
+// the load ran at and checks acked <= n <= sent. It returns how many sent but
+// unacknowledged decisions turned out applied.
+func (l *throttleLoad) verifyState(t testing.TB, c *respConn) (appliedUnacked int64) {
+	t.Helper()
+	burst := strconv.Itoa(loadBurst)
+	for wi, w := range l.workers {
+		for _, key := range w.keys {
+			c.send("CL.PEEK", key, burst, "1", "1", "0")
+		}
+		rs := readN(t, c, len(w.keys))
+		for k, r := range rs {
+			v, ok := r.ints()
+			if !ok || len(v) != 5 || v[0] != 0 || v[1] != loadLimit || v[3] != -1 {
+				t.Errorf("worker %d key %s: CL.PEEK: got %v", wi, w.keys[k], r)
+				continue
+			}
+			n := v[4] // reset_after: one second per decision
+			if v[2] != loadLimit-n {
+				t.Errorf("key %s: CL.PEEK %v: remaining %d and reset %d s disagree", w.keys[k], r, v[2], n)
+			}
+			switch {
+			case n < w.acked[k]:
+				t.Errorf("key %s: holds %d decisions, but %d were acknowledged (lost %d acknowledged decisions)",
+					w.keys[k], n, w.acked[k], w.acked[k]-n)
+			case n > w.sent[k]:
+				t.Errorf("key %s: holds %d decisions, but only %d were sent", w.keys[k], n, w.sent[k])
+			}
+			appliedUnacked += n - w.acked[k]
+		}
+	}
+	return appliedUnacked
+}
