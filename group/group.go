@@ -321,6 +321,14 @@ type Stats struct {
 	Voters                          int
 }
 
+// Counters are the proposer's cumulative counters, cheap to read often.
+type Counters struct{ Entries, Ops uint64 }
+
+// Counters reads the proposer's counters without touching raft.
+func (g *Group) Counters() Counters {
+	return Counters{Entries: g.stats.entries.Load(), Ops: g.stats.ops.Load()}
+}
+
 // Stats samples the group's counters and raft's view of itself.
 func (g *Group) Stats() Stats {
 	addr, id := g.raft.LeaderWithID()

@@ -107,6 +107,9 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 		kv("total_error_replies", s.stats.errors.Load())
 		kv("rejected_connections", s.stats.rejected.Load())
 		kv("total_net_output_bytes", s.stats.netOut.Load())
+		rv := s.rates.view()
+		kv("instantaneous_ops_per_sec", int64(rv.OpsPerSec))
+		kv("instantaneous_output_kbps", fmt.Sprintf("%.2f", rv.NetOutKbps))
 	case "replication":
 		b.WriteString("# Replication\r\n")
 		role := "master"
@@ -139,6 +142,11 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 		kv("raft_last_entry_ops", gs.LastEntryOps)
 		kv("raft_max_entry_ops", gs.MaxEntryOps)
 		kv("raft_reads", gs.Reads)
+		rv := s.rates.view()
+		kv("raft_instantaneous_decisions_per_sec", int64(rv.DecisionsPerSec))
+		kv("raft_instantaneous_entries_per_sec", int64(rv.EntriesPerSec))
+		kv("raft_instantaneous_fsyncs_per_sec", int64(rv.FsyncsPerSec))
+		kv("raft_instantaneous_ops_per_entry", fmt.Sprintf("%.2f", rv.OpsPerEntry))
 		kv("fsm_entries_applied", fs.Entries)
 		kv("fsm_ops_applied", fs.Ops)
 		kv("fsm_clock_ns", fs.Clock)

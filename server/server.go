@@ -48,6 +48,7 @@ type Server struct {
 
 	nextID atomic.Int64
 	stats  serverStats
+	rates  *rates
 }
 
 type serverStats struct {
@@ -63,7 +64,18 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Server{cfg: cfg, log: cfg.Logger, started: time.Now(), conns: make(map[*conn]struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, started: time.Now(), conns: make(map[*conn]struct{})}
+	s.rates = newRates(s.sampleCounters, time.Second)
+	return s
+}
+
+func (s *Server) sampleCounters() rateSample {
+	gs := s.cfg.Group.Counters()
+	r := rateSample{at: time.Now(), commands: s.stats.commands.Load(), ops: gs.Ops, entries: gs.Entries, netOut: s.stats.netOut.Load()}
+	if s.cfg.Store != nil {
+		r.fsyncs = s.cfg.Store.Stats().Syncs
+	}
+	return r
 }
 
 // Serve accepts client connections from ln until it is closed.
@@ -97,17 +109,23 @@ func (s *Server) Serve(ln net.Listener) error {
 	}
 }
 
-// Close closes every client connection and waits for their goroutines. A
-// connection waiting on the log is answered first (the group answers
-// ErrShutdown or the result), so no reply is torn.
+// Close stops serving clients without tearing a reply: every connection
+// stops reading (a read deadline in the past), finishes the pipeline it is
+// executing (its writes are answered by the group: result, or TRYAGAIN if
+// the group is already stopping), flushes the replies and closes. Writes to a
+// client that does not read get closeGrace to drain.
 func (s *Server) Close() {
+	const closeGrace = 5 * time.Second
 	s.mu.Lock()
 	s.closed = true
+	now := time.Now()
 	for c := range s.conns {
-		c.nc.Close()
+		_ = c.nc.SetReadDeadline(now)
+		_ = c.nc.SetWriteDeadline(now.Add(closeGrace))
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.rates.close()
 }
 
 // clientCount is the number of connected clients.
