@@ -1,0 +1,190 @@
+// Package shard holds a Redcell node's keyspace: lock-striped hash tables
+// from a binary-safe key to a small fixed-size limiter State.
+//
+// # Goroutines
+//
+// A Store has exactly one writer: the goroutine applying committed Raft log
+// entries (package fsm), or the goroutine restoring a snapshot before the
+// Store is published. Only the writer may call Update, Put, Delete, Sweep,
+// Clear and Snapshot; it never waits for another writer, only for readers
+// holding a stripe's read lock.
+//
+// Any number of reader goroutines may call Get, Len and Stats concurrently
+// with the writer and with each other. A reader sees each key either before or
+// after a writer's call, never a torn State. Len and Stats visit the stripes
+// one at a time, so under concurrent writes they are per-stripe consistent,
+// not a global cut.
+//
+// A *Snapshot is immutable and may be read from any goroutine.
+//
+// # Determinism
+//
+// Results never depend on the number of stripes, on the hash seed, on table
+// layout or on when the sweeper ran: an entry at or past its Expire behaves
+// exactly like an absent one, and Snapshot.Range orders by key bytes.
+package shard
+
+import (
+	"hash/maphash"
+	"math/bits"
+)
+
+// MaxStripes caps the stripe count given to New.
+const MaxStripes = 1 << 16
+
+// Store is the keyspace. The zero value is not usable; call New.
+type Store struct {
+	stripes []stripe
+	shift   uint // stripe = hash >> shift; 64 with one stripe
+	seed    maphash.Seed
+
+	sweepStripe int // stripe where Sweep resumes; writer only
+}
+
+// New makes a store with stripes stripes, rounded up to a power of two and
+// clamped to [1, MaxStripes].
+//
+// The hash seed is random per Store (hash/maphash): an attacker cannot craft
+// keys that collide, and since results never depend on layout, replicas with
+// different seeds still agree on every reply and every snapshot.
+func New(stripes int) *Store {
+	stripes = max(1, min(stripes, MaxStripes))
+	n := 1 << bits.Len(uint(stripes-1)) // next power of two
+	s := &Store{
+		stripes: make([]stripe, n),
+		shift:   uint(64 - bits.TrailingZeros(uint(n))),
+		seed:    maphash.MakeSeed(),
+	}
+	for i := range s.stripes {
+		s.stripes[i].seed = s.seed
+	}
+	return s
+}
+
+// locate hashes key and returns the hash and its stripe. Stripe choice uses
+// the top bits of the hash; the index inside the stripe uses the low bits.
+func (s *Store) locate(key []byte) (uint64, *stripe) {
+	h := maphash.Bytes(s.seed, key)
+	return h, &s.stripes[h>>s.shift] // h>>64 == 0 in Go: one stripe
+}
+
+// Update is the apply path. It looks key up, calls fn with its state and
+// whether it is live (present and now < Expire), then applies fn's Action.
+// A key that is absent or expired is passed as the zero State with
+// live=false, so fn's input never depends on whether the sweeper has
+// reclaimed it yet; an expired entry is reused in place by Put.
+//
+// Writer goroutine only. fn runs with the key's stripe locked exclusively: it
+// must be quick and must not call back into the Store. The key bytes are
+// copied on Put; the caller keeps ownership of key. No allocation in steady
+// state (only when a stripe's arena or index changes size). An Action other
+// than Keep, Put or Delete is treated as Keep.
+func (s *Store) Update(key []byte, now int64, fn func(cur State, live bool) (next State, act Action)) {
+	h, st := s.locate(key)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	p, want, found := st.find(h, key)
+	var cur State
+	live := false
+	if found {
+		cur = readState(st.arena, st.offsetAt(p))
+		if live = cur.live(now); !live {
+			cur = State{}
+		}
+	}
+	next, act := fn(cur, live)
+	if act == Put && !next.live(now) {
+		act = Delete // invisible from now on: reclaim instead of storing
+	}
+	switch act {
+	case Put:
+		if found {
+			writeState(st.arena, st.offsetAt(p), next)
+		} else {
+			st.insert(h, key, next, p, want)
+		}
+	case Delete:
+		if found {
+			st.remove(p)
+		}
+	}
+}
+
+// Put stores st under key, replacing any entry, without looking at the
+// clock; it stores st even if it is already expired. It is the restore
+// path (loading a snapshot). Writer goroutine only. The key bytes are copied.
+func (s *Store) Put(key []byte, st State) {
+	h, sp := s.locate(key)
+	sp.mu.Lock()
+	defer sp.mu.Unlock()
+	p, want, found := sp.find(h, key)
+	if found {
+		writeState(sp.arena, sp.offsetAt(p), st)
+		return
+	}
+	sp.insert(h, key, st, p, want)
+}
+
+// Get returns the state of key if it is live at now. Any goroutine; takes
+// the stripe's read lock. Does not allocate.
+func (s *Store) Get(key []byte, now int64) (State, bool) {
+	h, st := s.locate(key)
+	st.mu.RLock()
+	p, _, found := st.find(h, key)
+	var cur State
+	if found {
+		cur = readState(st.arena, st.offsetAt(p))
+	}
+	st.mu.RUnlock()
+	if !found || !cur.live(now) {
+		return State{}, false
+	}
+	return cur, true
+}
+
+// Delete removes key and reports whether it was live at now. An expired
+// entry is removed too (it was invisible already). Writer goroutine only.
+func (s *Store) Delete(key []byte, now int64) bool {
+	h, st := s.locate(key)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	p, _, found := st.find(h, key)
+	if !found {
+		return false
+	}
+	live := readExpire(st.arena, st.offsetAt(p)) > now
+	st.remove(p)
+	return live
+}
+
+// Len counts the keys live at now: an O(n) sequential scan of the arenas,
+// one stripe at a time under its read lock (fine for DBSIZE). Any goroutine.
+func (s *Store) Len(now int64) int {
+	n := 0
+	for i := range s.stripes {
+		st := &s.stripes[i]
+		st.mu.RLock()
+		a := st.arena
+		for off := 0; off < len(a); {
+			_, end, dead := recordKey(a, off)
+			if !dead && readExpire(a, off) > now {
+				n++
+			}
+			off = end
+		}
+		st.mu.RUnlock()
+	}
+	return n
+}
+
+// Clear removes every key (FLUSHALL) and releases the memory of every
+// stripe. Writer goroutine only.
+func (s *Store) Clear() {
+	for i := range s.stripes {
+		st := &s.stripes[i]
+		st.mu.Lock()
+		st.clear()
+		st.mu.Unlock()
+	}
+	s.sweepStripe = 0
+}

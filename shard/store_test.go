@@ -1,0 +1,290 @@
+package shard
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// model is the reference: a plain map holding what the Store should show.
+// Liveness is decided at read time from Expire, as the contract says.
+type model map[string]State
+
+func (m model) get(key string, now int64) (State, bool) {
+	st, ok := m[key]
+	if !ok || now >= st.Expire {
+		return State{}, false
+	}
+	return st, true
+}
+
+func (m model) live(now int64) []string {
+	var keys []string
+	for k, st := range m {
+		if now < st.Expire {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys) // string order is bytes.Compare order
+	return keys
+}
+
+// differential drives several Stores (different stripe counts) and the model
+// with the same random operations and compares every observable result.
+type differential struct {
+	t        *testing.T
+	rng      *rand.Rand
+	stores   []*Store
+	m        model
+	keys     [][]byte // universe of keys operations draw from
+	now      int64
+	steps    int
+	fullScan int   // compare every key of the universe every fullScan steps
+	ttl      int64 // states expire within ~ttl of being written
+	clearOdd int   // Clear happens on 1 in 100*clearOdd steps
+}
+
+func newDifferential(t *testing.T, seed uint64, stripes []int, keys [][]byte, fullScan int) *differential {
+	d := &differential{
+		t:        t,
+		rng:      rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		m:        model{},
+		keys:     keys,
+		now:      1_000,
+		fullScan: fullScan,
+		ttl:      400,
+		clearOdd: 1,
+	}
+	for _, n := range stripes {
+		d.stores = append(d.stores, New(n))
+	}
+	return d
+}
+
+// randomState returns a state whose Expire is near now: some already
+// expired, most live for a short while, so time advancing expires them.
+func (d *differential) randomState() State {
+	return State{
+		Kind:   Kind(d.rng.IntN(256)),
+		Expire: d.now + d.rng.Int64N(d.ttl) - d.ttl/10,
+		A:      int64(d.rng.Uint64()),
+		B:      int64(d.rng.Uint64()),
+	}
+}
+
+func (d *differential) key() []byte { return d.keys[d.rng.IntN(len(d.keys))] }
+
+// step applies one random operation to every store and to the model.
+func (d *differential) step() {
+	d.steps++
+	key := d.key()
+	switch r := d.rng.IntN(100); {
+	case r < 55:
+		d.update(key)
+	case r < 65:
+		want := false
+		if _, ok := d.m.get(string(key), d.now); ok {
+			want = true
+		}
+		delete(d.m, string(key))
+		for i, s := range d.stores {
+			if got := s.Delete(key, d.now); got != want {
+				d.t.Fatalf("step %d store %d: Delete(%q) = %v, want %v", d.steps, i, key, got, want)
+			}
+		}
+	case r < 72:
+		st := d.randomState()
+		d.m[string(key)] = st
+		for _, s := range d.stores {
+			s.Put(bytes.Clone(key), st)
+		}
+	case r < 85:
+		d.now += int64(d.rng.IntN(30))
+	case r < 99:
+		budget := d.rng.IntN(50)
+		for i, s := range d.stores {
+			if got := s.Sweep(d.now, budget); got < 0 || got > budget {
+				d.t.Fatalf("step %d store %d: Sweep removed %d, budget %d", d.steps, i, got, budget)
+			}
+		}
+	default:
+		if d.rng.IntN(d.clearOdd) != 0 {
+			break
+		}
+		clear(d.m)
+		for _, s := range d.stores {
+			s.Clear()
+		}
+	}
+	d.check(key)
+}
+
+// update runs Update with a callback that checks its input against the
+// model and picks a random action.
+func (d *differential) update(key []byte) {
+	wantCur, wantLive := d.m.get(string(key), d.now)
+	next := d.randomState()
+	var act Action
+	switch r := d.rng.IntN(10); {
+	case r < 5:
+		act = Put
+	case r < 7:
+		act = Delete
+	case r < 9:
+		act = Keep
+	default:
+		act = Action(3 + d.rng.IntN(250)) // unknown actions are Keep
+	}
+	switch act {
+	case Put:
+		d.m[string(key)] = next
+	case Delete:
+		delete(d.m, string(key))
+	}
+	// The caller's buffer is reused: the store must have copied the key.
+	buf := bytes.Clone(key)
+	for i, s := range d.stores {
+		calls := 0
+		s.Update(buf, d.now, func(cur State, live bool) (State, Action) {
+			calls++
+			if cur != wantCur || live != wantLive {
+				d.t.Fatalf("step %d store %d: Update(%q) saw (%+v, %v), want (%+v, %v)",
+					d.steps, i, key, cur, live, wantCur, wantLive)
+			}
+			return next, act
+		})
+		if calls != 1 {
+			d.t.Fatalf("step %d store %d: callback ran %d times", d.steps, i, calls)
+		}
+	}
+	for i := range buf {
+		buf[i] ^= 0xa5
+	}
+}
+
+// check compares the key just touched (every step) and the whole universe,
+// Len, the invariants and a snapshot (every fullScan steps).
+func (d *differential) check(key []byte) {
+	d.checkKey(key, d.now)
+	if d.steps%d.fullScan != 0 {
+		return
+	}
+	for _, k := range d.keys {
+		d.checkKey(k, d.now)
+		d.checkKey(k, d.now+int64(d.rng.IntN(100))) // Get is pure: any instant works
+	}
+	want := len(d.m.live(d.now))
+	for i, s := range d.stores {
+		if got := s.Len(d.now); got != want {
+			d.t.Fatalf("step %d store %d: Len = %d, want %d", d.steps, i, got, want)
+		}
+		s.checkInvariants(d.t)
+	}
+	d.checkSnapshots()
+}
+
+func (d *differential) checkKey(key []byte, now int64) {
+	want, wantLive := d.m.get(string(key), now)
+	for i, s := range d.stores {
+		got, live := s.Get(key, now)
+		if got != want || live != wantLive {
+			d.t.Fatalf("step %d store %d: Get(%q, %d) = (%+v, %v), want (%+v, %v)",
+				d.steps, i, key, now, got, live, want, wantLive)
+		}
+	}
+}
+
+// checkSnapshots takes a snapshot of every store, keeps mutating the stores
+// (the snapshot must not change), then ranges it against the model's live
+// entries in key order. All stores must produce the same sequence.
+func (d *differential) checkSnapshots() {
+	keys := d.m.live(d.now)
+	states := make([]State, len(keys))
+	for i, k := range keys {
+		states[i] = d.m[k]
+	}
+	snaps := make([]*Snapshot, len(d.stores))
+	for i, s := range d.stores {
+		snaps[i] = s.Snapshot(d.now)
+	}
+	for range 20 {
+		d.update(d.key())
+	}
+	for i, sn := range snaps {
+		if sn.Len() != len(keys) {
+			d.t.Fatalf("step %d store %d: snapshot Len = %d, want %d", d.steps, i, sn.Len(), len(keys))
+		}
+		j := 0
+		sn.Range(func(key []byte, st State) bool {
+			if j >= len(keys) || string(key) != keys[j] || st != states[j] {
+				d.t.Fatalf("step %d store %d: snapshot entry %d = (%q, %+v), want (%q, %+v)",
+					d.steps, i, j, key, st, keys[min(j, len(keys)-1)], states[min(j, len(keys)-1)])
+			}
+			j++
+			return true
+		})
+		if j != len(keys) {
+			d.t.Fatalf("step %d store %d: snapshot ranged %d entries, want %d", d.steps, i, j, len(keys))
+		}
+	}
+}
+
+// testKeys is a universe of n keys with the awkward cases mixed in: the empty
+// key, binary bytes, keys that are prefixes of others, long keys whose length
+// header takes 2 and 3 bytes.
+func testKeys(rng *rand.Rand, n int) [][]byte {
+	keys := [][]byte{
+		{}, {0}, {0, 0}, {0xff}, {0xff, 0}, []byte("a"), []byte("a\x00"), []byte("ab"),
+		bytes.Repeat([]byte("k"), 63), bytes.Repeat([]byte("k"), 64),
+		bytes.Repeat([]byte("x"), 300), bytes.Repeat([]byte{0x80}, 20_000),
+	}
+	seen := map[string]bool{}
+	for _, k := range keys {
+		seen[string(k)] = true
+	}
+	for len(keys) < n {
+		var k []byte
+		switch rng.IntN(3) {
+		case 0:
+			k = fmt.Appendf(nil, "user:%010d", rng.IntN(n*4))
+		case 1:
+			k = make([]byte, rng.IntN(12))
+			for i := range k {
+				k[i] = byte(rng.Uint32())
+			}
+		default:
+			k = []byte(strings.Repeat("p", rng.IntN(3)) + fmt.Sprint(rng.IntN(n)))
+		}
+		if !seen[string(k)] {
+			seen[string(k)] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+func Test_Store_DifferentialSmallUniverse(t *testing.T) {
+	for seed := uint64(1); seed <= 8; seed++ {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(seed, 7))
+			d := newDifferential(t, seed, []int{1, 3, 64}, testKeys(rng, 60), 50)
+			for range 8_000 {
+				d.step()
+			}
+		})
+	}
+}
+
+// The large universe makes stripes grow, compact and shrink many times.
+func Test_Store_DifferentialLargeUniverse(t *testing.T) {
+	rng := rand.New(rand.NewPCG(99, 7))
+	d := newDifferential(t, 99, []int{1, 16}, testKeys(rng, 4_000), 2_000)
+	d.ttl = 30_000
+	d.clearOdd = 20
+	for range 150_000 {
+		d.step()
+	}
+}
