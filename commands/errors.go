@@ -1,6 +1,6 @@
 package commands
 
-import "strings"
+import "bytes"
 
 // The error vocabulary of Redcell, in one place. Texts are the protocol: the
 // Redis prefixes (ERR, WRONGTYPE, NOPROTO, NOAUTH, WRONGPASS, TRYAGAIN,
@@ -56,29 +56,47 @@ func WrongArgs(name string) string {
 // UnknownSubcommand answers a container command (CLIENT, CONFIG, ...) called
 // with a subcommand it does not have. container is upper case.
 func UnknownSubcommand(sub []byte, container string) string {
-	return "ERR unknown subcommand '" + SanitizeErrorText(truncate(sub, 128)) + "'. Try " + container + " HELP."
+	name := mapNewlines(append([]byte(nil), truncate(cutNUL(sub), 128)...))
+	return "ERR unknown subcommand '" + string(name) + "'. Try " + container + " HELP."
 }
 
 // UnknownCommand is Redis 7's text for an unknown command: the name cut at
 // 128 bytes, then the arguments quoted while the list is shorter than 128
-// bytes, each cut to what is left of those 128.
+// bytes, each cut to what is left of those 128. Name and arguments are C
+// strings there (cut at a NUL each); CR/LF become spaces.
 func UnknownCommand(args [][]byte) string {
-	var b strings.Builder
-	b.WriteString("ERR unknown command '")
-	b.Write(truncate(args[0], 128))
-	b.WriteString("', with args beginning with: ")
+	b := []byte("ERR unknown command '")
+	b = append(b, truncate(cutNUL(args[0]), 128)...)
+	b = append(b, "', with args beginning with: "...)
 	n := 0
 	for _, a := range args[1:] {
 		if n >= 128 {
 			break
 		}
-		a = truncate(a, 128-n)
-		b.WriteByte('\'')
-		b.Write(a)
-		b.WriteString("' ")
+		a = truncate(cutNUL(a), 128-n)
+		b = append(b, '\'')
+		b = append(b, a...)
+		b = append(b, '\'', ' ')
 		n += len(a) + 3
 	}
-	return SanitizeErrorText([]byte(b.String()))
+	return string(mapNewlines(b))
+}
+
+func cutNUL(b []byte) []byte {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		return b[:i]
+	}
+	return b
+}
+
+// mapNewlines turns CR and LF into spaces in place (sdsmapchars).
+func mapNewlines(b []byte) []byte {
+	for i, c := range b {
+		if c == '\r' || c == '\n' {
+			b[i] = ' '
+		}
+	}
+	return b
 }
 
 func truncate(b []byte, n int) []byte {
@@ -92,20 +110,6 @@ func truncate(b []byte, n int) []byte {
 // does for error replies: the text stops at the first NUL, CR/LF at both ends
 // are trimmed, and CR or LF inside become spaces.
 func SanitizeErrorText(b []byte) string {
-	for i, c := range b {
-		if c == 0 {
-			b = b[:i]
-			break
-		}
-	}
-	s := strings.Trim(string(b), "\r\n")
-	if strings.ContainsAny(s, "\r\n") {
-		s = strings.Map(func(r rune) rune {
-			if r == '\r' || r == '\n' {
-				return ' '
-			}
-			return r
-		}, s)
-	}
-	return s
+	b = bytes.Trim(cutNUL(b), "\r\n")
+	return string(mapNewlines(append([]byte(nil), b...)))
 }

@@ -127,7 +127,7 @@ func (d *Decoder) Next(op *Op) (bool, error) {
 	if len(d.data) == 0 {
 		return false, errors.New("fsm: entry ends before its last op")
 	}
-	op.Code = OpCode(d.data[0])
+	*op = Op{Code: OpCode(d.data[0])} // no field of the previous op survives
 	d.data = d.data[1:]
 	var err error
 	switch op.Code {

@@ -8,6 +8,7 @@ import (
 	"hash"
 	"hash/crc32"
 	"io"
+	"slices"
 
 	"github.com/hashicorp/raft"
 
@@ -175,12 +176,15 @@ func readRecord(r *hashingReader, key []byte) (shard.State, []byte, error) {
 	if err != nil || n > maxSnapshotKey {
 		return st, key, errors.New("bad key length")
 	}
-	if uint64(cap(key)) < n {
-		key = make([]byte, 0, max(n, 64))
-	}
-	key = key[:n]
-	if _, err := io.ReadFull(r, key); err != nil {
-		return st, key, err
+	key = key[:0]
+	for uint64(len(key)) < n {
+		chunk := int(min(n-uint64(len(key)), 64<<10))
+		key = slices.Grow(key, chunk)
+		l := len(key)
+		key = key[:l+chunk]
+		if _, err := io.ReadFull(r, key[l:]); err != nil {
+			return st, key, err
+		}
 	}
 	if st.Expire, err = binary.ReadVarint(r); err != nil {
 		return st, key, err

@@ -55,8 +55,18 @@ type reader struct {
 	// as offsets so the buffer can move under it.
 	cmds []command
 	args [][]byte
+	mb   multibulkProgress
 	// authRequired applies Redis's limits for unauthenticated clients.
 	authRequired func() bool
+}
+
+// multibulkProgress is how far parseMultibulk got into a command that has
+// not fully arrived: offsets relative to start, so the buffer may move.
+type multibulkProgress struct {
+	active bool
+	left   int64 // arguments still to parse
+	pos    int   // offset of the next '$' line from start
+	offs   []int // (offset, length) of each parsed argument
 }
 
 func newReader(rd io.Reader) *reader {
@@ -152,59 +162,64 @@ func (r *reader) parse() error {
 // is skipped unchecked), and the two bytes after a bulk are skipped unchecked.
 func (r *reader) parseMultibulk() error {
 	b := r.buf[r.start:r.end]
-	line, rest, ok := crLine(b[1:])
-	if !ok {
-		if len(b) > inlineMaxSize {
-			return errTooBigMbulkCount
-		}
-		return errIncompleteCommand
-	}
-	count, valid := string2ll(line)
-	if !valid || count > maxMultibulkLen {
-		return errInvalidMultibulk
-	}
-	if count > unauthMaxArgs && r.authRequired() {
-		return errUnauthMultibulk
-	}
-	if count <= 0 { // "*0" and "*-10" are skipped, as Redis does
-		r.start = r.end - len(rest)
-		return nil
-	}
-	first := len(r.args)
-	for i := int64(0); i < count; i++ {
-		if len(rest) == 0 {
-			r.args = r.args[:first]
+	if !r.mb.active {
+		line, rest, ok := crLine(b[1:])
+		if !ok {
+			if len(b) > inlineMaxSize {
+				return errTooBigMbulkCount
+			}
 			return errIncompleteCommand
 		}
-		if rest[0] != '$' {
-			r.args = r.args[:first]
-			return &protocolError{"expected '$', got '" + string(rest[:1]) + "'"}
+		count, valid := string2ll(line)
+		if !valid || count > maxMultibulkLen {
+			return errInvalidMultibulk
 		}
-		line, after, ok := crLine(rest[1:])
+		if count > unauthMaxArgs && r.authRequired() {
+			return errUnauthMultibulk
+		}
+		if count <= 0 { // "*0" and "*-10" are skipped, as Redis does
+			r.start = r.end - len(rest)
+			return nil
+		}
+		r.mb = multibulkProgress{active: true, left: count, pos: len(b) - len(rest), offs: r.mb.offs[:0]}
+	}
+	for r.mb.left > 0 {
+		rest := b[r.mb.pos:]
+		line, after, ok := crLine(rest)
 		if !ok {
-			r.args = r.args[:first]
 			if len(rest) > inlineMaxSize {
 				return errTooBigBulkCount
 			}
 			return errIncompleteCommand
 		}
-		n, valid := string2ll(line)
+		if rest[0] != '$' {
+			if rest[0] == 0 { // Redis's sdscatprintf text ends at the NUL
+				return &protocolError{"expected '$', got '"}
+			}
+			return &protocolError{"expected '$', got '" + string(rest[:1]) + "'"}
+		}
+		n, valid := string2ll(line[1:])
 		if !valid || n < 0 || n > maxBulkLen {
-			r.args = r.args[:first]
 			return errInvalidBulk
 		}
 		if n > unauthMaxBulkLen && r.authRequired() {
-			r.args = r.args[:first]
 			return errUnauthBulk
 		}
 		if int64(len(after)) < n+2 {
-			r.args = r.args[:first]
 			return errIncompleteCommand
 		}
-		r.args = append(r.args, after[:n:n])
-		rest = after[n+2:]
+		at := len(b) - len(after)
+		r.mb.offs = append(r.mb.offs, at, int(n))
+		r.mb.pos = at + int(n) + 2
+		r.mb.left--
 	}
-	r.start = r.end - len(rest)
+	first := len(r.args)
+	for i := 0; i < len(r.mb.offs); i += 2 {
+		o, n := r.mb.offs[i], r.mb.offs[i+1]
+		r.args = append(r.args, b[o:o+n:o+n])
+	}
+	r.start += r.mb.pos
+	r.mb.active = false
 	r.cmds = append(r.cmds, command{args: r.args[first:len(r.args):len(r.args)]})
 	return nil
 }

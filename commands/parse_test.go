@@ -1,0 +1,242 @@
+package commands
+
+import (
+	"bytes"
+	"strconv"
+	"testing"
+
+	"github.com/redcell/redcell/fsm"
+	"github.com/redcell/redcell/gcra"
+)
+
+// The spec fixes the integer syntax as Go's strconv.ParseInt(s, 10, 64).
+func checkParseInt(t *testing.T, s []byte) {
+	t.Helper()
+	want, err := strconv.ParseInt(string(s), 10, 64)
+	got, ok := ParseInt(s)
+	if ok != (err == nil) || (ok && got != want) {
+		t.Errorf("ParseInt(%q) = %d, %v; strconv.ParseInt = %d, %v", s, got, ok, want, err)
+	}
+}
+
+func TestParseInt(t *testing.T) {
+	for _, s := range []string{
+		"0", "1", "-1", "+5", "007", "-0", "+0", "-007", "1.5", " 1", "1 ", "1e3", "0x10", "", "+", "-",
+		"+-1", "--1", "1_000", "١", "9223372036854775807", "9223372036854775808", "-9223372036854775808",
+		"-9223372036854775809", "18446744073709551615", "18446744073709551616", "99999999999999999999",
+		"00000000000000000000000000000009223372036854775807", "-00000000000000000000009223372036854775808",
+		"\x001", "1\x00", "٣", "１",
+	} {
+		checkParseInt(t, []byte(s))
+	}
+}
+
+func FuzzParseInt(f *testing.F) {
+	for _, s := range []string{"0", "+5", "-0", "007", "9223372036854775807", "-9223372036854775808",
+		"9223372036854775808", "18446744073709551616", "1e3", "", "+", "0x1", "1844674407370955161"} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, s []byte) { checkParseInt(t, s) })
+}
+
+func TestParseIntDoesNotAllocate(t *testing.T) {
+	b := []byte("-9223372036854775808")
+	if n := testing.AllocsPerRun(100, func() { ParseInt(b) }); n != 0 {
+		t.Errorf("ParseInt allocates %v times", n)
+	}
+}
+
+func argv(words ...string) [][]byte {
+	out := make([][]byte, len(words))
+	for i, w := range words {
+		out[i] = []byte(w)
+	}
+	return out
+}
+
+// TestParseGCRAErrors: arity first (redis-cell's usage text, with the
+// command's own name), then the four integers in order, the first bad one
+// echoed as Redis sanitises error text, and only then the zero rate.
+func TestParseGCRAErrors(t *testing.T) {
+	const (
+		usageThrottle = "Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]"
+		usagePeek     = "Cell error: Store error: Usage: cl.peek <key> <max_burst> <count per period> <period> [<quantity>]"
+		notInt        = "Cell error: Store error: Couldn't parse as integer: "
+		zero          = "Cell error: Store error: Zero rates are not supported"
+	)
+	tests := []struct {
+		name string
+		args [][]byte
+		want string
+	}{
+		{"cl.throttle", argv("CL.THROTTLE"), usageThrottle},
+		{"cl.throttle", argv("cl.throttle", "k", "1", "1"), usageThrottle},
+		{"cl.throttle", argv("cl.throttle", "k", "1", "1", "1", "1", "1"), usageThrottle},
+		{"cl.throttle", argv("cl.throttle", "k", "x", "y", "z", "w", "v"), usageThrottle}, // arity before integers
+		{"cl.peek", argv("cl.peek", "k", "1", "1"), usagePeek},
+		{"cl.peek", argv("cl.peek", "k", "1", "1", "1", "1", "1"), usagePeek},
+		{"cl.throttle", argv("cl.throttle", "k", "x", "y", "0"), notInt + "x"},
+		{"cl.throttle", argv("cl.throttle", "k", "1", "y", "0"), notInt + "y"},
+		{"cl.throttle", argv("cl.throttle", "k", "1", "0", "z"), notInt + "z"},
+		{"cl.throttle", argv("cl.throttle", "k", "1", "0", "1", "q"), notInt + "q"}, // parse error before zero rate
+		{"cl.throttle", argv("cl.throttle", "k", "1", "0", "1"), zero},
+		{"cl.throttle", argv("cl.throttle", "k", "1", "1", "0", "5"), zero},
+		{"cl.throttle", argv("cl.throttle", "k", "1", "2000000000", "1"), zero}, // T < 1 ns
+		{"cl.throttle", argv("cl.throttle", "k", "1.5", "1", "1"), notInt + "1.5"},
+		{"cl.throttle", argv("cl.throttle", "k", " 1", "1", "1"), notInt + " 1"},
+		{"cl.throttle", argv("cl.throttle", "k", "", "1", "1"), notInt},
+		{"cl.throttle", argv("cl.throttle", "k", "9223372036854775808", "1", "1"), notInt + "9223372036854775808"},
+		// Sanitising the echoed argument.
+		{"cl.throttle", argv("cl.throttle", "k", "a\x00b", "1", "1"), notInt + "a"},
+		{"cl.throttle", argv("cl.throttle", "k", "\r\nab\r\n", "1", "1"), notInt + "ab"},
+		{"cl.throttle", argv("cl.throttle", "k", "a\rb\nc", "1", "1"), notInt + "a b c"},
+		{"cl.throttle", argv("cl.throttle", "k", "a\r\nb", "1", "1"), notInt + "a  b"},
+		{"cl.throttle", argv("cl.throttle", "k", "\n", "1", "1"), notInt},
+		{"cl.throttle", argv("cl.throttle", "k", "\r\n\x00\r\nx", "1", "1"), notInt},
+		{"cl.throttle", argv("cl.throttle", "k", "\xff\xfe", "1", "1"), notInt + "\xff\xfe"},
+		{"cl.throttle", argv("cl.throttle", "k", "\xff\r1", "1", "1"), notInt + "\xff 1"}, // non-UTF-8 bytes echoed as they are
+	}
+	for _, tt := range tests {
+		key, _, got := ParseGCRA(tt.name, tt.args)
+		if got != tt.want {
+			t.Errorf("ParseGCRA(%q, %q) = %q, want %q", tt.name, tt.args, got, tt.want)
+		}
+		if key != nil {
+			t.Errorf("ParseGCRA(%q, %q) returned key %q with an error", tt.name, tt.args, key)
+		}
+	}
+}
+
+func TestParseGCRAValues(t *testing.T) {
+	tests := []struct {
+		args []string
+		want gcra.Params
+	}{
+		{[]string{"user123", "15", "30", "60"}, gcra.Params{Interval: 2e9, Limit: 16, Quantity: 1}},
+		{[]string{"k", "0", "1", "10", "0"}, gcra.Params{Interval: 10e9, Limit: 1, Quantity: 0}},
+		{[]string{"k", "+5", "007", "-0010", "-3"}, gcra.Params{Interval: -1428571428, Limit: 6, Quantity: -3}},
+		{[]string{"k", "-1", "3", "1"}, gcra.Params{Interval: 333333333, Limit: 0, Quantity: 1}},
+		{[]string{"k", "9223372036854775807", "1", "1"}, gcra.Params{Interval: 1e9, Limit: -9223372036854775808, Quantity: 1}},
+	}
+	for _, tt := range tests {
+		args := argv(append([]string{"cl.throttle"}, tt.args...)...)
+		key, p, e := ParseGCRA("cl.throttle", args)
+		if e != "" || p != tt.want || !bytes.Equal(key, args[1]) {
+			t.Errorf("ParseGCRA(%q) = %q, %+v, %q; want %+v", tt.args, key, p, e, tt.want)
+		}
+	}
+	// The key is binary-safe and aliases the argument (no copy).
+	args := argv("cl.throttle", "a\x00\r\n\xff", "1", "1", "1")
+	if key, _, _ := ParseGCRA("cl.throttle", args); &key[0] != &args[1][0] {
+		t.Errorf("the key does not alias its argument")
+	}
+}
+
+func TestParseWriteAndRead(t *testing.T) {
+	var op fsm.Op
+	if e := ParseWrite(byName["cl.throttle"], argv("CL.THROTTLE", "k", "1", "1", "1", "2"), &op); e != "" ||
+		op.Code != fsm.OpThrottle || string(op.Key) != "k" || op.GCRA.Quantity != 2 {
+		t.Errorf("CL.THROTTLE: %q %+v", e, op)
+	}
+	if e := ParseWrite(byName["del"], argv("DEL", "a", "b"), &op); e != "" || op.Code != fsm.OpDel || len(op.Keys) != 2 {
+		t.Errorf("DEL: %q %+v", e, op)
+	}
+	for _, args := range [][]string{{"FLUSHALL"}, {"flushall", "ASYNC"}, {"FLUSHDB", "sync"}} {
+		if e := ParseWrite(byName[string(Lower(nil, []byte(args[0])))], argv(args...), &op); e != "" || op.Code != fsm.OpFlushAll {
+			t.Errorf("%q: %q %+v", args, e, op)
+		}
+	}
+	for _, args := range [][]string{{"FLUSHALL", "now"}, {"FLUSHALL", "async", "sync"}} {
+		if e := ParseWrite(byName["flushall"], argv(args...), &op); e != ErrSyntax {
+			t.Errorf("%q: %q, want %q", args, e, ErrSyntax)
+		}
+	}
+	var r fsm.Read
+	if e := ParseRead(byName["cl.peek"], argv("CL.PEEK", "k", "1", "1", "1"), &r); e != "" || r.Code != fsm.ReadPeek || string(r.Key) != "k" {
+		t.Errorf("CL.PEEK: %q %+v", e, r)
+	}
+	if e := ParseRead(byName["cl.peek"], argv("CL.PEEK", "k", "1", "1"), &r); e != CellUsage("cl.peek") {
+		t.Errorf("CL.PEEK usage: %q", e)
+	}
+}
+
+// TestEveryKeyspaceCommandParses: every Read/Write command of the table has
+// a case in ParseRead/ParseWrite (the fallback answers an internal error).
+func TestEveryKeyspaceCommandParses(t *testing.T) {
+	for _, s := range All() {
+		args := argv(s.Name, "k", "1", "1", "1")
+		if s.Arity > 0 {
+			args = args[:s.Arity]
+		}
+		var e string
+		switch s.Class {
+		case Write:
+			e = ParseWrite(s, args, &fsm.Op{})
+		case Read:
+			e = ParseRead(s, args, &fsm.Read{})
+		default:
+			continue
+		}
+		if e == ErrInternal {
+			t.Errorf("%s (class %d) has no case in ParseWrite/ParseRead", s.Name, s.Class)
+		}
+	}
+}
+
+func TestParseDoesNotAllocate(t *testing.T) {
+	args := argv("CL.THROTTLE", "some:key", "15", "30", "60", "1")
+	var op fsm.Op
+	if n := testing.AllocsPerRun(100, func() { ParseThrottle(args, &op) }); n != 0 {
+		t.Errorf("ParseThrottle allocates %v times", n)
+	}
+	var scratch []byte
+	name := []byte("CL.THROTTLE")
+	Lookup(name, &scratch)
+	if n := testing.AllocsPerRun(100, func() { Lookup(name, &scratch) }); n != 0 {
+		t.Errorf("Lookup allocates %v times", n)
+	}
+}
+
+// TestEqualFoldASCIIOnly: only A–Z fold, as Redis's strcasecmp in the C
+// locale; a byte that differs from a letter by 0x20 ('@' and '`', '[' and
+// '{', Latin-1 letters) is not its case pair, and Unicode look-alikes that
+// strings.EqualFold would accept never match.
+func TestEqualFoldASCIIOnly(t *testing.T) {
+	for a := 0; a < 256; a++ {
+		for w := 0; w < 256; w++ {
+			if 'A' <= w && w <= 'Z' {
+				continue // w is a lower-case word by contract
+			}
+			want := a == w || ('A' <= a && a <= 'Z' && a+32 == w)
+			if got := EqualFold([]byte{byte(a)}, string([]byte{byte(w)})); got != want {
+				t.Fatalf("EqualFold(%q, %q) = %v, want %v", byte(a), byte(w), got, want)
+			}
+		}
+	}
+	for _, tt := range []struct {
+		b, w string
+		want bool
+	}{
+		{"SETNAME", "setname", true},
+		{"SetName", "setname", true},
+		{"ſetname", "setname", false}, // U+017F folds to s in Unicode
+		{"\u212Aey", "key", false},    // Kelvin sign
+		{"setnam", "setname", false},
+		{"setname\x00", "setname", false},
+		{"", "", true},
+	} {
+		if got := EqualFold([]byte(tt.b), tt.w); got != tt.want {
+			t.Errorf("EqualFold(%q, %q) = %v, want %v", tt.b, tt.w, got, tt.want)
+		}
+	}
+	for _, name := range []string{"exiſts", "PİNG", "ping\x00", "ping ", "\u212Aeys", "cl.thrOttle\xff"} {
+		var scratch []byte
+		if s := Lookup([]byte(name), &scratch); s != nil {
+			t.Errorf("Lookup(%q) = %s, want nil", name, s.Name)
+		}
+	}
+	var scratch []byte
+	if s := Lookup([]byte("Cl.ThRoTtLe"), &scratch); s == nil || s.Name != "cl.throttle" {
+		t.Errorf("Lookup(Cl.ThRoTtLe) = %v", s)
+	}
+}

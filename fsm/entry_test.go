@@ -1,0 +1,217 @@
+package fsm
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"testing"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/redcell/redcell/gcra"
+)
+
+func discardLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
+
+// opString shows the fields that op's code uses (the decoder reuses one Op,
+// so fields of other codes may hold anything).
+func opString(op *Op) string {
+	switch op.Code {
+	case OpThrottle:
+		return fmt.Sprintf("{throttle %q %+v}", op.Key, op.GCRA)
+	case OpDel:
+		return fmt.Sprintf("{del %q}", op.Keys)
+	}
+	return fmt.Sprintf("{%d}", op.Code)
+}
+
+// decodeAll decodes every op of data, calling fn with each (op is reused).
+func decodeAll(d *Decoder, data []byte, fn func(*Op)) error {
+	if err := d.Reset(data); err != nil {
+		return err
+	}
+	var op Op
+	for {
+		ok, err := d.Next(&op)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+		if fn != nil {
+			fn(&op)
+		}
+	}
+}
+
+func TestEntryRoundTrip(t *testing.T) {
+	g := newOpGen(1, 30)
+	var enc Encoder
+	var dec Decoder
+	for n := 0; n < 500; n++ {
+		ops := make([]Op, g.rng.IntN(40))
+		for i := range ops {
+			ops[i] = g.op()
+			if i%13 == 5 { // extremes of the integer fields
+				ops[i] = Op{Code: OpThrottle, Key: nil, GCRA: gcra.Params{Interval: -1 << 63, Limit: 1<<63 - 1, Quantity: -1}}
+			}
+		}
+		stamp := g.rng.Int64() - 1<<62
+		enc.Reset(stamp) // the encoder is reused, as the proposer does
+		for i := range ops {
+			enc.Add(&ops[i])
+		}
+		if enc.Count() != len(ops) {
+			t.Fatalf("Count = %d, want %d", enc.Count(), len(ops))
+		}
+		data := enc.Finish()
+		if enc.Len() != len(data) {
+			t.Fatalf("Len = %d, entry has %d bytes", enc.Len(), len(data))
+		}
+		i := 0
+		err := decodeAll(&dec, data, func(op *Op) {
+			want := ops[i]
+			if want.Code == OpThrottle && want.Key == nil {
+				want.Key = []byte{}
+			}
+			if opString(op) != opString(&want) {
+				t.Fatalf("entry %d op %d: decoded %s, encoded %s", n, i, opString(op), opString(&want))
+			}
+			i++
+		})
+		if err != nil || i != len(ops) || dec.Stamp != stamp || dec.Count != len(ops) {
+			t.Fatalf("entry %d: decoded %d of %d ops, stamp %d (want %d), count %d, err %v", n, i, len(ops), dec.Stamp, stamp, dec.Count, err)
+		}
+	}
+}
+
+// TestDecodeDoesNotAllocate: keys alias the entry (which the FSM holds
+// until apply ends) and the DEL key list is reused, so a warm decoder
+// allocates nothing.
+func TestDecodeDoesNotAllocate(t *testing.T) {
+	data := encodeEntry(1, []Op{{Code: OpThrottle, Key: []byte("abc"), GCRA: gcra.Params{Interval: 1, Limit: 1, Quantity: 1}},
+		{Code: OpDel, Keys: [][]byte{[]byte("x"), []byte("y")}}})
+	var d Decoder
+	_ = decodeAll(&d, data, nil) // warm the key list
+	var op Op
+	decode := func() {
+		if err := d.Reset(data); err != nil {
+			t.Fatal(err)
+		}
+		for {
+			if ok, err := d.Next(&op); !ok || err != nil {
+				return
+			}
+		}
+	}
+	if allocs := testing.AllocsPerRun(50, decode); allocs != 0 {
+		t.Errorf("decoding allocates %v times per entry", allocs)
+	}
+	_ = decodeAll(&d, data, func(op *Op) {
+		if op.Code == OpThrottle && &op.Key[0] != &data[entryHeaderLen+2] {
+			t.Errorf("the key is a copy, not a slice of the entry")
+		}
+	})
+}
+
+func TestDecodeErrors(t *testing.T) {
+	good := encodeEntry(7, []Op{{Code: OpDel, Keys: [][]byte{[]byte("k")}}})
+	withVersion := func(v byte) []byte { b := bytes.Clone(good); b[0] = v; return b }
+	withCount := func(n uint32) []byte { b := bytes.Clone(good); binary.LittleEndian.PutUint32(b[9:13], n); return b }
+	tests := []struct {
+		name       string
+		data       []byte
+		unknownVer bool
+	}{
+		{"empty", nil, false},
+		{"short header", good[:12], false},
+		{"version 0", withVersion(0), true},
+		{"version 2", withVersion(2), true},
+		{"version 255", withVersion(255), true},
+		{"count too large", withCount(1 << 31), false},
+		{"count one more", withCount(2), false},
+		{"count zero with ops", withCount(0), false},
+		{"trailing byte", append(bytes.Clone(good), 0), false},
+		{"truncated op", good[:len(good)-1], false},
+		{"unknown op code", append(withCount(2), 9), false},
+		{"op code 0", append(withCount(2), 0), false},
+		{"key longer than the entry", append(withCount(2), byte(OpThrottle), 200, 'a'), false},
+		{"missing integers", append(withCount(2), byte(OpThrottle), 1, 'a', 2), false},
+		{"varint overflow", append(withCount(2), byte(OpThrottle), 0, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01, 0, 0), false},
+		{"key count beyond the entry", append(withCount(2), byte(OpDel), 100, 0), false},
+	}
+	for _, tt := range tests {
+		var d Decoder
+		err := decodeAll(&d, tt.data, nil)
+		if err == nil {
+			t.Errorf("%s: decoded without error", tt.name)
+			continue
+		}
+		if errors.Is(err, ErrUnknownVersion) != tt.unknownVer {
+			t.Errorf("%s: errors.Is(%v, ErrUnknownVersion) = %v, want %v", tt.name, err, !tt.unknownVer, tt.unknownVer)
+		}
+	}
+	var d Decoder
+	if err := decodeAll(&d, encodeEntry(0, nil), nil); err != nil {
+		t.Errorf("an entry with no ops: %v", err)
+	}
+}
+
+// FuzzDecode: arbitrary bytes never panic the decoder or the state machine,
+// never make the decoder allocate more than a small multiple of their size,
+// and whatever decodes re-encodes to an entry that decodes the same.
+func FuzzDecode(f *testing.F) {
+	g := newOpGen(3, 5)
+	for i := 0; i < 8; i++ {
+		ops := make([]Op, i)
+		for j := range ops {
+			ops[j] = g.op()
+		}
+		f.Add(encodeEntry(int64(i)*1e9, ops))
+	}
+	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255})
+	f.Add([]byte{2})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var d Decoder
+		var err error
+		n := allocatedBytes(func() { err = decodeAll(&d, data, nil) })
+		if limit := uint64(64<<10 + 64*len(data)); n > limit { // slack: the fuzz engine allocates too
+			t.Fatalf("decoding %d bytes allocated %d (limit %d)", len(data), n, limit)
+		}
+		if err == nil {
+			var ops []string
+			var enc Encoder
+			enc.Reset(d.Stamp)
+			_ = decodeAll(&d, data, func(op *Op) {
+				ops = append(ops, opString(op))
+				cp := *op
+				cp.Keys = append([][]byte(nil), op.Keys...)
+				enc.Add(&cp)
+			})
+			var again []string
+			if err := decodeAll(&d, enc.Finish(), func(op *Op) { again = append(again, opString(op)) }); err != nil {
+				t.Fatalf("re-encoded entry does not decode: %v", err)
+			}
+			if fmt.Sprint(ops) != fmt.Sprint(again) {
+				t.Fatalf("re-encoded entry decodes to %v, first %v", again, ops)
+			}
+		}
+		// Apply never panics, whatever the entry holds.
+		fatal := 0
+		fsm := New(Config{Stripes: 1, Logger: discardLogger(), OnFatal: func(error) { fatal++ }})
+		out := fsm.ApplyBatch([]*raft.Log{commandLog(1, data)})
+		if _, isErr := out[0].(error); isErr != (err != nil) || fatal != boolInt(err != nil) {
+			t.Fatalf("decode error %v, apply returned %v, OnFatal called %d times", err, out[0], fatal)
+		}
+	})
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

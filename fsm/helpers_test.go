@@ -1,0 +1,156 @@
+package fsm
+
+import (
+	"bytes"
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/redcell/redcell/gcra"
+)
+
+// opGen makes random but valid ops over a small key pool, so keys collide,
+// limits are reached, refunds happen and DEL/FLUSHALL hit live keys.
+type opGen struct {
+	rng  *rand.Rand
+	keys [][]byte
+}
+
+func newOpGen(seed uint64, nkeys int) *opGen {
+	g := &opGen{rng: rand.New(rand.NewPCG(seed, 0x5eed))}
+	for i := 0; i < nkeys; i++ {
+		k := []byte(fmt.Sprintf("key:%d", i))
+		if i%7 == 0 {
+			k = append(k, 0, '\r', '\n', 0xff) // binary-safe keys sort too
+		}
+		g.keys = append(g.keys, k)
+	}
+	return g
+}
+
+func (g *opGen) key() []byte { return g.keys[g.rng.IntN(len(g.keys))] }
+
+func (g *opGen) params() gcra.Params {
+	for {
+		burst := g.rng.Int64N(12) - 1 // -1 .. 10
+		count := 1 + g.rng.Int64N(10)
+		period := 1 + g.rng.Int64N(5)
+		q := int64(1)
+		switch g.rng.IntN(10) {
+		case 0:
+			q = 0
+		case 1:
+			q = -g.rng.Int64N(4) // refunds, some answering the expire error
+		case 2, 3:
+			q = g.rng.Int64N(6)
+		}
+		if g.rng.IntN(50) == 0 {
+			count = 3_000_000_000 // T = 0: never in the log, but NewParams says so
+		}
+		p, err := gcra.NewParams(burst, count, period, q)
+		if err == nil {
+			return p
+		}
+	}
+}
+
+func (g *opGen) op() Op {
+	switch r := g.rng.IntN(100); {
+	case r < 82:
+		return Op{Code: OpThrottle, Key: g.key(), GCRA: g.params()}
+	case r < 99:
+		keys := make([][]byte, 1+g.rng.IntN(3))
+		for i := range keys {
+			keys[i] = g.key()
+		}
+		return Op{Code: OpDel, Keys: keys}
+	default:
+		return Op{Code: OpFlushAll}
+	}
+}
+
+// encodeEntry encodes ops into a fresh entry (a copy, safe to keep).
+func encodeEntry(stamp int64, ops []Op) []byte {
+	var e Encoder
+	e.Reset(stamp)
+	for i := range ops {
+		e.Add(&ops[i])
+	}
+	return bytes.Clone(e.Finish())
+}
+
+func commandLog(index uint64, data []byte) *raft.Log {
+	return &raft.Log{Type: raft.LogCommand, Index: index, Term: 1, Data: data}
+}
+
+// applyOne applies one command entry and returns a copy of its results,
+// releasing the pooled buffer as the proposer does.
+func applyOne(t testing.TB, f *FSM, l *raft.Log) []Result {
+	t.Helper()
+	out := f.ApplyBatch([]*raft.Log{l})
+	return takeResults(t, f, out[0])
+}
+
+func takeResults(t testing.TB, f *FSM, v interface{}) []Result {
+	t.Helper()
+	res, ok := v.(*Results)
+	if !ok {
+		t.Fatalf("apply returned %T (%v), want *Results", v, v)
+	}
+	cp := append([]Result(nil), res.R...)
+	f.Release(res)
+	return cp
+}
+
+func snapshotBytes(t testing.TB, f *FSM) []byte {
+	t.Helper()
+	var b bytes.Buffer
+	if err := f.WriteSnapshot(&b); err != nil {
+		t.Fatalf("WriteSnapshot: %v", err)
+	}
+	return b.Bytes()
+}
+
+// memSink is a raft.SnapshotSink in memory.
+type memSink struct {
+	bytes.Buffer
+	closed, cancelled bool
+}
+
+func (s *memSink) ID() string    { return "mem" }
+func (s *memSink) Close() error  { s.closed = true; return nil }
+func (s *memSink) Cancel() error { s.cancelled = true; return nil }
+
+// persist takes a snapshot through raft's interface and returns its bytes.
+func persist(t testing.TB, f *FSM) []byte {
+	t.Helper()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatalf("Snapshot: %v", err)
+	}
+	defer snap.Release()
+	var sink memSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatalf("Persist: %v", err)
+	}
+	if !sink.closed || sink.cancelled {
+		t.Fatalf("Persist left the sink closed=%v cancelled=%v", sink.closed, sink.cancelled)
+	}
+	return sink.Bytes()
+}
+
+// allocatedBytes is the heap allocated while fn runs.
+func allocatedBytes(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+func quietFSM(stripes int) *FSM {
+	return New(Config{Stripes: stripes, Logger: discardLogger()})
+}
