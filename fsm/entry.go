@@ -54,6 +54,16 @@ func (e *Encoder) Len() int { return len(e.buf) }
 // Count is the number of ops added since Reset.
 func (e *Encoder) Count() int { return e.count }
 
+// Mark is a position in an entry being built.
+type Mark struct{ len, count int }
+
+// Mark returns the current position, for Rewind.
+func (e *Encoder) Mark() Mark { return Mark{len(e.buf), e.count} }
+
+// Rewind drops every op added since m (the proposer uses it to keep a batch
+// that would overflow an entry for the next one).
+func (e *Encoder) Rewind(m Mark) { e.buf, e.count = e.buf[:m.len], m.count }
+
 // Add appends one op. Keys are copied into the entry.
 func (e *Encoder) Add(op *Op) {
 	e.count++

@@ -90,6 +90,10 @@ type Group struct {
 
 	stopping atomic.Bool
 	stopCh   chan struct{}
+	// readGate keeps VerifyLeader calls and raft.Shutdown apart: a
+	// VerifyLeader sent after shutdown can be accepted by raft's buffered
+	// channel and never answered (hashicorp/raft#498).
+	readGate sync.RWMutex
 	wg       sync.WaitGroup
 	notifyCh chan bool
 
@@ -265,14 +269,26 @@ func (g *Group) Read(reads []fsm.Read, res []fsm.Result) error {
 	if err := g.awaitReady(); err != nil {
 		return err
 	}
-	if err := g.raft.VerifyLeader().Error(); err != nil {
-		return mapRaftErr(err)
+	if err := g.verifyLeader(); err != nil {
+		return err
 	}
 	g.stats.reads.Add(uint64(len(reads)))
 	now := g.cfg.Clock.Now()
 	for i := range reads {
 		res[i] = fsm.Result{}
 		g.fsm.Read(&reads[i], now, &res[i])
+	}
+	return nil
+}
+
+func (g *Group) verifyLeader() error {
+	g.readGate.RLock()
+	defer g.readGate.RUnlock()
+	if g.stopping.Load() {
+		return ErrShutdown
+	}
+	if err := g.raft.VerifyLeader().Error(); err != nil {
+		return mapRaftErr(err)
 	}
 	return nil
 }
@@ -303,6 +319,9 @@ func (g *Group) Shutdown() error {
 	}
 	close(g.stopCh)
 	g.wg.Wait()
+	g.setReady(false)
+	g.readGate.Lock()
+	defer g.readGate.Unlock()
 	return g.raft.Shutdown().Error()
 }
 

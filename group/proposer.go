@@ -107,8 +107,9 @@ func (g *Group) runProposer() {
 	}
 }
 
-// take moves queued batches into a new entry in enc, up to MaxEntryBytes (an
-// entry holds at least one batch whatever its size).
+// take moves queued batches into a new entry in enc while it stays within
+// MaxEntryBytes (an entry holds at least one batch whatever its size; a batch
+// is never split across entries).
 func (g *Group) take(enc *fsm.Encoder, spare []*Batch) []*Batch {
 	stamp := max(g.cfg.Clock.Now(), g.stamp, g.fsm.Clock())
 	g.stamp = stamp
@@ -117,11 +118,13 @@ func (g *Group) take(enc *fsm.Encoder, spare []*Batch) []*Batch {
 	defer g.qmu.Unlock()
 	n := 0
 	for _, b := range g.queue {
-		if n > 0 && enc.Len() >= g.cfg.MaxEntryBytes {
-			break
-		}
+		m := enc.Mark()
 		for i := range b.Ops {
 			enc.Add(&b.Ops[i])
+		}
+		if n > 0 && enc.Len() > g.cfg.MaxEntryBytes {
+			enc.Rewind(m) // this batch opens the next entry
+			break
 		}
 		n++
 	}

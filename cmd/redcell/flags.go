@@ -19,6 +19,8 @@ type config struct {
 	logLevel    string
 	stripes     int
 	pprofAddr   string
+	maxInflight int
+	maxAppend   int
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -33,6 +35,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.enableDebug, "enable-debug-command", false, "accept DEBUG CLOCK SET/ADVANCE/REAL, which freezes and moves the clock this node stamps decisions with (tests only)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.pprofAddr, "pprof", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060) for profiling; off by default")
+	fs.IntVar(&c.maxInflight, "max-inflight", 2, "log entries the proposer keeps in Raft at once (tuning; 1-2 measured best)")
+	fs.IntVar(&c.maxAppend, "max-append-entries", 64, "Raft MaxAppendEntries: entries per append RPC and per apply batch (tuning)")
 	fs.IntVar(&c.stripes, "stripes", 64, "lock stripes of the in-memory keyspace (never changes results, only contention)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "redcell: a rate-limit server that speaks the Redis protocol (CL.THROTTLE as redis-cell),\nwith every decision durable in a Raft log before it is answered.\n\nUsage: redcell [flags]\n\nFlags:\n")

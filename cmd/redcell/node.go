@@ -74,15 +74,21 @@ func startNode(cfg config, log *slog.Logger) (*node, error) {
 		}
 	}})
 	n.group, err = group.Open(group.Config{
-		NodeID:    nodeID,
-		Addr:      raft.ServerAddress(advertise.String()),
-		LogStore:  n.store,
-		Stable:    n.store,
-		Snapshots: n.store.SnapshotStore(2),
-		Transport: n.transport,
-		FSM:       machine,
-		Clock:     clock,
-		Logger:    log,
+		NodeID:      nodeID,
+		Addr:        raft.ServerAddress(advertise.String()),
+		LogStore:    n.store,
+		Stable:      n.store,
+		Snapshots:   n.store.SnapshotStore(2),
+		Transport:   n.transport,
+		FSM:         machine,
+		Clock:       clock,
+		Logger:      log,
+		MaxInflight: cfg.maxInflight,
+		Tune: func(rc *raft.Config) {
+			if cfg.maxAppend > 0 {
+				rc.MaxAppendEntries = cfg.maxAppend
+			}
+		},
 	})
 	if err != nil {
 		n.transport.Close()

@@ -1,0 +1,60 @@
+package group
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redcell/redcell/fsm"
+	"github.com/redcell/redcell/gcra"
+)
+
+// BenchmarkProposeParallel measures the write path of one node with real
+// fsync: 50 connections (b.SetParallelism over GOMAXPROCS) each proposing
+// pipelines of 16 CL.THROTTLEs on 100k keys, with the wall clock. One
+// benchmark op is one pipeline; ops/s counts decisions, ops/entry shows how
+// much the proposer packs into one fsync.
+func BenchmarkProposeParallel(b *testing.B) {
+	const pipeline, connections, nkeys = 16, 50, 100_000
+	keys := make([][]byte, nkeys)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("user:%d", i))
+	}
+	p, err := gcra.NewParams(15, 30, 60, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := newTestNode(b, "node1")
+	n.open(b, nil)
+	waitFor(b, 10*time.Second, "a ready leader", n.g.Ready)
+
+	var seeds atomic.Uint64
+	b.SetParallelism(max(1, connections/runtime.GOMAXPROCS(0)))
+	before := n.g.Counters()
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		rng := rand.New(rand.NewPCG(seeds.Add(1), 0))
+		batch := NewBatch()
+		for pb.Next() {
+			batch.Reset()
+			for i := 0; i < pipeline; i++ {
+				batch.Ops = append(batch.Ops, fsm.Op{Code: fsm.OpThrottle, Key: keys[rng.IntN(nkeys)], GCRA: p})
+			}
+			if err := n.g.Propose(batch); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	elapsed := time.Since(start)
+	b.StopTimer()
+	after := n.g.Counters()
+	b.ReportMetric(float64(b.N*pipeline)/elapsed.Seconds(), "ops/s")
+	if entries := after.Entries - before.Entries; entries > 0 {
+		b.ReportMetric(float64(after.Ops-before.Ops)/float64(entries), "ops/entry")
+	}
+}
