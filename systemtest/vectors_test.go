@@ -1,97 +1,51 @@
 package systemtest
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/redcell/redcell/internal/vectors"
 )
 
 // The CL.THROTTLE vectors (../../shared/vectors/cl_throttle.jsonl) replayed
 // over RESP against the real binary, each step at its own injected instant.
 // tb_sl.jsonl is not replayed: TB.* and SL.* are not implemented yet.
 
-type vectorScenario struct {
-	Name        string       `json:"name"`
-	Description string       `json:"description"`
-	Steps       []vectorStep `json:"steps"`
+type vectorScenario = vectors.Scenario
+
+// expectedReply turns a vector step's reply into the harness's want.
+func expectedReply(st vectors.Step) (want, error) {
+	e, err := st.Expected()
+	switch {
+	case err != nil:
+		return want{}, err
+	case e.Ints != nil:
+		return wantInts(e.Ints...), nil
+	case e.Int != nil:
+		return wantInt(*e.Int), nil
+	case e.Str != nil:
+		return wantStatus(*e.Str), nil
+	default:
+		return wantErr(*e.Err), nil
+	}
 }
 
-type vectorStep struct {
-	TNs             int64           `json:"t_ns"`
-	Args            []string        `json:"args"`
-	Reply           json.RawMessage `json:"reply"`
-	TimingSensitive bool            `json:"timing_sensitive"`
-}
-
-// expected decodes the step's reply: an integer array or {"error": text}.
-func (s vectorStep) expected() (want, error) {
-	var ints []int64
-	if err := json.Unmarshal(s.Reply, &ints); err == nil {
-		return wantInts(ints...), nil
-	}
-	var e struct {
-		Error *string `json:"error"`
-	}
-	if err := json.Unmarshal(s.Reply, &e); err != nil || e.Error == nil {
-		return want{}, fmt.Errorf("reply %s is neither an integer array nor {\"error\": ...}", s.Reply)
-	}
-	return wantErr(*e.Error), nil
-}
-
-// vectorsDir is REDCELL_VECTORS_DIR, or the shared contract's vectors seen
-// from this package's directory.
-func vectorsDir() string {
-	if d := os.Getenv("REDCELL_VECTORS_DIR"); d != "" {
-		return d
-	}
-	return filepath.Join("..", "..", "shared", "vectors")
-}
-
-// loadVectors reads a JSONL vector file; a missing or malformed file fails
-// the test (the vectors are part of the contract, not optional).
+// loadVectors reads a vector file; a missing or malformed file fails the
+// test (the vectors are part of the contract, not optional), and so does a
+// step that goes back in time (the replicated clock cannot).
 func loadVectors(t testing.TB, name string) []vectorScenario {
 	t.Helper()
-	path := filepath.Join(vectorsDir(), name)
-	f, err := os.Open(path)
+	out, err := vectors.Load(name)
 	if err != nil {
-		t.Fatalf("vectors: %v (set REDCELL_VECTORS_DIR)", err)
+		t.Fatal(err)
 	}
-	defer f.Close()
-	var out []vectorScenario
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 64<<20)
-	for line := 1; sc.Scan(); line++ {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		var s vectorScenario
-		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-			t.Fatalf("%s:%d: %v", path, line, err)
-		}
-		if len(s.Steps) == 0 {
-			t.Fatalf("%s:%d: scenario %q has no steps", path, line, s.Name)
-		}
-		for i, st := range s.Steps {
-			if _, err := st.expected(); err != nil {
-				t.Fatalf("%s:%d: scenario %q step %d: %v", path, line, s.Name, i, err)
-			}
-			if i > 0 && st.TNs < s.Steps[i-1].TNs {
-				// The replicated clock cannot go back; such a step would
-				// need a copy of an earlier state.
-				t.Fatalf("%s:%d: scenario %q step %d goes back in time", path, line, s.Name, i)
+	for _, s := range out {
+		for i := 1; i < len(s.Steps); i++ {
+			if s.Steps[i].TimeNs < s.Steps[i-1].TimeNs {
+				t.Fatalf("%s: scenario %q step %d goes back in time", name, s.Name, i)
 			}
 		}
-		out = append(out, s)
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("%s: %v", path, err)
-	}
-	if len(out) == 0 {
-		t.Fatalf("%s: no scenarios", path)
 	}
 	return out
 }
@@ -133,7 +87,7 @@ func replayAllVectors(t *testing.T, withPeek bool) {
 			// Replies depend only on time differences (the whole-second
 			// rounding of secs() looks at differences too), so any integer
 			// shift works; whole seconds keep the instants readable.
-			first := sc.Steps[0].TNs
+			first := sc.Steps[0].TimeNs
 			shift := ceilSecond(max(0, replicatedClock(t, c)+second-first))
 			replayScenario(t, c, sc, shift, withPeek)
 		})
@@ -144,8 +98,8 @@ func replayAllVectors(t *testing.T, withPeek bool) {
 func replayAtOwnTime(t *testing.T, sc vectorScenario, withPeek bool) {
 	n := startTestNode(t, "vectors-own-clock")
 	c := mustDial(t, n.addr())
-	if clk := replicatedClock(t, c); clk > sc.Steps[0].TNs {
-		t.Fatalf("fresh node's replicated clock %d is past the scenario's first instant %d", clk, sc.Steps[0].TNs)
+	if clk := replicatedClock(t, c); clk > sc.Steps[0].TimeNs {
+		t.Fatalf("fresh node's replicated clock %d is past the scenario's first instant %d", clk, sc.Steps[0].TimeNs)
 	}
 	replayScenario(t, c, sc, 0, withPeek)
 	n.mustStop(t)
@@ -159,12 +113,12 @@ const maxStepFailures = 8
 // replays its steps, each after freezing the clock at t_ns + shift.
 func replayScenario(t *testing.T, c *respConn, sc vectorScenario, shift int64, withPeek bool) {
 	t.Helper()
-	setClock(t, c, sc.Steps[0].TNs+shift)
+	setClock(t, c, sc.Steps[0].TimeNs+shift)
 	expectReply(t, c, wantStatus("OK"), "FLUSHALL")
 	failures := 0
 	for i, st := range sc.Steps {
-		w, _ := st.expected()
-		at := st.TNs + shift
+		w, _ := expectedReply(st)
+		at := st.TimeNs + shift
 		var problems []string
 		if withPeek && isThrottle(st.Args) {
 			problems = stepWithPeek(t, c, st.Args, at, w)
@@ -174,7 +128,7 @@ func replayScenario(t *testing.T, c *respConn, sc vectorScenario, shift int64, w
 		for _, p := range problems {
 			failures++
 			if failures <= maxStepFailures {
-				t.Errorf("step %d (t_ns %d, shift %+d): %s", i, st.TNs, shift, p)
+				t.Errorf("step %d (t_ns %d, shift %+d): %s", i, st.TimeNs, shift, p)
 			}
 		}
 	}
