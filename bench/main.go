@@ -1,0 +1,322 @@
+// Command bench measures Redcell against Redis running the same CL.THROTTLE
+// algorithm (bench/gcra.lua) in one run on one machine, and prints the ratios.
+//
+//	go run ./bench                                  # compare: one table, Redcell / Redis-Lua
+//	go run ./bench -mode matrix                     # clients × pipeline, SVG chart + markdown
+//	go run ./bench -mode latency                    # one client, no pipelining: p50/p99
+//	go run ./bench -mode memory                     # bytes per key, RSS under key churn
+//	go run ./bench -mode all -servers redis -quick  # smoke check without Redcell
+//
+// See bench/DESIGN.md for what is measured and why this way.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	if err != nil && ctx.Err() != nil {
+		err = fmt.Errorf("interrupted (servers stopped, temp dirs removed): %w", err)
+	}
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+// options are the parsed command-line flags.
+type options struct {
+	modes      []string
+	servers    []serverKind
+	quick      bool
+	svgPath    string
+	mdPath     string
+	seconds    float64
+	rounds     int
+	dataParent string
+	memory     memoryOptions
+}
+
+var allModes = []string{"compare", "latency", "matrix", "memory"}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	mode := fs.String("mode", "compare", "compare | latency | matrix | memory | all (comma-separated list allowed)")
+	servers := fs.String("servers", "all", "servers to run: all, or a comma-separated list of redcell, redis (both Redis servers), redis-lua, redis-lua-fsync")
+	quick := fs.Bool("quick", false, "short runs and 100k keys for a smoke check (results are marked as quick)")
+	out := fs.String("out", "", "SVG chart of the matrix mode (default bench/results/throughput.svg in the repository)")
+	md := fs.String("md", "", "markdown results file (default bench/results/latest.md in the repository)")
+	seconds := fs.Float64("seconds", 5, "target duration of each measured redis-benchmark run (1 with -quick)")
+	rounds := fs.Int("rounds", 1, "repeat every scenario this many times (alternating servers each time) and report medians")
+	tmp := fs.String("tmp", "", "parent directory for data dirs; must not be tmpfs for durable numbers (default $TMPDIR or /tmp)")
+	keys := fs.Int("keys", 1000000, "memory mode: distinct keys to load (100000 with -quick)")
+	churnFor := fs.Duration("churn", 30*time.Second, "memory mode: duration of the churn phase (5s with -quick)")
+	churnRate := fs.Int("churn-rate", 50000, "memory mode: new one-second keys per second during churn")
+	if err := fs.Parse(args); err != nil {
+		return options{}, err
+	}
+	if fs.NArg() > 0 {
+		return options{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	set := make(map[string]bool)
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	o := options{quick: *quick, svgPath: *out, mdPath: *md, seconds: *seconds, rounds: *rounds, dataParent: *tmp,
+		memory: memoryOptions{keys: *keys, churnFor: *churnFor, churnRate: *churnRate, conns: 4}}
+	if o.quick {
+		if !set["seconds"] {
+			o.seconds = 1
+		}
+		if !set["keys"] {
+			o.memory.keys = 100000
+		}
+		if !set["churn"] {
+			o.memory.churnFor = 5 * time.Second
+		}
+	}
+	var err error
+	if o.modes, err = parseModes(*mode); err != nil {
+		return options{}, err
+	}
+	if o.servers, err = parseServers(*servers); err != nil {
+		return options{}, err
+	}
+	if o.seconds <= 0 || o.rounds < 1 || o.memory.keys < 1 || o.memory.churnRate < 1 || o.memory.churnFor <= 0 {
+		return options{}, errors.New("-seconds, -rounds, -keys, -churn and -churn-rate must be positive")
+	}
+	return o, nil
+}
+
+func parseModes(s string) ([]string, error) {
+	var modes []string
+	for _, m := range strings.Split(s, ",") {
+		switch m = strings.TrimSpace(m); {
+		case m == "all":
+			return allModes, nil
+		case slices.Contains(allModes, m):
+			if !slices.Contains(modes, m) {
+				modes = append(modes, m)
+			}
+		default:
+			return nil, fmt.Errorf("unknown -mode %q (want compare, latency, matrix, memory or all)", m)
+		}
+	}
+	return modes, nil
+}
+
+func parseServers(s string) ([]serverKind, error) {
+	want := make(map[serverKind]bool)
+	for _, name := range strings.Split(s, ",") {
+		switch strings.ToLower(strings.TrimSpace(name)) {
+		case "all":
+			want[kindRedcell], want[kindRedisLua], want[kindRedisLuaFsync] = true, true, true
+		case "redcell":
+			want[kindRedcell] = true
+		case "redis":
+			want[kindRedisLua], want[kindRedisLuaFsync] = true, true
+		case "redis-lua":
+			want[kindRedisLua] = true
+		case "redis-lua-fsync":
+			want[kindRedisLuaFsync] = true
+		default:
+			return nil, fmt.Errorf("unknown server %q in -servers", name)
+		}
+	}
+	var kinds []serverKind
+	for _, k := range allServerKinds { // fixed order: alternation order
+		if want[k] {
+			kinds = append(kinds, k)
+		}
+	}
+	return kinds, nil
+}
+
+// run is the whole tool: servers up, modes in order, results out, and every
+// process stopped and temp dir removed on the way out (also when ctx is
+// cancelled by Ctrl-C, which kills a running redis-benchmark).
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err error) {
+	opts, err := parseFlags(args, stderr)
+	if err != nil {
+		return err
+	}
+	repoRoot, err := findRepoRoot(ctx)
+	if err != nil {
+		return err
+	}
+	if opts.svgPath == "" {
+		opts.svgPath = filepath.Join(repoRoot, "bench", "results", "throughput.svg")
+	}
+	if opts.mdPath == "" {
+		opts.mdPath = filepath.Join(repoRoot, "bench", "results", "latest.md")
+	}
+	f, err := newFleet(repoRoot, opts.dataParent)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if closeErr := f.closeAll(); closeErr != nil {
+			err = errors.Join(err, closeErr)
+		}
+	}()
+
+	report := &resultsReport{
+		info:    collectMachineInfo(ctx, repoRoot, f.root),
+		command: "go run ./bench" + shellJoin(args),
+		quick:   opts.quick,
+	}
+	fmt.Fprintf(stdout, "machine: %d CPUs, %s; %s; %s; redcell %s; data dirs on %s; load average %s\n",
+		report.info.CPUs, report.info.CPUModel, report.info.GoVersion, report.info.RedisServer, report.info.Commit, report.info.DataFS, report.info.LoadStart)
+	if report.info.DataFS == "tmpfs" {
+		fmt.Fprintln(stderr, "bench: WARNING: data dirs are on tmpfs, fsync is free there; use -tmp on a real disk for durable numbers")
+	}
+
+	var throughput []*server // shared by compare, latency and matrix
+	startThroughputServers := func() error {
+		if throughput != nil {
+			return nil
+		}
+		for _, k := range opts.servers {
+			s, err := f.start(ctx, k)
+			if err != nil {
+				return err
+			}
+			if err := checkThrottle(ctx, s); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "started %s pid %d on %s\n", s.kind, s.pid(), s.addr())
+			throughput = append(throughput, s)
+		}
+		return nil
+	}
+	runner := benchmarkRunner{seconds: opts.seconds, probeFloor: 20000}
+	if opts.quick {
+		runner.probeFloor = 5000
+	}
+
+	for _, mode := range opts.modes {
+		switch mode {
+		case "compare", "latency":
+			if err := startThroughputServers(); err != nil {
+				return err
+			}
+			works, title := compareWorkloads, "Comparison"
+			if mode == "latency" {
+				works, title = latencyWorkloads, "Latency: one client, no pipelining"
+			}
+			fmt.Fprintf(stdout, "\n== %s (%d rounds, ~%.0f s per run)\n", title, opts.rounds, opts.seconds)
+			ms, err := runAlternating(ctx, runner, throughput, works, opts.rounds, stdout)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout)
+			printMeasurements(stdout, ms)
+			report.add(title, measurementsMarkdown(ms))
+		case "matrix":
+			if err := startThroughputServers(); err != nil {
+				return err
+			}
+			servers := slices.DeleteFunc(slices.Clone(throughput), func(s *server) bool { return s.kind == kindRedisLuaFsync })
+			if len(servers) == 0 {
+				return errors.New("matrix mode needs redcell or redis-lua in -servers")
+			}
+			fmt.Fprintf(stdout, "\n== Matrix: clients x pipeline, random keys (~%.0f s per run)\n", opts.seconds)
+			ms, err := runAlternating(ctx, runner, servers, matrixWorkloads(), opts.rounds, stdout)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintln(stdout)
+			printMeasurements(stdout, ms)
+			if err := writeSVG(opts.svgPath, throughputSVG(ms, "CL.THROTTLE decisions per second by clients (-c) and pipeline depth (-P)")); err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "chart: %s\n", opts.svgPath)
+			report.add("Matrix: clients × pipeline, random keys", matrixMarkdown(ms, opts.svgPath, opts.mdPath))
+		case "memory":
+			// Free the throughput servers' memory and CPU first.
+			for _, s := range throughput {
+				if err := f.stop(s); err != nil {
+					return err
+				}
+			}
+			throughput = nil
+			fmt.Fprintf(stdout, "\n== Memory: %d keys, then %s of churn at %d keys/s\n", opts.memory.keys, opts.memory.churnFor, opts.memory.churnRate)
+			rs, err := runMemory(ctx, f, opts.servers, opts.memory, stdout)
+			if err != nil {
+				return err
+			}
+			md := memoryMarkdown(rs, opts.memory)
+			fmt.Fprintf(stdout, "\n%s", md)
+			report.add("Memory", md)
+		}
+	}
+	report.loadEnd = loadAverage()
+	fmt.Fprintf(stdout, "\nload average at the end: %s\n", report.loadEnd)
+	if err := report.write(opts.mdPath); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\nresults: %s\n", opts.mdPath)
+	return nil
+}
+
+// checkThrottle makes one decision on a fresh key and checks the reply, so a
+// server that answers errors (which redis-benchmark counts as requests)
+// is caught before it is measured.
+func checkThrottle(ctx context.Context, s *server) error {
+	c, err := dialRESP(ctx, s.addr())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.setDeadline(time.Now().Add(5 * time.Second))
+	v, err := c.do(s.throttleCommand("bench:check", throttleArgs...)...)
+	if err != nil {
+		return fmt.Errorf("%s: check decision: %w", s.kind, err)
+	}
+	got, err := throttleReply(v)
+	if err != nil {
+		return fmt.Errorf("%s: check decision: %w", s.kind, err)
+	}
+	if want := [5]int64{0, 16, 15, -1, 2}; got != want {
+		return fmt.Errorf("%s: check decision answered %v, want %v", s.kind, got, want)
+	}
+	return nil
+}
+
+// findRepoRoot is the directory of the main module's go.mod.
+func findRepoRoot(ctx context.Context) (string, error) {
+	gomod := commandOutput(ctx, ".", "go", "env", "GOMOD")
+	if gomod == "unknown" || gomod == "" || gomod == os.DevNull {
+		return "", errors.New("run bench from inside the redcell module (go env GOMOD is empty)")
+	}
+	return filepath.Dir(gomod), nil
+}
+
+// shellJoin quotes args for a copy-pasteable command line.
+func shellJoin(args []string) string {
+	var b strings.Builder
+	for _, a := range args {
+		b.WriteByte(' ')
+		if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_=./,:") == "" {
+			b.WriteString(a)
+		} else {
+			b.WriteString(strconv.Quote(a))
+		}
+	}
+	return b.String()
+}

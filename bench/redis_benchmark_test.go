@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"encoding/xml"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func Test_ParseBenchmarkCSV(t *testing.T) {
+	const header = `"test","rps","avg_latency_ms","min_latency_ms","p50_latency_ms","p95_latency_ms","p99_latency_ms","max_latency_ms"` + "\n"
+	tests := []struct {
+		name    string
+		in      string
+		want    benchResult
+		wantErr string
+	}{
+		{
+			name: "redis-benchmark 7 output",
+			in:   header + `"EVALSHA abc 1 user:__rand_int__ 15 30 60 1","116959.06","0.226","0.056","0.223","0.279","0.439","1.239"` + "\n",
+			want: benchResult{RPS: 116959.06, AvgMs: 0.226, P50Ms: 0.223, P99Ms: 0.439, MaxMs: 1.239},
+		},
+		{
+			name: "columns found by name, not position",
+			in:   `"p99_latency_ms","rps","p50_latency_ms","avg_latency_ms","max_latency_ms"` + "\n" + `"2","100","1","1.5","3"` + "\n",
+			want: benchResult{RPS: 100, AvgMs: 1.5, P50Ms: 1, P99Ms: 2, MaxMs: 3},
+		},
+		{name: "empty", in: "", wantErr: "0 rows"},
+		{name: "header only", in: header, wantErr: "1 rows"},
+		{name: "missing column", in: `"rps"` + "\n" + `"5"` + "\n", wantErr: `no "avg_latency_ms" column`},
+		{name: "not a number", in: header + `"x","fast","0","0","0","0","0","0"` + "\n", wantErr: `column "rps"`},
+		{name: "zero rps", in: header + `"x","0","0","0","0","0","0","0"` + "\n", wantErr: "the run failed"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseBenchmarkCSV([]byte(tc.in))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// Test_RunRedisBenchmark_AgainstRedis runs the real redis-benchmark with the
+// exact command lines bench uses (random keys and hot key) against
+// redis-server with the script, so a change in its CSV or a script that
+// errors shows up here rather than as a table of nonsense.
+func Test_RunRedisBenchmark_AgainstRedis(t *testing.T) {
+	if _, err := exec.LookPath("redis-benchmark"); err != nil {
+		t.Skipf("redis-benchmark not found: %v", err)
+	}
+	s := startTestRedis(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := checkThrottle(ctx, s); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []workload{{clients: 4, pipeline: 1, keyspace: 1000}, {clients: 4, pipeline: 8, keyspace: 0}} {
+		res, err := runRedisBenchmark(ctx, s, w, 2000)
+		if err != nil {
+			t.Fatalf("%s: %v", w, err)
+		}
+		if res.RPS <= 0 || res.P50Ms <= 0 || res.P99Ms < res.P50Ms || res.Requests != 2000 {
+			t.Errorf("%s: implausible result %+v", w, res)
+		}
+	}
+	// The hot key saw 2000 decisions (plus none elsewhere): it is exhausted.
+	c := dialTest(t, s)
+	v, err := c.do(s.throttleCommand("user:hot", "15", "30", "60", "0")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := throttleReply(v); err != nil || got[2] != 0 {
+		t.Errorf("hot key after the run: %s, want remaining 0", v)
+	}
+}
+
+func Test_ThroughputSVG_WellFormed(t *testing.T) {
+	var ms []measurement
+	for i, w := range matrixWorkloads() {
+		for _, k := range []serverKind{kindRedcell, kindRedisLua} {
+			ms = append(ms, measurement{work: w, kind: k, median: benchResult{RPS: float64(1000 * (i + 1))}})
+		}
+	}
+	svg := throughputSVG(ms, "title with <markup> & ampersand")
+	d := xml.NewDecoder(strings.NewReader(svg))
+	bars := 0
+	for {
+		tok, err := d.Token()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed XML: %v", err)
+		}
+		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "rect" {
+			for _, a := range se.Attr {
+				if a.Name.Local == "fill" && a.Value == serverColors[kindRedcell] {
+					bars++
+				}
+			}
+		}
+	}
+	// One Redcell bar per matrix cell, plus its legend swatch.
+	if want := len(matrixWorkloads()) + 1; bars != want {
+		t.Errorf("%d Redcell-coloured rects, want %d", bars, want)
+	}
+}
+
+func Test_ParseServersAndModes(t *testing.T) {
+	servers := []struct {
+		in      string
+		want    []serverKind
+		wantErr bool
+	}{
+		{in: "all", want: allServerKinds},
+		{in: "redis", want: []serverKind{kindRedisLua, kindRedisLuaFsync}},
+		{in: "redis-lua-fsync,redcell", want: []serverKind{kindRedcell, kindRedisLuaFsync}},
+		{in: "Redcell", want: []serverKind{kindRedcell}},
+		{in: "memcached", wantErr: true},
+	}
+	for _, tc := range servers {
+		got, err := parseServers(tc.in)
+		if (err != nil) != tc.wantErr || !slices.Equal(got, tc.want) {
+			t.Errorf("parseServers(%q) = %v, %v; want %v (error %v)", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+	modes := []struct {
+		in      string
+		want    []string
+		wantErr bool
+	}{
+		{in: "compare", want: []string{"compare"}},
+		{in: "all", want: allModes},
+		{in: "memory,compare,memory", want: []string{"memory", "compare"}},
+		{in: "fast", wantErr: true},
+	}
+	for _, tc := range modes {
+		got, err := parseModes(tc.in)
+		if (err != nil) != tc.wantErr || !slices.Equal(got, tc.want) {
+			t.Errorf("parseModes(%q) = %v, %v; want %v (error %v)", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+}
+
+func Test_Formatting(t *testing.T) {
+	tests := []struct{ got, want string }{
+		{formatRPS(0), "0"},
+		{formatRPS(999.6), "1,000"},
+		{formatRPS(1234567.2), "1,234,567"},
+		{formatRatio(0), "-"},
+		{formatRatio(2.614), "2.61x"},
+		{shortRate(950), "950"},
+		{shortRate(1234), "1.2k"},
+		{shortRate(512000), "512k"},
+		{shortRate(1250000), "1.25M"},
+		{shellJoin([]string{"-mode", "compare", "-servers", "redis", "-tmp", "/a b"}), ` -mode compare -servers redis -tmp "/a b"`},
+	}
+	for i, tc := range tests {
+		if tc.got != tc.want {
+			t.Errorf("case %d: got %q, want %q", i, tc.got, tc.want)
+		}
+	}
+	for _, tc := range []struct{ in, want float64 }{{0, 1}, {0.3, 0.5}, {7, 10}, {120, 200}, {100, 100}} {
+		if got := niceStep(tc.in); got != tc.want {
+			t.Errorf("niceStep(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
+func Test_CPUShares(t *testing.T) {
+	before := cpuSnapshot{machineBusy: 1000, procs: map[int]uint64{7: 100}}
+	after := cpuSnapshot{machineBusy: 1300, procs: map[int]uint64{7: 200}} // 3 s busy, 1 s server
+	server, elsewhere := cpuShares(before, after, 7, 1500*time.Millisecond, 2*time.Second)
+	if server != 0.5 || elsewhere != 0.25 {
+		t.Errorf("server %v cores, elsewhere %v cores; want 0.5 and 0.25", server, elsewhere)
+	}
+	// Tick granularity can make the rest negative: clamp to zero.
+	if _, elsewhere := cpuShares(before, after, 7, 3*time.Second, 2*time.Second); elsewhere != 0 {
+		t.Errorf("elsewhere %v, want 0", elsewhere)
+	}
+	snap, err := takeCPUSnapshot([]int{os.Getpid(), -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if snap.machineBusy == 0 || snap.procs[-1] != 0 {
+		t.Errorf("snapshot %+v: want machine ticks and 0 for a missing pid", snap)
+	}
+}
+
+func Test_WaitForQuiet(t *testing.T) {
+	ctx := context.Background()
+	// Any machine is quieter than 1000 cores: returns after one window.
+	waited, err := waitForQuiet(ctx, 1000, 10*time.Millisecond, 5*time.Second)
+	if err != nil || waited >= 5*time.Second {
+		t.Errorf("quiet machine: waited %v, err %v; want one window", waited, err)
+	}
+	// Nothing is quieter than -1 cores: gives up at the limit.
+	waited, err = waitForQuiet(ctx, -1, 10*time.Millisecond, 50*time.Millisecond)
+	if err != nil || waited < 50*time.Millisecond {
+		t.Errorf("busy machine: waited %v, err %v; want the 50ms limit", waited, err)
+	}
+	cancelled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := waitForQuiet(cancelled, -1, 10*time.Millisecond, time.Minute); err == nil {
+		t.Error("cancelled context: want an error")
+	}
+}

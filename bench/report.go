@@ -1,0 +1,118 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+)
+
+// resultsReport collects what a run measured, mode by mode, and renders the
+// markdown results file (bench/results/latest.md by default) that the top
+// README quotes. It is filled by the main goroutine only.
+type resultsReport struct {
+	info     machineInfo
+	command  string
+	quick    bool
+	loadEnd  string // load averages when the run ended
+	sections []reportSection
+}
+
+type reportSection struct {
+	title string
+	body  string // markdown
+}
+
+func (r *resultsReport) add(title, body string) {
+	r.sections = append(r.sections, reportSection{title: title, body: body})
+}
+
+// markdown renders the whole results file.
+func (r *resultsReport) markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Redcell benchmark results\n\n")
+	fmt.Fprintf(&b, "Produced by `%s` on %s.", r.command, r.info.Date)
+	if r.quick {
+		fmt.Fprintf(&b, " **Quick run (-quick): short runs for a smoke check, not for quoting.**")
+	}
+	fmt.Fprintf(&b, "\n\n| | |\n|---|---|\n")
+	fmt.Fprintf(&b, "| machine | %d CPUs, %s, Linux %s |\n", r.info.CPUs, r.info.CPUModel, r.info.Kernel)
+	fmt.Fprintf(&b, "| Go | %s |\n", r.info.GoVersion)
+	fmt.Fprintf(&b, "| Redis | %s |\n", r.info.RedisServer)
+	fmt.Fprintf(&b, "| Redcell commit | %s |\n", r.info.Commit)
+	fmt.Fprintf(&b, "| data dirs on | %s |\n", r.info.DataFS)
+	fmt.Fprintf(&b, "| load average (1/5/15 min) | %s at start, %s at end |\n", r.info.LoadStart, r.loadEnd)
+	fmt.Fprintf(&b, "| load | redis-benchmark, CL.THROTTLE `<key> %s` (Redis: EVALSHA of bench/gcra.lua) |\n", strings.Join(throttleArgs, " "))
+	fmt.Fprintf(&b, "\nServers: **Redcell** (durable: one fsync per batch), **Redis-Lua** (`--save '' --appendonly no`, not durable), **Redis-Lua-fsync** (`--appendonly yes --appendfsync always`). Ratios divide by Redis-Lua measured in the same run; see bench/DESIGN.md.\n")
+	for _, s := range r.sections {
+		fmt.Fprintf(&b, "\n## %s\n\n%s", s.title, s.body)
+	}
+	return b.String()
+}
+
+// write stores the markdown at path, creating its directory.
+func (r *resultsReport) write(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("create results dir: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(r.markdown()), 0o644); err != nil {
+		return fmt.Errorf("write results: %w", err)
+	}
+	return nil
+}
+
+// printMeasurements prints the one table of a mode: scenario, server, rps,
+// p50, p99 and the ratio to Redis-Lua of the same run.
+func printMeasurements(w io.Writer, ms []measurement) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "scenario\tserver\t%10s\t%7s\t%7s\t%12s\t%15s\n", "rps", "p50 ms", "p99 ms", "vs Redis-Lua", "busy elsewhere")
+	for _, m := range ms {
+		fmt.Fprintf(tw, "%s\t%s\t%10s\t%7.3f\t%7.3f\t%12s\t%15s\n", m.work, m.kind, formatRPS(m.median.RPS), m.median.P50Ms, m.median.P99Ms,
+			formatRatio(ratioToRedisLua(ms, m)), formatCores(m.median.ElsewhereCores))
+	}
+	tw.Flush()
+}
+
+// measurementsMarkdown is printMeasurements as a markdown table.
+func measurementsMarkdown(ms []measurement) string {
+	var b strings.Builder
+	b.WriteString("| scenario | server | rps | p50 ms | p99 ms | vs Redis-Lua | busy elsewhere |\n|---|---|---:|---:|---:|---:|---:|\n")
+	for _, m := range ms {
+		fmt.Fprintf(&b, "| %s | %s | %s | %.3f | %.3f | %s | %s |\n", m.work, m.kind, formatRPS(m.median.RPS), m.median.P50Ms, m.median.P99Ms,
+			formatRatio(ratioToRedisLua(ms, m)), formatCores(m.median.ElsewhereCores))
+	}
+	b.WriteString("\n*busy elsewhere*: CPU cores used during the run by everything but the measured server and redis-benchmark (other servers' background work, other processes); above ~0.2 the row is disturbed.\n")
+	return b.String()
+}
+
+// formatRPS prints a rate with thousands separators.
+func formatRPS(rps float64) string {
+	s := fmt.Sprintf("%.0f", rps)
+	var out []byte
+	for i := range len(s) {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			out = append(out, ',')
+		}
+		out = append(out, s[i])
+	}
+	return string(out)
+}
+
+func formatRatio(r float64) string {
+	if r == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", r)
+}
+
+// formatCores prints a CPU share in cores.
+func formatCores(c float64) string {
+	return fmt.Sprintf("%.2f cores", c)
+}
+
+// formatBytes prints a byte count in MiB with one decimal.
+func formatBytes(n int64) string {
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}

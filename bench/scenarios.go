@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"time"
+)
+
+// Workloads of each mode. The comparison uses redis-benchmark's default 50
+// clients; -P 16 is where group commit pays off, -P 1 is the worst case for
+// a durable server (one client's request per round trip).
+var (
+	compareWorkloads = []workload{
+		{clients: 50, pipeline: 1, keyspace: 100000},
+		{clients: 50, pipeline: 16, keyspace: 100000},
+		{clients: 50, pipeline: 1, keyspace: 0},
+		{clients: 50, pipeline: 16, keyspace: 0},
+	}
+	latencyWorkloads = []workload{
+		{clients: 1, pipeline: 1, keyspace: 100000},
+	}
+)
+
+// measurement is the median of one workload on one server over the rounds.
+type measurement struct {
+	work   workload
+	kind   serverKind
+	median benchResult
+	runs   []benchResult
+}
+
+// runAlternating measures every workload on every server, in the order
+// round → workload → server, so that a slow minute of the machine hits
+// every server of a workload alike instead of all of one server's runs.
+// Before each, it waits (up to 10 s) for the machine to go quiet, so the
+// previous server's background work does not land in the next one's run. It
+// prints one progress line per run to progress and returns one measurement
+// per (workload, server), in workload order, then servers' order.
+func runAlternating(ctx context.Context, b benchmarkRunner, servers []*server, works []workload, rounds int, progress io.Writer) ([]measurement, error) {
+	byKey := make(map[string]*measurement)
+	var out []*measurement
+	for round := 1; round <= rounds; round++ {
+		for _, w := range works {
+			for _, s := range servers {
+				key := w.String() + "|" + string(s.kind)
+				m := byKey[key]
+				if m == nil {
+					m = &measurement{work: w, kind: s.kind}
+					byKey[key] = m
+					out = append(out, m)
+				}
+				waited, err := waitForQuiet(ctx, 0.15, 250*time.Millisecond, 10*time.Second)
+				if err != nil {
+					return nil, err
+				}
+				if waited >= time.Second {
+					fmt.Fprintf(progress, "  (waited %.1f s for the machine to go quiet)\n", waited.Seconds())
+				}
+				res, err := b.measure(ctx, s, w)
+				if err != nil {
+					return nil, fmt.Errorf("%s on %s: %w", w, s.kind, err)
+				}
+				m.runs = append(m.runs, res)
+				fmt.Fprintf(progress, "  round %d/%d  %-32s %-16s %10.0f rps  p50 %.3f ms  p99 %.3f ms  (%d req, %.1f s; cores: server %.2f, elsewhere %.2f)\n",
+					round, rounds, w, s.kind, res.RPS, res.P50Ms, res.P99Ms, res.Requests, res.Elapsed.Seconds(), res.ServerCores, res.ElsewhereCores)
+			}
+		}
+	}
+	result := make([]measurement, len(out))
+	for i, m := range out {
+		m.median = medianResult(m.runs)
+		result[i] = *m
+	}
+	return result, nil
+}
+
+// medianResult takes the median of each figure separately; with one run it
+// is that run.
+func medianResult(runs []benchResult) benchResult {
+	pick := func(f func(benchResult) float64) float64 {
+		vs := make([]float64, len(runs))
+		for i, r := range runs {
+			vs[i] = f(r)
+		}
+		slices.Sort(vs)
+		if len(vs)%2 == 1 {
+			return vs[len(vs)/2]
+		}
+		return (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
+	}
+	var total time.Duration
+	var reqs int
+	for _, r := range runs {
+		total += r.Elapsed
+		reqs += r.Requests
+	}
+	return benchResult{
+		Requests: reqs,
+		Elapsed:  total,
+		RPS:      pick(func(r benchResult) float64 { return r.RPS }),
+		AvgMs:    pick(func(r benchResult) float64 { return r.AvgMs }),
+		P50Ms:    pick(func(r benchResult) float64 { return r.P50Ms }),
+		P99Ms:    pick(func(r benchResult) float64 { return r.P99Ms }),
+		MaxMs:    pick(func(r benchResult) float64 { return r.MaxMs }),
+
+		ServerCores:    pick(func(r benchResult) float64 { return r.ServerCores }),
+		ElsewhereCores: pick(func(r benchResult) float64 { return r.ElsewhereCores }),
+	}
+}
+
+// ratioToRedisLua is m's rps divided by Redis-Lua's rps on the same
+// workload in the same run, or 0 when Redis-Lua was not measured.
+func ratioToRedisLua(all []measurement, m measurement) float64 {
+	for _, o := range all {
+		if o.work == m.work && o.kind == kindRedisLua && o.median.RPS > 0 {
+			return m.median.RPS / o.median.RPS
+		}
+	}
+	return 0
+}

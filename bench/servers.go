@@ -1,0 +1,365 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/sha1"
+	_ "embed"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// gcraLua is the CL.THROTTLE script every Redis server under test runs.
+//
+//go:embed gcra.lua
+var gcraLua string
+
+// serverKind names one of the servers bench can compare.
+type serverKind string
+
+const (
+	kindRedcell       serverKind = "Redcell"
+	kindRedisLua      serverKind = "Redis-Lua"
+	kindRedisLuaFsync serverKind = "Redis-Lua-fsync"
+)
+
+// allServerKinds is the order servers run in within a scenario.
+var allServerKinds = []serverKind{kindRedcell, kindRedisLua, kindRedisLuaFsync}
+
+// server is one running server process under test, bound to 127.0.0.1.
+type server struct {
+	kind    serverKind
+	port    int
+	dataDir string
+	logPath string
+	sha     string // SHA1 of gcra.lua when the server is Redis
+	cmd     *exec.Cmd
+	readyCh chan struct{} // closed when the log shows the ready line
+	exited  chan struct{} // closed once the process has been reaped
+	waitErr error         // valid after exited is closed
+}
+
+// addr is the server's host:port.
+func (s *server) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
+
+// throttleCommand is the command that makes one CL.THROTTLE decision on key
+// with the given arguments: the native command on Redcell, EVALSHA of the
+// loaded script on Redis.
+func (s *server) throttleCommand(key string, args ...string) []string {
+	var cmd []string
+	if s.kind == kindRedcell {
+		cmd = []string{"CL.THROTTLE", key}
+	} else {
+		cmd = []string{"EVALSHA", s.sha, "1", key}
+	}
+	return append(cmd, args...)
+}
+
+// pid is the server's process id.
+func (s *server) pid() int { return s.cmd.Process.Pid }
+
+// fleet starts server processes and owns their temporary directories. Every
+// process it starts is stopped by PID, and every directory removed, by stop
+// or by closeAll. Its methods are called from the main goroutine only.
+type fleet struct {
+	root       string // temp dir holding data dirs, logs and the redcell binary
+	repoRoot   string
+	redcellBin string
+	servers    []*server
+}
+
+// newFleet creates the temp root under dataParent ("" = os.TempDir()).
+func newFleet(repoRoot, dataParent string) (*fleet, error) {
+	root, err := os.MkdirTemp(dataParent, "redcell-bench-")
+	if err != nil {
+		return nil, fmt.Errorf("create bench temp dir: %w", err)
+	}
+	return &fleet{root: root, repoRoot: repoRoot}, nil
+}
+
+// buildRedcell compiles ./cmd/redcell into the fleet's temp dir, once.
+func (f *fleet) buildRedcell(ctx context.Context) error {
+	if f.redcellBin != "" {
+		return nil
+	}
+	bin := filepath.Join(f.root, "redcell")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/redcell")
+	cmd.Dir = f.repoRoot
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build ./cmd/redcell: %w\n%s", err, out)
+	}
+	f.redcellBin = bin
+	return nil
+}
+
+// start launches a fresh server of the given kind on a free port with a new
+// empty data dir and returns once it answers PING (and, for Redis, once the
+// script is loaded).
+func (f *fleet) start(ctx context.Context, kind serverKind) (*server, error) {
+	port, err := freePort()
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(f.root, strings.ToLower(string(kind))+"-")
+	if err != nil {
+		return nil, fmt.Errorf("create data dir: %w", err)
+	}
+	s := &server{kind: kind, port: port, dataDir: dir, logPath: filepath.Join(dir, "server.log"), exited: make(chan struct{})}
+	var bin string
+	var args []string
+	switch kind {
+	case kindRedcell:
+		if err := f.buildRedcell(ctx); err != nil {
+			return nil, err
+		}
+		bin = f.redcellBin
+		args = []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--data-dir", filepath.Join(dir, "data")}
+	case kindRedisLua, kindRedisLuaFsync:
+		bin = "redis-server"
+		args = redisArgs(port, dir, kind == kindRedisLuaFsync)
+	default:
+		return nil, fmt.Errorf("unknown server kind %q", kind)
+	}
+	readyLine := ""
+	if kind != kindRedcell {
+		readyLine = "Ready to accept connections"
+	}
+	if err := s.launch(bin, args, readyLine); err != nil {
+		return nil, err
+	}
+	f.servers = append(f.servers, s)
+	if err := s.waitReady(ctx, readyLine != "", 30*time.Second); err != nil {
+		return nil, err
+	}
+	if kind != kindRedcell {
+		if err := s.loadScript(ctx, gcraLua); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// redisArgs is the redis-server command line: no RDB snapshots, and either
+// no AOF or an AOF fsynced before every reply.
+func redisArgs(port int, dir string, fsyncAlways bool) []string {
+	args := []string{
+		"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--dir", dir,
+		"--save", "", "--daemonize", "no", "--logfile", "",
+	}
+	if fsyncAlways {
+		return append(args, "--appendonly", "yes", "--appendfsync", "always")
+	}
+	return append(args, "--appendonly", "no")
+}
+
+// launch starts the process with its output copied to the server's log file.
+// When readyLine is not empty, readyCh is closed once it appears in the
+// output, so waitReady can wait for the event instead of polling.
+func (s *server) launch(bin string, args []string, readyLine string) error {
+	logFile, err := os.Create(s.logPath)
+	if err != nil {
+		return fmt.Errorf("create server log: %w", err)
+	}
+	pr, pw := io.Pipe()
+	s.cmd = exec.Command(bin, args...)
+	s.cmd.Stdout, s.cmd.Stderr = pw, pw
+	// Own process group: a terminal Ctrl-C reaches bench only, and bench
+	// stops the servers itself. Pdeathsig covers bench being killed outright.
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := s.cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("start %s: %w", bin, err)
+	}
+	s.readyCh = make(chan struct{})
+	go s.copyLog(pr, logFile, readyLine)
+	go func() {
+		s.waitErr = s.cmd.Wait()
+		pw.Close()
+		close(s.exited)
+	}()
+	return nil
+}
+
+// copyLog copies the process output to the log file line by line and
+// closes readyCh when readyLine appears. It runs until the process exits.
+func (s *server) copyLog(r io.Reader, logFile *os.File, readyLine string) {
+	defer logFile.Close()
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var once sync.Once
+	for sc.Scan() {
+		line := sc.Text()
+		fmt.Fprintln(logFile, line)
+		if readyLine != "" && strings.Contains(line, readyLine) {
+			once.Do(func() { close(s.readyCh) })
+		}
+	}
+	io.Copy(io.Discard, r) // keep draining if a line was too long
+}
+
+// waitReady returns once the server answers PING. When the server announces
+// readiness in its log, that event is awaited; otherwise (Redcell) PING is
+// retried until the deadline. It fails early if the process exits.
+func (s *server) waitReady(ctx context.Context, announced bool, limit time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	if announced {
+		select {
+		case <-s.readyCh:
+		case <-s.exited:
+			return s.exitError("before it was ready")
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready after %v: %w (log: %s)", s.kind, limit, ctx.Err(), s.logPath)
+		}
+	}
+	retry := time.NewTicker(20 * time.Millisecond)
+	defer retry.Stop()
+	for {
+		err := s.ping(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-retry.C:
+		case <-s.exited:
+			return s.exitError("before it was ready")
+		case <-ctx.Done():
+			return fmt.Errorf("%s not answering PING after %v: %v (log: %s)", s.kind, limit, err, s.logPath)
+		}
+	}
+}
+
+// ping opens a connection and expects +PONG.
+func (s *server) ping(ctx context.Context) error {
+	c, err := dialRESP(ctx, s.addr())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.setDeadline(time.Now().Add(2 * time.Second))
+	v, err := c.do("PING")
+	if err != nil {
+		return err
+	}
+	if v.Kind != '+' || v.Str != "PONG" {
+		return fmt.Errorf("PING answered %s", v)
+	}
+	return nil
+}
+
+// loadScript loads script into the server and records its SHA1.
+func (s *server) loadScript(ctx context.Context, script string) error {
+	c, err := dialRESP(ctx, s.addr())
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	c.setDeadline(time.Now().Add(5 * time.Second))
+	v, err := c.do("SCRIPT", "LOAD", script)
+	if err != nil {
+		return fmt.Errorf("SCRIPT LOAD: %w", err)
+	}
+	sum := sha1.Sum([]byte(script))
+	want := hex.EncodeToString(sum[:])
+	if v.Kind != '$' || v.Str != want {
+		return fmt.Errorf("SCRIPT LOAD answered %s, want %s", v, want)
+	}
+	s.sha = want
+	return nil
+}
+
+func (s *server) exitError(when string) error {
+	return fmt.Errorf("%s (pid %d) exited %s: %v (log: %s)", s.kind, s.pid(), when, s.waitErr, s.logPath)
+}
+
+// stop ends the process by PID: SIGTERM, then SIGKILL if it has not exited
+// after ten seconds. It is idempotent.
+func (s *server) stop() error {
+	select {
+	case <-s.exited:
+		return nil
+	default:
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGTERM); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("signal %s (pid %d): %w", s.kind, s.pid(), err)
+	}
+	select {
+	case <-s.exited:
+		return nil
+	case <-time.After(10 * time.Second):
+	}
+	if err := s.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("kill %s (pid %d): %w", s.kind, s.pid(), err)
+	}
+	<-s.exited
+	return nil
+}
+
+// stop stops one server of the fleet and removes its data dir.
+func (f *fleet) stop(s *server) error {
+	err := s.stop()
+	if rmErr := os.RemoveAll(s.dataDir); rmErr != nil && err == nil {
+		err = fmt.Errorf("remove %s: %w", s.dataDir, rmErr)
+	}
+	return err
+}
+
+// closeAll stops every server still running and removes the temp root.
+func (f *fleet) closeAll() error {
+	var errs []error
+	for _, s := range f.servers {
+		if err := s.stop(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	f.servers = nil
+	if err := os.RemoveAll(f.root); err != nil {
+		errs = append(errs, fmt.Errorf("remove %s: %w", f.root, err))
+	}
+	return errors.Join(errs...)
+}
+
+// freePort asks the kernel for a free TCP port on 127.0.0.1. The port is
+// released before the server binds it; another process could take it in
+// between, in which case the server fails to start and says so.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// rssBytes reads the resident set size of pid from /proc/PID/status.
+func rssBytes(pid int) (int64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, fmt.Errorf("read status of pid %d: %w", pid, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest)
+			if len(f) != 2 || f[1] != "kB" {
+				return 0, fmt.Errorf("unexpected VmRSS line %q", line)
+			}
+			kb, err := strconv.ParseInt(f[0], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("parse VmRSS %q: %w", line, err)
+			}
+			return kb << 10, nil
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+}
