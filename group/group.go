@@ -63,9 +63,10 @@ type Config struct {
 // Group is one Raft group on this node.
 //
 // Goroutines: Propose and Read are called by connection goroutines, any
-// number at once; each blocks until its requests are answered. Internally one
-// proposer goroutine builds entries, one completer goroutine waits for them in
-// order, and one watcher goroutine follows leadership.
+// number at once; each blocks until its requests are answered. Entries are
+// built by whichever goroutine finds an in-flight slot free (a connection when
+// idle, the completer under load); one completer goroutine waits for entries
+// in order, and one watcher goroutine follows leadership.
 type Group struct {
 	cfg  Config
 	log  *slog.Logger
@@ -79,14 +80,15 @@ type Group struct {
 	readyMu sync.Mutex
 	readyCh chan struct{}
 
-	// The proposer's queue (see proposer.go).
-	qmu      sync.Mutex
-	queue    []*Batch
-	wake     chan struct{}
-	slots    chan struct{}
-	inflight chan *inflightEntry
-	encoders chan *fsm.Encoder
-	stamp    int64 // last stamp; proposer goroutine only
+	// Batching (see proposer.go): the queue of waiting batches, the slots
+	// of entries in flight, and the entries in the order raft applies them.
+	qmu       sync.Mutex
+	queue     []*Batch
+	proposeMu sync.Mutex // held while building and proposing one entry
+	slots     chan struct{}
+	inflight  chan *inflightEntry
+	encoders  chan *fsm.Encoder
+	stamp     int64 // last stamp; guarded by proposeMu
 
 	stopping atomic.Bool
 	stopCh   chan struct{}
@@ -131,7 +133,6 @@ func Open(cfg Config) (*Group, error) {
 		log:      cfg.Logger,
 		fsm:      cfg.FSM,
 		readyCh:  make(chan struct{}),
-		wake:     make(chan struct{}, 1),
 		slots:    make(chan struct{}, cfg.MaxInflight),
 		inflight: make(chan *inflightEntry, cfg.MaxInflight),
 		encoders: make(chan *fsm.Encoder, cfg.MaxInflight+1),
@@ -160,9 +161,8 @@ func Open(cfg Config) (*Group, error) {
 		}
 		g.log.Info("bootstrapped a new one-node cluster", "node_id", cfg.NodeID, "addr", cfg.Addr)
 	}
-	g.wg.Add(3)
+	g.wg.Add(2)
 	go g.runWatcher()
-	go g.runProposer()
 	go g.runCompleter()
 	return g, nil
 }
@@ -318,6 +318,7 @@ func (g *Group) Shutdown() error {
 		return nil
 	}
 	close(g.stopCh)
+	g.stopProposing()
 	g.wg.Wait()
 	g.setReady(false)
 	g.readGate.Lock()

@@ -6,11 +6,10 @@ import (
 	"github.com/redcell/redcell/fsm"
 )
 
-// Batch is the unit a connection hands to the proposer: every state-changing
+// Batch is the unit a connection hands to the group: every state-changing
 // request of one pipeline read, in order. A connection owns one Batch and
 // reuses it; Ops may alias the connection's read buffer, which the connection
-// leaves untouched until Propose returns (the proposer copies the ops into the
-// entry).
+// leaves untouched until Propose returns (the ops are copied into the entry).
 type Batch struct {
 	Ops     []fsm.Op
 	Results []fsm.Result // filled by Propose, one per op
@@ -24,10 +23,26 @@ func NewBatch() *Batch { return &Batch{done: make(chan struct{}, 1)} }
 // Reset empties the batch for reuse.
 func (b *Batch) Reset() { b.Ops, b.Results, b.err = b.Ops[:0], b.Results[:0], nil }
 
+// inflightEntry is one entry handed to raft, with the batches whose results
+// it will carry.
+type inflightEntry struct {
+	future  raft.ApplyFuture
+	batches []*Batch
+	enc     *fsm.Encoder
+	err     error
+}
+
 // Propose commits the batch's ops through the log and fills Results. It
 // returns only after the entry holding them is committed on a quorum and
 // applied: a reply never leaves before its decision is durable. On error no
 // result is valid (see the Err* values for what the client may assume).
+//
+// Batching: the batch joins a queue. At most MaxInflight entries are in raft
+// at once; whoever finds a slot free builds the next entry from everything
+// queued — the caller itself when the group is idle, otherwise the completer
+// when an entry finishes. While the slots are busy the queue fills, so
+// entries grow under load and shrink to one request when idle, and no
+// goroutine sits between a connection and raft.
 func (g *Group) Propose(b *Batch) error {
 	if len(b.Ops) == 0 {
 		return nil
@@ -47,70 +62,67 @@ func (g *Group) Propose(b *Batch) error {
 	}
 	g.queue = append(g.queue, b)
 	g.qmu.Unlock()
-	select {
-	case g.wake <- struct{}{}:
-	default:
-	}
+	g.proposeQueued()
 	<-b.done
 	return b.err
 }
 
-// inflightEntry is one entry handed to raft, with the batches whose results
-// it will carry.
-type inflightEntry struct {
-	future  raft.ApplyFuture
-	batches []*Batch
-	enc     *fsm.Encoder
-	err     error
-}
-
-// runProposer is the one goroutine that builds entries. It never waits for an
-// entry to commit before building the next: it only waits for a free slot
-// (MaxInflight entries in raft at once). While the slots are busy, requests
-// pile up in the queue, so the next entry carries all of them: batches grow
-// under load and shrink to one request when idle.
-func (g *Group) runProposer() {
-	defer g.wg.Done()
-	defer close(g.inflight)
-	var spare []*Batch
+// proposeQueued builds and proposes entries while a slot is free and the
+// queue holds batches. Any goroutine may call it; proposeMu keeps entries'
+// stamps and their order in raft and in the completer's queue identical.
+func (g *Group) proposeQueued() {
 	for {
 		select {
-		case <-g.wake:
-		case <-g.stopCh:
-			g.failQueued()
-			return
+		case g.slots <- struct{}{}:
+		default:
+			return // every slot is busy: the completer proposes when one frees
 		}
-		for {
-			select {
-			case g.slots <- struct{}{}:
-			case <-g.stopCh:
-				g.failQueued()
-				return
-			}
-			enc := <-g.encoders
-			batches := g.take(enc, spare)
-			if len(batches) == 0 {
-				g.encoders <- enc
-				<-g.slots
-				break
-			}
-			spare = nil
-			data := enc.Finish()
-			g.stats.entries.Add(1)
-			g.stats.ops.Add(uint64(enc.Count()))
-			g.stats.lastEntry.Store(uint64(enc.Count()))
-			if n := uint64(enc.Count()); n > g.stats.maxEntryOps.Load() {
-				g.stats.maxEntryOps.Store(n)
-			}
-			g.inflight <- &inflightEntry{future: g.raft.Apply(data, 0), batches: batches, enc: enc}
+		if g.proposeOne() {
+			continue
+		}
+		<-g.slots
+		// A batch queued while we held the slot may have seen no free slot
+		// and left it to us: look again now that the slot is free.
+		g.qmu.Lock()
+		empty := len(g.queue) == 0 || g.stopping.Load()
+		g.qmu.Unlock()
+		if empty {
+			return
 		}
 	}
 }
 
+// proposeOne turns the queue into one entry and hands it to raft and the
+// completer; false when there was nothing to propose. The caller holds a slot.
+func (g *Group) proposeOne() bool {
+	g.proposeMu.Lock()
+	defer g.proposeMu.Unlock()
+	if g.stopping.Load() {
+		return false
+	}
+	enc := <-g.encoders
+	batches := g.take(enc)
+	if len(batches) == 0 {
+		g.encoders <- enc
+		return false
+	}
+	data := enc.Finish()
+	g.stats.entries.Add(1)
+	g.stats.ops.Add(uint64(enc.Count()))
+	g.stats.lastEntry.Store(uint64(enc.Count()))
+	if n := uint64(enc.Count()); n > g.stats.maxEntryOps.Load() {
+		g.stats.maxEntryOps.Store(n)
+	}
+	// Both sends keep the order raft applies in: the completer waits for
+	// entries in exactly this order. inflight has room for every slot.
+	g.inflight <- &inflightEntry{future: g.raft.Apply(data, 0), batches: batches, enc: enc}
+	return true
+}
+
 // take moves queued batches into a new entry in enc while it stays within
 // MaxEntryBytes (an entry holds at least one batch whatever its size; a batch
-// is never split across entries).
-func (g *Group) take(enc *fsm.Encoder, spare []*Batch) []*Batch {
+// is never split across entries). Caller holds proposeMu.
+func (g *Group) take(enc *fsm.Encoder) []*Batch {
 	stamp := max(g.cfg.Clock.Now(), g.stamp, g.fsm.Clock())
 	g.stamp = stamp
 	enc.Reset(stamp)
@@ -128,21 +140,19 @@ func (g *Group) take(enc *fsm.Encoder, spare []*Batch) []*Batch {
 		}
 		n++
 	}
-	taken := append(spare[:0:0], g.queue[:n]...)
+	if n == 0 {
+		return nil
+	}
+	taken := append([]*Batch(nil), g.queue[:n]...)
 	rest := copy(g.queue, g.queue[n:])
 	clear(g.queue[rest:])
 	g.queue = g.queue[:rest]
-	if rest > 0 {
-		select {
-		case g.wake <- struct{}{}:
-		default:
-		}
-	}
 	return taken
 }
 
-// failQueued answers every queued batch ErrShutdown.
-func (g *Group) failQueued() {
+// stopProposing answers every queued batch ErrShutdown and closes the
+// completer's queue once no entry can be proposed any more.
+func (g *Group) stopProposing() {
 	g.qmu.Lock()
 	q := g.queue
 	g.queue = nil
@@ -151,10 +161,14 @@ func (g *Group) failQueued() {
 		b.err = ErrShutdown
 		b.done <- struct{}{}
 	}
+	g.proposeMu.Lock() // no proposal is half-way: stopping is set
+	close(g.inflight)
+	g.proposeMu.Unlock()
 }
 
 // runCompleter waits for entries in the order they were proposed (raft
-// applies them in that order) and hands each batch its results.
+// applies them in that order), hands each batch its results, frees the slot
+// and proposes what queued up meanwhile.
 func (g *Group) runCompleter() {
 	defer g.wg.Done()
 	for e := range g.inflight {
@@ -181,8 +195,11 @@ func (g *Group) runCompleter() {
 			b.done <- struct{}{}
 		}
 		g.fsm.Release(res)
-		clear(e.batches)
+		// Free the slot, then propose what queued meanwhile. Waking the
+		// batches first measured better: their clients' next requests get
+		// a chance to join the entry.
 		g.encoders <- e.enc
 		<-g.slots
+		g.proposeQueued()
 	}
 }
