@@ -93,8 +93,14 @@ func Test_Store_ChurnKeepsMemoryFlat(t *testing.T) {
 				}
 			}
 			// Flat: the second half of the run needs no more memory than the
-			// first (small slack for where each stripe is in its cycle).
-			if peakLate.ArenaCap > peakEarly.ArenaCap*11/10 || peakLate.IndexBytes > peakEarly.IndexBytes*11/10 {
+			// first. Slack for where each stripe is in its compaction cycle
+			// and, with a bounded sweep, for leftovers that swing between
+			// none and a few rounds' worth; a leak grows with every round.
+			slack := int64(110)
+			if tt.budget < 1<<30 {
+				slack = 125
+			}
+			if int64(peakLate.ArenaCap)*100 > int64(peakEarly.ArenaCap)*slack || int64(peakLate.IndexBytes)*100 > int64(peakEarly.IndexBytes)*slack {
 				t.Fatalf("memory creeps: early peak %+v, late peak %+v", peakEarly, peakLate)
 			}
 			t.Logf("peak arena %d, index %d bytes for %d live keys", peakLate.ArenaCap, peakLate.IndexBytes, perRound*(ttl-1))
