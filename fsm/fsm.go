@@ -316,22 +316,26 @@ type Stats struct {
 	AppliedIndex uint64
 	Entries      uint64 // command entries applied
 	Ops          uint64 // requests applied
-	Keys         int    // live keys at Clock
-	Store        shard.Stats
+	// Keys counts the keyspace's entries, expired-but-not-yet-swept ones
+	// included, as Redis's INFO keyspace does; DBSIZE counts exactly.
+	Keys  int
+	Store shard.Stats
 }
 
-// Stats reads counters; Keys is an O(n) count.
+// Stats reads counters. It costs O(stripes), not O(keys), and never holds
+// up apply: INFO is sent on every connect by some clients.
 func (f *FSM) Stats() Stats {
 	f.applyMu.RLock()
-	defer f.applyMu.RUnlock()
-	now := f.clock.Load()
+	store := f.store // Restore swaps it
+	f.applyMu.RUnlock()
+	st := store.Stats()
 	return Stats{
-		Clock:        now,
+		Clock:        f.clock.Load(),
 		AppliedIndex: f.applied.Load(),
 		Entries:      f.entries.Load(),
 		Ops:          f.ops.Load(),
-		Keys:         f.store.Len(now),
-		Store:        f.store.Stats(),
+		Keys:         st.Entries,
+		Store:        st,
 	}
 }
 
