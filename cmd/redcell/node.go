@@ -88,6 +88,12 @@ func startNode(cfg config, log *slog.Logger) (*node, error) {
 			if cfg.maxAppend > 0 {
 				rc.MaxAppendEntries = cfg.maxAppend
 			}
+			if cfg.snapThresh > 0 {
+				rc.SnapshotThreshold = cfg.snapThresh
+			}
+			if cfg.snapEvery > 0 {
+				rc.SnapshotInterval = cfg.snapEvery
+			}
 		},
 	})
 	if err != nil {
