@@ -61,6 +61,7 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 		kv("os", runtime.GOOS+" "+runtime.GOARCH)
 		kv("arch_bits", 64)
 		kv("go_version", runtime.Version())
+		kv("gomaxprocs", runtime.GOMAXPROCS(0))
 		kv("process_id", os.Getpid())
 		kv("run_id", s.cfg.NodeID)
 		kv("node_id", s.cfg.NodeID)

@@ -24,6 +24,7 @@ type config struct {
 	maxAppend   int
 	snapThresh  uint64
 	snapEvery   time.Duration
+	procs       int
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -42,6 +43,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.maxAppend, "max-append-entries", 64, "Raft MaxAppendEntries: entries per append RPC and per apply batch (tuning)")
 	fs.Uint64Var(&c.snapThresh, "snapshot-threshold", 16384, "log entries since the last snapshot before the next one is taken (tuning, tests)")
 	fs.DurationVar(&c.snapEvery, "snapshot-interval", 30*time.Second, "how often Raft checks whether a snapshot is due (tuning, tests)")
+	fs.IntVar(&c.procs, "procs", 0, "OS threads running Go code at once (GOMAXPROCS); 0 = half the available CPUs, at least 1 (GOMAXPROCS in the environment wins)")
 	fs.IntVar(&c.stripes, "stripes", 64, "lock stripes of the in-memory keyspace (never changes results, only contention)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "redcell: a rate-limit server that speaks the Redis protocol (CL.THROTTLE as redis-cell),\nwith every decision durable in a Raft log before it is answered.\n\nUsage: redcell [flags]\n\nFlags:\n")
