@@ -24,10 +24,9 @@ func matrixWorkloads() []workload {
 	return ws
 }
 
-// matrixMarkdown pivots the matrix into one row per (pipeline, clients)
-// with each server's rps and p99, the Redcell / Redis-Lua ratio, and a link
-// to the chart relative to the markdown file.
-func matrixMarkdown(ms []measurement, svgPath, mdPath string) string {
+// measuredKinds lists the servers that appear in ms, in allServerKinds order
+// (the order of table columns and chart bars).
+func measuredKinds(ms []measurement) []serverKind {
 	var kinds []serverKind
 	for _, k := range allServerKinds {
 		for _, m := range ms {
@@ -37,6 +36,14 @@ func matrixMarkdown(ms []measurement, svgPath, mdPath string) string {
 			}
 		}
 	}
+	return kinds
+}
+
+// matrixMarkdown pivots the matrix into one row per (pipeline, clients)
+// with each server's rps and p99, the Redcell / Redis-Lua ratio, and a link
+// to the chart relative to the markdown file.
+func matrixMarkdown(ms []measurement, svgPath, mdPath string) string {
+	kinds := measuredKinds(ms)
 	var b strings.Builder
 	if rel, err := filepath.Rel(filepath.Dir(mdPath), svgPath); err == nil {
 		fmt.Fprintf(&b, "![throughput by clients and pipeline depth](%s)\n\n", filepath.ToSlash(rel))

@@ -31,15 +31,7 @@ var serverColors = map[serverKind]string{
 // scale per panel (rates at -P 1 and -P 64 differ by an order of magnitude)
 // and the value printed on each bar. Hand-written SVG: no dependencies.
 func throughputSVG(ms []measurement, title string) string {
-	var kinds []serverKind
-	for _, k := range allServerKinds {
-		for _, m := range ms {
-			if m.kind == k {
-				kinds = append(kinds, k)
-				break
-			}
-		}
-	}
+	kinds := measuredKinds(ms)
 	rps := make(map[workload]map[serverKind]float64)
 	for _, m := range ms {
 		if rps[m.work] == nil {

@@ -20,14 +20,7 @@ func (r *byteReader) uvarint() uint64 {
 		return 0
 	}
 	v, n := binary.Uvarint(r.buf)
-	if n <= 0 {
-		r.err = errTruncated
-		if n < 0 {
-			r.err = errors.New("raftstore: varint overflows 64 bits")
-		}
-		return 0
-	}
-	r.buf = r.buf[n:]
+	r.advance(n) // v is 0 when decoding failed
 	return v
 }
 
@@ -36,15 +29,21 @@ func (r *byteReader) varint() int64 {
 		return 0
 	}
 	v, n := binary.Varint(r.buf)
-	if n <= 0 {
-		r.err = errTruncated
-		if n < 0 {
-			r.err = errors.New("raftstore: varint overflows 64 bits")
-		}
-		return 0
-	}
-	r.buf = r.buf[n:]
+	r.advance(n)
 	return v
+}
+
+// advance consumes the n bytes a varint decoder reported, or records its
+// failure (n == 0: truncated, n < 0: overflow).
+func (r *byteReader) advance(n int) {
+	switch {
+	case n == 0:
+		r.err = errTruncated
+	case n < 0:
+		r.err = errors.New("raftstore: varint overflows 64 bits")
+	default:
+		r.buf = r.buf[n:]
+	}
 }
 
 // bytes returns a length-prefixed byte string aliasing the input.
