@@ -1,17 +1,17 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"math/big"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redcell/redcell/internal/vectors"
 )
 
 // vectorSkips lists cl_throttle.jsonl scenarios the Lua script is allowed to
@@ -111,53 +111,13 @@ func dialTest(t *testing.T, s *server) *respConn {
 	return c
 }
 
-type vectorScenario struct {
-	Name  string       `json:"name"`
-	Steps []vectorStep `json:"steps"`
-}
-
-type vectorStep struct {
-	TNs        json.Number                `json:"t_ns"`
-	Args       []string                   `json:"args"`
-	Reply      json.RawMessage            `json:"reply"`
-	StateAfter map[string]*vectorKeyState `json:"state_after"`
-}
-
-type vectorKeyState struct {
-	Value string `json:"value"`
-}
-
-func loadVectors(t *testing.T) []vectorScenario {
+// loadVectors reads the CL.THROTTLE vectors (embedded by internal/vectors);
+// they are the script's contract, so failing to read them fails the test.
+func loadVectors(t *testing.T) []vectors.Scenario {
 	t.Helper()
-	dir := os.Getenv("REDCELL_VECTORS_DIR")
-	if dir == "" {
-		dir = filepath.Join("..", "..", "shared", "vectors")
-	}
-	fh, err := os.Open(filepath.Join(dir, "cl_throttle.jsonl"))
+	out, err := vectors.Load("cl_throttle.jsonl")
 	if err != nil {
-		t.Fatalf("open vectors (set REDCELL_VECTORS_DIR): %v", err)
-	}
-	defer fh.Close()
-	var out []vectorScenario
-	sc := bufio.NewScanner(fh)
-	sc.Buffer(make([]byte, 1<<20), 16<<20)
-	for sc.Scan() {
-		if strings.TrimSpace(sc.Text()) == "" {
-			continue
-		}
-		d := json.NewDecoder(strings.NewReader(sc.Text()))
-		d.UseNumber()
-		var s vectorScenario
-		if err := d.Decode(&s); err != nil {
-			t.Fatalf("decode vector line: %v", err)
-		}
-		out = append(out, s)
-	}
-	if err := sc.Err(); err != nil {
 		t.Fatal(err)
-	}
-	if len(out) == 0 {
-		t.Fatal("no vectors loaded")
 	}
 	return out
 }
@@ -207,13 +167,13 @@ func Test_GCRALua_Vectors(t *testing.T) {
 				if len(st.Args) >= 2 {
 					cmd = append([]string{"EVALSHA", sha, "1"}, st.Args[1:]...)
 				}
-				cmd = append(cmd, st.TNs.String())
+				cmd = append(cmd, strconv.FormatInt(st.TimeNs, 10))
 				got, err := c.do(cmd...)
 				if err != nil {
 					t.Fatalf("step %d %q: %v", i, st.Args, err)
 				}
 				if want := wantReply(t, st.Reply); got.String() != want {
-					t.Errorf("step %d at %s %q: got %s, want %s", i, st.TNs, st.Args, got, want)
+					t.Errorf("step %d at %d %q: got %s, want %s", i, st.TimeNs, st.Args, got, want)
 				}
 				checkStoredTAT(t, c, i, st)
 			}
@@ -225,12 +185,9 @@ func Test_GCRALua_Vectors(t *testing.T) {
 // by the injected clock must hold exactly the expected TAT; an absent key
 // is fine where redis-cell has none or keeps a TAT that is already past (its
 // refund error path leaves such a key; the script deletes it, see gcra.lua).
-func checkStoredTAT(t *testing.T, c *respConn, step int, st vectorStep) {
+func checkStoredTAT(t *testing.T, c *respConn, step int, st vectors.Step) {
 	t.Helper()
-	now, ok := new(big.Int).SetString(st.TNs.String(), 10)
-	if !ok {
-		t.Fatalf("bad t_ns %s", st.TNs)
-	}
+	now := big.NewInt(st.TimeNs)
 	nowMs := new(big.Int).Div(now, big.NewInt(1e6)).Int64()
 	for key, want := range st.StateAfter {
 		got, err := c.do("GET", key)

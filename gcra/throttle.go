@@ -6,8 +6,9 @@
 // applying a committed log entry, with the entry's replicated time as now;
 // CL.PEEK calls Peek. Because the stored state and every step that changes it
 // are integer arithmetic, replicas that apply the same entries hold the same
-// TATs bit for bit. The exact rules are /work/shared/spec/cl-throttle.md;
-// DESIGN.md explains the choices.
+// TATs bit for bit. The rules are redis-cell v0.5.0's (internal/vectors holds
+// replies recorded from it); DESIGN.md gives them as coded and explains the
+// choices.
 package gcra
 
 import "errors"

@@ -8,7 +8,7 @@ import (
 	"github.com/redcell/redcell/internal/vectors"
 )
 
-// This file replays ../shared/vectors/cl_throttle.jsonl (replies redis-cell
+// This file replays cl_throttle.jsonl (internal/vectors; replies redis-cell
 // v0.5.0 gave) through a tiny in-test keyspace with injected time. The model
 // parses arguments exactly as CL.THROTTLE does, so the parse and arity
 // vectors check that NewParams leaves those errors to the parser and that the

@@ -8,7 +8,7 @@ import (
 	"github.com/redcell/redcell/internal/vectors"
 )
 
-// The CL.THROTTLE vectors (../../shared/vectors/cl_throttle.jsonl) replayed
+// The CL.THROTTLE vectors (cl_throttle.jsonl in internal/vectors) replayed
 // over RESP against the real binary, each step at its own injected instant.
 // tb_sl.jsonl is not replayed: TB.* and SL.* are not implemented yet.
 

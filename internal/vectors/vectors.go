@@ -1,17 +1,27 @@
-// Package vectors loads the contract's test vectors (../shared/vectors) for
-// the tests of every package: one definition of the file format, one rule for
-// finding the files, and no test that silently passes when they are missing.
+// Package vectors holds the contract's test vectors (testdata/, described in
+// testdata/README.md) for the tests of every package: one definition of the
+// file format, and files compiled into the test binaries so that no test
+// depends on its working directory or on anything outside the repository.
 package vectors
 
 import (
 	"bufio"
+	"bytes"
+	"embed"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"path"
 	"strings"
 )
+
+// files are the vector files. Embedding them (rather than opening a path
+// relative to the package under test) lets gcra, bench and systemtest share
+// one copy, and a missing file is a build error instead of a skipped test.
+// Only test binaries import this package, so the server binary carries none.
+//
+//go:embed testdata/*.jsonl
+var files embed.FS
 
 // Scenario is one line of a vector file: steps replayed from an empty keyspace.
 type Scenario struct {
@@ -73,25 +83,16 @@ func (s Step) Expected() (Expected, error) {
 	return e, fmt.Errorf("reply %s is not an integer array, integer, string or {\"error\": ...}", s.Reply)
 }
 
-// Dir is $REDCELL_VECTORS_DIR, or the shared contract's vector directory seen
-// from a package directory of this repository (where go test runs).
-func Dir() string {
-	if d := os.Getenv("REDCELL_VECTORS_DIR"); d != "" {
-		return d
-	}
-	return filepath.Join("..", "..", "shared", "vectors")
-}
-
-// Load reads a JSONL vector file from Dir. Every step's reply must decode.
+// Load parses an embedded vector file (e.g. "cl_throttle.jsonl"). Every
+// step's reply must decode.
 func Load(name string) ([]Scenario, error) {
-	path := filepath.Join(Dir(), name)
-	f, err := os.Open(path)
+	file := path.Join("testdata", name)
+	data, err := files.ReadFile(file)
 	if err != nil {
-		return nil, fmt.Errorf("vectors: %w (set REDCELL_VECTORS_DIR to override)", err)
+		return nil, fmt.Errorf("vectors: %w", err)
 	}
-	defer f.Close()
 	var out []Scenario
-	sc := bufio.NewScanner(f)
+	sc := bufio.NewScanner(bytes.NewReader(data))
 	sc.Buffer(make([]byte, 0, 1<<16), 64<<20)
 	for line := 1; sc.Scan(); line++ {
 		if strings.TrimSpace(sc.Text()) == "" {
@@ -99,23 +100,23 @@ func Load(name string) ([]Scenario, error) {
 		}
 		var s Scenario
 		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", path, line, err)
+			return nil, fmt.Errorf("%s:%d: %w", file, line, err)
 		}
 		if len(s.Steps) == 0 {
-			return nil, fmt.Errorf("%s:%d: scenario %q has no steps", path, line, s.Name)
+			return nil, fmt.Errorf("%s:%d: scenario %q has no steps", file, line, s.Name)
 		}
 		for i, st := range s.Steps {
 			if _, err := st.Expected(); err != nil {
-				return nil, fmt.Errorf("%s:%d: scenario %q step %d: %w", path, line, s.Name, i, err)
+				return nil, fmt.Errorf("%s:%d: scenario %q step %d: %w", file, line, s.Name, i, err)
 			}
 		}
 		out = append(out, s)
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", file, err)
 	}
 	if len(out) == 0 {
-		return nil, errors.New(path + ": no scenarios")
+		return nil, errors.New(file + ": no scenarios")
 	}
 	return out, nil
 }
