@@ -44,6 +44,11 @@ type Config struct {
 	Snapshots raft.SnapshotStore
 	Transport raft.Transport
 	FSM       *fsm.FSM
+	// Bootstrap starts a new one-node cluster with this node as its only
+	// voter when the stores hold no Raft state. The caller decides (package
+	// node does, from the data dir): a node whose state was lost must not
+	// bootstrap, and a node joining a cluster waits for its leader instead.
+	Bootstrap bool
 	Clock     *Clock
 	Logger    *slog.Logger
 
@@ -110,8 +115,9 @@ type groupStats struct {
 	reads       atomic.Uint64
 }
 
-// Open starts the group. On a node with no Raft state it bootstraps a
-// one-node cluster with itself as the only voter; with state, it resumes.
+// Open starts the group. With Raft state in the stores it resumes; without,
+// it bootstraps a one-node cluster if cfg.Bootstrap is set, and otherwise
+// waits as a member with no configuration until a leader contacts it.
 func Open(cfg Config) (*Group, error) {
 	if cfg.MaxInflight <= 0 {
 		cfg.MaxInflight = 2
@@ -153,7 +159,7 @@ func Open(cfg Config) (*Group, error) {
 		return nil, fmt.Errorf("group: starting raft: %w", err)
 	}
 	g.raft = r
-	if !existing {
+	if !existing && cfg.Bootstrap {
 		boot := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: cfg.Addr, Suffrage: raft.Voter}}}
 		if err := r.BootstrapCluster(boot).Error(); err != nil {
 			_ = r.Shutdown().Error()

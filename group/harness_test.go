@@ -24,9 +24,8 @@ import (
 // documents for fixed clusters: every member's storage is initialised with
 // the same configuration (raft.BootstrapCluster, the package function) before
 // group.Open runs, so Open finds existing state and resumes instead of
-// bootstrapping a one-node cluster of its own. (group.Open itself has no
-// way to start a node that joins a cluster: with no state it always
-// bootstraps alone.)
+// bootstrapping a one-node cluster of its own (Config.Bootstrap only acts on
+// empty stores).
 
 // testLogger discards everything unless REDCELL_TEST_LOG is set, so that a
 // failing test can be rerun with raft's and the group's logs on stderr.
@@ -97,6 +96,7 @@ func (n *testNode) config(mod func(*Config)) Config {
 	cfg := Config{
 		NodeID:        n.id,
 		Addr:          n.addr,
+		Bootstrap:     true, // a no-op where bootstrapMembers wrote state
 		LogStore:      n.store,
 		Stable:        n.store,
 		Snapshots:     n.store.SnapshotStore(2),

@@ -54,6 +54,7 @@ func startTestNode(t testing.TB) *testNode {
 	g, err := group.Open(group.Config{
 		NodeID:    "node1",
 		Addr:      raftAddr,
+		Bootstrap: true,
 		LogStore:  store,
 		Stable:    store,
 		Snapshots: store.SnapshotStore(2),

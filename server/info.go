@@ -111,6 +111,11 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 		rv := s.rates.view()
 		kv("instantaneous_ops_per_sec", int64(rv.OpsPerSec))
 		kv("instantaneous_output_kbps", fmt.Sprintf("%.2f", rv.NetOutKbps))
+		if s.cfg.PeerStats != nil {
+			ps := s.cfg.PeerStats()
+			kv("peer_connections_accepted", ps.PeersAccepted)
+			kv("peer_connections_rejected", ps.PeersRejected)
+		}
 	case "replication":
 		b.WriteString("# Replication\r\n")
 		role := "master"

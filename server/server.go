@@ -14,6 +14,7 @@ import (
 
 	"github.com/redcell/redcell/fsm"
 	"github.com/redcell/redcell/group"
+	"github.com/redcell/redcell/mux"
 	"github.com/redcell/redcell/raftstore"
 )
 
@@ -27,6 +28,7 @@ type Config struct {
 	FSM         *fsm.FSM
 	Clock       *group.Clock
 	Store       *raftstore.Store // for INFO; may be nil in tests
+	PeerStats   func() mux.Stats // for INFO; may be nil
 	NodeID      string
 	Addr        string // the client address as configured (bind:port)
 	DataDir     string

@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 	"time"
+
+	"github.com/redcell/redcell/mux"
 )
 
 // config is everything the command line can set.
@@ -25,6 +29,9 @@ type config struct {
 	snapThresh  uint64
 	snapEvery   time.Duration
 	procs       int
+
+	clusterSecret     string
+	clusterSecretFile string
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -44,6 +51,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Uint64Var(&c.snapThresh, "snapshot-threshold", 16384, "log entries since the last snapshot before the next one is taken (tuning, tests)")
 	fs.DurationVar(&c.snapEvery, "snapshot-interval", 30*time.Second, "how often Raft checks whether a snapshot is due (tuning, tests)")
 	fs.IntVar(&c.procs, "procs", 0, "OS threads running Go code at once (GOMAXPROCS); 0 = half the available CPUs, at least 1 (GOMAXPROCS in the environment wins)")
+	fs.StringVar(&c.clusterSecretFile, "cluster-secret-file", "", "file holding the cluster secret (at least 16 bytes; one trailing newline is ignored). Peers must prove it\nin a challenge-response handshake before Raft sees a byte; without a secret the node accepts no peers")
+	fs.StringVar(&c.clusterSecret, "cluster-secret", "", "the cluster secret itself (visible in the process list: prefer --cluster-secret-file or REDCELL_CLUSTER_SECRET)")
 	fs.IntVar(&c.stripes, "stripes", 64, "lock stripes of the in-memory keyspace (never changes results, only contention)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "redcell: a rate-limit server that speaks the Redis protocol (CL.THROTTLE as redis-cell),\nwith every decision durable in a Raft log before it is answered.\n\nUsage: redcell [flags]\n\nFlags:\n")
@@ -58,7 +67,35 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.port <= 0 || c.port > 65535 {
 		return c, fmt.Errorf("--port %d is not a TCP port", c.port)
 	}
+	if c.clusterSecret != "" && c.clusterSecretFile != "" {
+		return c, fmt.Errorf("--cluster-secret and --cluster-secret-file both given; use one")
+	}
 	return c, nil
+}
+
+// secret returns the cluster secret from the flag, the file, or the
+// REDCELL_CLUSTER_SECRET environment variable, in that order; nil if none.
+func (c config) secret() ([]byte, error) {
+	var s []byte
+	switch {
+	case c.clusterSecret != "":
+		s = []byte(c.clusterSecret)
+	case c.clusterSecretFile != "":
+		data, err := os.ReadFile(c.clusterSecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("--cluster-secret-file: %w", err)
+		}
+		s = bytes.TrimSuffix(bytes.TrimSuffix(data, []byte("\n")), []byte("\r"))
+	default:
+		s = []byte(os.Getenv("REDCELL_CLUSTER_SECRET"))
+	}
+	if len(s) == 0 {
+		return nil, nil
+	}
+	if len(s) < mux.MinSecretLen {
+		return nil, fmt.Errorf("the cluster secret has %d bytes; at least %d are needed", len(s), mux.MinSecretLen)
+	}
+	return s, nil
 }
 
 func (c config) slogLevel() (slog.Level, error) {

@@ -80,12 +80,12 @@ func main() {
 	select {
 	case s := <-sig:
 		log.Info("shutting down", "signal", s.String())
-	case err := <-n.fatal:
+	case err := <-n.Fatal():
 		log.Error("stopping after a fatal error", "err", err)
-		n.stop()
+		_ = n.Close()
 		os.Exit(1)
 	}
-	if err := n.stop(); err != nil {
+	if err := n.Close(); err != nil {
 		log.Error("shutdown", "err", err)
 		os.Exit(1)
 	}

@@ -1,0 +1,325 @@
+// Package mux shares one TCP port between Redis clients and Redcell's own
+// peers. A peer connection opens with a registered header byte (Raft today,
+// forwarding later) and must then prove the cluster secret in a challenge–
+// response handshake before a single byte reaches its protocol; every other
+// connection is a Redis client. See DESIGN.md.
+package mux
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Header bytes of the peer protocols. No Redis request starts with a byte of
+// 0x80 or above (RESP starts with '*', inline commands with a printable
+// character), so a peer announces itself with one of them.
+const (
+	// HeaderRaft opens a hashicorp/raft transport connection.
+	HeaderRaft byte = 0x8E
+)
+
+// Defaults for Config's timeouts.
+const (
+	// DefaultFirstByteTimeout is how long a new connection may stay silent
+	// before it is handed to the Redis side as a client. Peers write their
+	// header as they connect, so only a client can be this slow, and a client
+	// is then the server's to keep or time out like any other.
+	DefaultFirstByteTimeout = 3 * time.Second
+	// DefaultHandshakeTimeout bounds a peer's whole handshake.
+	DefaultHandshakeTimeout = 5 * time.Second
+)
+
+// Config configures a Mux.
+type Config struct {
+	// Secret is the cluster secret peers prove they hold. Empty: the node
+	// has no peers and every peer connection is refused unread.
+	Secret []byte
+	// FirstByteTimeout and HandshakeTimeout default to the constants above.
+	FirstByteTimeout time.Duration
+	HandshakeTimeout time.Duration
+	Logger           *slog.Logger
+}
+
+// Stats counts peer connections by outcome.
+type Stats struct {
+	PeersAccepted uint64 // handshakes that succeeded
+	PeersRejected uint64 // peer connections closed before their protocol saw a byte
+}
+
+// Mux splits the connections accepted on one listener by their first byte.
+//
+// Goroutines: Run accepts in its own goroutine; every new connection is
+// classified (and, for a peer, authenticated) in a goroutine of its own, so a
+// silent or slow connection holds up nobody. Listen must be called before Run;
+// Accept on the returned listeners, Dial, Stats and Close may be called from
+// any goroutine.
+type Mux struct {
+	ln   net.Listener
+	cfg  Config
+	log  *slog.Logger
+	auth *authenticator // nil without a secret
+
+	clients chan net.Conn
+	peers   map[byte]chan net.Conn // fixed once Run starts
+
+	mu      sync.Mutex
+	pending map[net.Conn]struct{} // connections still being classified
+	closed  bool
+	done    chan struct{}
+	wg      sync.WaitGroup
+
+	accepted, rejected atomic.Uint64
+	rejectLog          logLimiter
+}
+
+// New wraps ln. A secret shorter than MinSecretLen is an error: a short
+// secret can be guessed offline from one recorded handshake.
+func New(ln net.Listener, cfg Config) (*Mux, error) {
+	if cfg.FirstByteTimeout <= 0 {
+		cfg.FirstByteTimeout = DefaultFirstByteTimeout
+	}
+	if cfg.HandshakeTimeout <= 0 {
+		cfg.HandshakeTimeout = DefaultHandshakeTimeout
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	m := &Mux{
+		ln: ln, cfg: cfg, log: cfg.Logger,
+		clients: make(chan net.Conn),
+		peers:   make(map[byte]chan net.Conn),
+		pending: make(map[net.Conn]struct{}),
+		done:    make(chan struct{}),
+	}
+	if len(cfg.Secret) > 0 {
+		a, err := newAuthenticator(cfg.Secret)
+		if err != nil {
+			return nil, err
+		}
+		m.auth = a
+	}
+	return m, nil
+}
+
+// Listen registers a peer protocol by its header byte and returns the
+// listener its authenticated connections arrive on. Call it before Run.
+// Closing the returned listener does not close the Mux (raft's transport
+// closes its listener when it stops; the client port must stay up).
+func (m *Mux) Listen(header byte) (net.Listener, error) {
+	if header < 0x80 {
+		return nil, fmt.Errorf("mux: header byte 0x%02X could start a Redis request; use 0x80 or above", header)
+	}
+	if _, dup := m.peers[header]; dup {
+		return nil, fmt.Errorf("mux: header byte 0x%02X registered twice", header)
+	}
+	ch := make(chan net.Conn)
+	m.peers[header] = ch
+	return &chanListener{m: m, ch: ch, closeMux: false}, nil
+}
+
+// Clients is the listener of Redis client connections. Closing it closes
+// the Mux.
+func (m *Mux) Clients() net.Listener { return &chanListener{m: m, ch: m.clients, closeMux: true} }
+
+// Addr is the shared listener's address.
+func (m *Mux) Addr() net.Addr { return m.ln.Addr() }
+
+// Stats returns the peer connection counters.
+func (m *Mux) Stats() Stats {
+	return Stats{PeersAccepted: m.accepted.Load(), PeersRejected: m.rejected.Load()}
+}
+
+// Run accepts until the listener is closed.
+func (m *Mux) Run() {
+	for {
+		c, err := m.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			m.log.Warn("accept failed", "err", err)
+			select {
+			case <-m.done:
+				return
+			case <-time.After(50 * time.Millisecond): // back off on fd exhaustion
+			}
+			continue
+		}
+		if !m.track(c) {
+			c.Close()
+			return
+		}
+		m.wg.Add(1)
+		go m.route(c)
+	}
+}
+
+// track records c as pending so Close can close it; false once closed.
+func (m *Mux) track(c net.Conn) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return false
+	}
+	m.pending[c] = struct{}{}
+	return true
+}
+
+func (m *Mux) untrack(c net.Conn) {
+	m.mu.Lock()
+	delete(m.pending, c)
+	m.mu.Unlock()
+}
+
+// route classifies one connection and hands it over. It owns c until then.
+func (m *Mux) route(c net.Conn) {
+	defer m.wg.Done()
+	defer m.untrack(c)
+	br := bufio.NewReaderSize(c, 4096)
+	_ = c.SetReadDeadline(time.Now().Add(m.cfg.FirstByteTimeout))
+	first, err := br.Peek(1)
+	_ = c.SetReadDeadline(time.Time{})
+	var ne net.Error
+	switch {
+	case err == nil && first[0] >= 0x80:
+		m.routePeer(c, br, first[0])
+	case err == nil || errors.As(err, &ne) && ne.Timeout():
+		// A client, or one that has not spoken yet: the server keeps
+		// silent clients as Redis does and closes them at shutdown.
+		m.deliver(m.clients, &peekedConn{Conn: c, r: br})
+	default:
+		c.Close()
+	}
+}
+
+// routePeer authenticates a peer connection and hands it to its protocol.
+// Nothing the peer sent reaches the protocol unless the handshake succeeds.
+func (m *Mux) routePeer(c net.Conn, br *bufio.Reader, header byte) {
+	_, _ = br.Discard(1)
+	ch, known := m.peers[header]
+	var err error
+	switch {
+	case m.auth == nil:
+		err = errors.New("this node has no cluster secret, so it accepts no peers")
+	case !known:
+		err = fmt.Errorf("unknown peer protocol 0x%02X", header)
+	default:
+		_ = c.SetDeadline(time.Now().Add(m.cfg.HandshakeTimeout))
+		err = m.auth.accept(c, br, header)
+		_ = c.SetDeadline(time.Time{})
+	}
+	if err != nil {
+		m.rejected.Add(1)
+		if n, ok := m.rejectLog.allow(time.Now()); ok {
+			m.log.Warn("refused a peer connection", "remote", c.RemoteAddr().String(), "err", err, "refused_since_last_report", n)
+		}
+		c.Close()
+		return
+	}
+	m.accepted.Add(1)
+	m.deliver(ch, &peekedConn{Conn: c, r: br})
+}
+
+func (m *Mux) deliver(ch chan net.Conn, c net.Conn) {
+	select {
+	case ch <- c:
+	case <-m.done:
+		c.Close()
+	}
+}
+
+// Dial connects to a peer's shared port, announces the protocol named by
+// header and proves the cluster secret; the returned connection carries
+// only that protocol. Without a secret there is nothing to prove, so Dial
+// fails.
+func (m *Mux) Dial(addr string, header byte, timeout time.Duration) (net.Conn, error) {
+	if m.auth == nil {
+		return nil, errors.New("mux: no cluster secret configured, so this node cannot reach peers")
+	}
+	return m.auth.dial(addr, header, timeout)
+}
+
+// Close stops accepting, closes the listener and every connection that has
+// not been handed over yet, and waits for their goroutines.
+func (m *Mux) Close() error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return nil
+	}
+	m.closed = true
+	close(m.done)
+	for c := range m.pending {
+		c.Close()
+	}
+	m.mu.Unlock()
+	err := m.ln.Close()
+	m.wg.Wait()
+	return err
+}
+
+// peekedConn is a connection whose first bytes sit in a bufio.Reader.
+type peekedConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (p *peekedConn) Read(b []byte) (int, error) { return p.r.Read(b) }
+
+// chanListener hands out the connections routed to one channel.
+type chanListener struct {
+	m        *Mux
+	ch       chan net.Conn
+	closeMux bool
+}
+
+func (l *chanListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.ch:
+		return c, nil
+	case <-l.m.done:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *chanListener) Close() error {
+	if l.closeMux {
+		return l.m.Close()
+	}
+	return nil
+}
+
+func (l *chanListener) Addr() net.Addr { return l.m.ln.Addr() }
+
+// logLimiter lets a repeated warning through at most once per interval and
+// counts what it held back, so a flood of bad connections costs a log line
+// every ten seconds, not one per connection.
+type logLimiter struct {
+	mu         sync.Mutex
+	last       time.Time
+	suppressed uint64
+}
+
+const rejectLogEvery = 10 * time.Second
+
+func (l *logLimiter) allow(now time.Time) (suppressed uint64, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.last.IsZero() && now.Sub(l.last) < rejectLogEvery {
+		l.suppressed++
+		return 0, false
+	}
+	n := l.suppressed
+	l.last, l.suppressed = now, 0
+	return n, true
+}

@@ -1,0 +1,219 @@
+// Package node assembles one Redcell node from its parts — the Raft store on
+// Pebble, the shared port and its peer authentication, the Raft group, the
+// state machine and the Redis server — and stops them in order. The redcell
+// binary is flags plus this package; tests start real nodes with it. See
+// DESIGN.md.
+package node
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/redcell/redcell/fsm"
+	"github.com/redcell/redcell/group"
+	"github.com/redcell/redcell/mux"
+	"github.com/redcell/redcell/raftstore"
+	"github.com/redcell/redcell/server"
+)
+
+// raftDir is the Pebble directory inside the data dir.
+const raftDir = "raft"
+
+// Config is everything that shapes a node. Zero values are the defaults.
+type Config struct {
+	Bind      string // default 127.0.0.1
+	Port      int    // 0: any free port (tests)
+	Advertise string // host:port peers use; default the bound address
+	DataDir   string
+	NodeID    string // default: kept in the data dir, or generated once
+	// ClusterSecret admits peers (see package mux). Empty: the node accepts
+	// no peer connections at all, which is right for a single node.
+	ClusterSecret []byte
+
+	EnableDebug bool
+	Stripes     int
+	MaxInflight int
+	MaxAppend   int
+	SnapThresh  uint64
+	SnapEvery   time.Duration
+	Version     string
+	Logger      *slog.Logger
+}
+
+// Node is a running Redcell node.
+//
+// Goroutines: Open starts the mux's accept loop and the server's; Fatal may
+// be read from any goroutine; Close is called once, by the owner.
+type Node struct {
+	ID        string
+	Addr      net.Addr // the bound client (and peer) address
+	Advertise net.Addr
+
+	log       *slog.Logger
+	store     *raftstore.Store
+	mux       *mux.Mux
+	transport *raft.NetworkTransport
+	group     *group.Group
+	fsm       *fsm.FSM
+	srv       *server.Server
+	fatal     chan error
+}
+
+// Open starts a node: the data dir decides whether it bootstraps a new
+// one-node cluster (only when truly empty) or resumes.
+func Open(cfg Config) (n *Node, err error) {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Bind == "" {
+		cfg.Bind = "127.0.0.1"
+	}
+	log := cfg.Logger
+	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating the data dir: %w", err)
+	}
+	wasEmpty, err := dataDirWasEmpty(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	n = &Node{log: log, fatal: make(chan error, 1)}
+	var closers []func() error
+	defer func() {
+		if err != nil {
+			for i := len(closers) - 1; i >= 0; i-- {
+				_ = closers[i]()
+			}
+		}
+	}()
+
+	n.store, err = raftstore.Open(filepath.Join(cfg.DataDir, raftDir), raftstore.Options{Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("opening the raft store: %w", err)
+	}
+	closers = append(closers, n.store.Close)
+	who, err := resolveIdentity(cfg.DataDir, wasEmpty, n.store, cfg.NodeID, false)
+	if err != nil {
+		return nil, err
+	}
+	n.ID = who.id
+
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return nil, fmt.Errorf("listening: %w", err)
+	}
+	closers = append(closers, ln.Close)
+	n.Addr = ln.Addr()
+	if n.Advertise, err = advertiseAddr(cfg.Advertise, ln.Addr()); err != nil {
+		return nil, err
+	}
+	if n.mux, err = mux.New(ln, mux.Config{Secret: cfg.ClusterSecret, Logger: log}); err != nil {
+		return nil, err
+	}
+	closers = append(closers, n.mux.Close)
+	raftLn, err := n.mux.Listen(mux.HeaderRaft)
+	if err != nil {
+		return nil, err
+	}
+	n.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+		Stream: &group.StreamLayer{
+			Listener:  raftLn,
+			Advertise: n.Advertise,
+			DialPeer: func(addr string, timeout time.Duration) (net.Conn, error) {
+				return n.mux.Dial(addr, mux.HeaderRaft, timeout)
+			},
+		},
+		MaxPool: 3,
+		Timeout: 10 * time.Second,
+		Logger:  group.NewRaftLogger(log),
+	})
+	closers = append(closers, n.transport.Close)
+
+	clock := &group.Clock{}
+	n.fsm = fsm.New(fsm.Config{Stripes: cfg.Stripes, Logger: log, OnFatal: func(err error) {
+		select {
+		case n.fatal <- err:
+		default:
+		}
+	}})
+	n.group, err = group.Open(group.Config{
+		NodeID:      n.ID,
+		Addr:        raft.ServerAddress(n.Advertise.String()),
+		Bootstrap:   who.bootstrap,
+		LogStore:    n.store,
+		Stable:      n.store,
+		Snapshots:   n.store.SnapshotStore(2),
+		Transport:   n.transport,
+		FSM:         n.fsm,
+		Clock:       clock,
+		Logger:      log,
+		MaxInflight: cfg.MaxInflight,
+		Tune: func(rc *raft.Config) {
+			if cfg.MaxAppend > 0 {
+				rc.MaxAppendEntries = cfg.MaxAppend
+			}
+			if cfg.SnapThresh > 0 {
+				rc.SnapshotThreshold = cfg.SnapThresh
+			}
+			if cfg.SnapEvery > 0 {
+				rc.SnapshotInterval = cfg.SnapEvery
+			}
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	n.srv = server.New(server.Config{
+		Group: n.group, FSM: n.fsm, Clock: clock, Store: n.store,
+		PeerStats: n.mux.Stats,
+		NodeID:    n.ID, Addr: ln.Addr().String(), DataDir: cfg.DataDir,
+		EnableDebug: cfg.EnableDebug, RedcellVer: cfg.Version, Logger: log,
+	})
+	go n.mux.Run()
+	go func() {
+		if err := n.srv.Serve(n.mux.Clients()); err != nil {
+			log.Error("serving clients", "err", err)
+		}
+	}()
+	log.Info("redcell started", "addr", n.Addr.String(), "node_id", n.ID, "data_dir", cfg.DataDir,
+		"version", cfg.Version, "peers", len(cfg.ClusterSecret) > 0)
+	return n, nil
+}
+
+// Fatal delivers the error that made the state machine stop; the owner must
+// then Close the node.
+func (n *Node) Fatal() <-chan error { return n.fatal }
+
+// Close shuts down in dependency order: clients (each waits for its
+// answer), raft, the transport and the shared port, then the store, so
+// nothing is torn.
+func (n *Node) Close() error {
+	n.srv.Close()
+	err := n.group.Shutdown()
+	n.transport.Close()
+	n.mux.Close()
+	return errors.Join(err, n.store.Close())
+}
+
+func advertiseAddr(advertise string, bound net.Addr) (net.Addr, error) {
+	s := advertise
+	if s == "" {
+		host, port, _ := net.SplitHostPort(bound.String())
+		if ip := net.ParseIP(host); ip != nil && ip.IsUnspecified() {
+			host = "127.0.0.1"
+		}
+		s = net.JoinHostPort(host, port)
+	}
+	a, err := net.ResolveTCPAddr("tcp", s)
+	if err != nil {
+		return nil, fmt.Errorf("--advertise %q: %w", s, err)
+	}
+	return a, nil
+}
