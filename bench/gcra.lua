@@ -6,7 +6,8 @@
 --   EVALSHA <sha> 1 <key> <max_burst> <count per period> <period> [<quantity>]
 --
 -- and it answers the five integers CL.THROTTLE answers, with the same errors
--- (see /work/shared/spec/cl-throttle.md). The stored value is the TAT in Unix
+-- (gcra/DESIGN.md gives the rules; internal/vectors/testdata holds replies
+-- recorded from redis-cell). The stored value is the TAT in Unix
 -- nanoseconds as a decimal string, with a PX expiry, as redis-cell stores it.
 --
 -- Lua 5.1 numbers are doubles, exact for integers up to 2^53. A Unix time in
