@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 )
 
 // Log entry format, version 1. One entry carries a whole proposer batch:
@@ -21,13 +22,20 @@ import (
 // does integer arithmetic only. The format is never changed in place: a new
 // layout gets a new version byte, and a node that meets a version it does not
 // know stops instead of guessing.
+//
+// The decoder accepts every entry the Encoder can produce: it has no caps of
+// its own (a cap the encoder does not share turns one accepted request into an
+// entry that no replica can apply, on every restart). Declared counts and
+// lengths are bounded only by the bytes that remain: every op and every key
+// takes at least one byte, so a corrupt count is detected without allocating
+// from it. How large a request may be is decided where it is parsed
+// (commands.MaxRequestLogBytes, with EncodedOpLen), never here.
 const EntryVersion = 1
 
 const entryHeaderLen = 1 + 8 + 4
 
-// maxKeysPerOp bounds a decoded key count so that a corrupt entry cannot make
-// the decoder allocate from a declared length.
-const maxKeysPerOp = 1 << 20
+// maxEntryOps is what the header's op count can say.
+const maxEntryOps = math.MaxUint32
 
 // ErrUnknownVersion is returned for an entry written by a newer Redcell.
 var ErrUnknownVersion = errors.New("fsm: unknown log entry version")
@@ -64,6 +72,50 @@ func (e *Encoder) Mark() Mark { return Mark{len(e.buf), e.count} }
 // that would overflow an entry for the next one).
 func (e *Encoder) Rewind(m Mark) { e.buf, e.count = e.buf[:m.len], m.count }
 
+// EncodedOpLen is the exact number of bytes Add appends for op: what one
+// request takes in the log. The parser uses it to refuse oversized requests
+// before they are proposed; it costs one pass over the keys and allocates
+// nothing. Keep it next to Add: the two must never disagree (the encoder's
+// tests check every op they encode).
+func EncodedOpLen(op *Op) int {
+	n := 1 // op code
+	switch op.Code {
+	case OpThrottle:
+		n += bytesLen(op.Key)
+		n += varintLen(op.GCRA.Interval) + varintLen(op.GCRA.Limit) + varintLen(op.GCRA.Quantity)
+	case OpDel:
+		n += uvarintLen(uint64(len(op.Keys)))
+		for _, k := range op.Keys {
+			n += bytesLen(k)
+		}
+	case OpFlushAll:
+	default:
+		panic(fmt.Sprintf("fsm: sizing unknown op code %d", op.Code)) // a programming error, never client input
+	}
+	return n
+}
+
+func bytesLen(s []byte) int { return uvarintLen(uint64(len(s))) + len(s) }
+
+// uvarintLen is len(binary.AppendUvarint(nil, v)).
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+// varintLen is len(binary.AppendVarint(nil, v)): zig-zag, then uvarint.
+func varintLen(v int64) int {
+	u := uint64(v) << 1
+	if v < 0 {
+		u = ^u
+	}
+	return uvarintLen(u)
+}
+
 // Add appends one op. Keys are copied into the entry.
 func (e *Encoder) Add(op *Op) {
 	e.count++
@@ -88,6 +140,12 @@ func (e *Encoder) Add(op *Op) {
 // Finish patches the op count into the header and returns the entry. The
 // slice aliases the encoder's buffer: it stays valid until the next Reset.
 func (e *Encoder) Finish() []byte {
+	if e.count > maxEntryOps {
+		// A truncated count would make an entry that every replica refuses
+		// on every restart; stopping the leader here keeps the log clean.
+		// Unreachable in practice: it takes a batch of 4 billion requests.
+		panic(fmt.Sprintf("fsm: %d ops do not fit one entry (at most %d)", e.count, maxEntryOps))
+	}
 	binary.LittleEndian.PutUint32(e.buf[9:13], uint32(e.count))
 	return e.buf
 }
@@ -117,13 +175,21 @@ func (d *Decoder) Reset(data []byte) error {
 	}
 	d.Stamp = int64(binary.LittleEndian.Uint64(data[1:9]))
 	n := binary.LittleEndian.Uint32(data[9:13])
-	if uint64(n) > uint64(len(data)) { // every op takes at least one byte
-		return errors.New("fsm: corrupt op count")
+	if uint64(n) > uint64(len(data)-entryHeaderLen) { // every op takes at least one byte
+		return fmt.Errorf("fsm: corrupt op count %d: the entry has %d bytes of ops", n, len(data)-entryHeaderLen)
 	}
 	d.Count, d.left = int(n), int(n)
 	d.data = data[entryHeaderLen:]
+	if cap(d.keys) > keepKeys {
+		// The list of a huge DEL is not kept for the next entry: it would
+		// hold memory, and the old entry's bytes its keys alias.
+		d.keys = nil
+	}
 	return nil
 }
+
+// keepKeys is the largest DEL key list the decoder keeps between entries.
+const keepKeys = 4096
 
 // Next decodes the next op into op; false when the entry is exhausted.
 func (d *Decoder) Next(op *Op) (bool, error) {
@@ -156,10 +222,15 @@ func (d *Decoder) Next(op *Op) (bool, error) {
 		}
 	case OpDel:
 		n, w := binary.Uvarint(d.data)
-		if w <= 0 || n > maxKeysPerOp || n > uint64(len(d.data)) {
+		if w <= 0 || n > uint64(len(d.data)-w) { // every key takes at least one byte
 			return false, errors.New("fsm: corrupt key count")
 		}
 		d.data = d.data[w:]
+		if uint64(cap(d.keys)) < n {
+			// n is at most the bytes left in the entry, so this is bounded
+			// by the entry's size, never by a declared length alone.
+			d.keys = make([][]byte, 0, n)
+		}
 		d.keys = d.keys[:0]
 		for i := uint64(0); i < n; i++ {
 			k, err := d.bytes()

@@ -174,6 +174,19 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte{1, 0, 0, 0, 0, 0, 0, 0, 0, 255, 255, 255, 255})
 	f.Add([]byte{2})
+	// At the limits: a DEL whose key count takes two varint bytes (small:
+	// big seeds slow the fuzzer down; TestEncoderOutputAlwaysDecodes has the
+	// million-key DELs), empty keys, int64 extremes, and an op that apply
+	// refuses (T = 0) without stopping.
+	many := make([][]byte, 200)
+	for i := range many {
+		many[i] = []byte{byte(i)}
+	}
+	f.Add(encodeEntry(-1, []Op{{Code: OpDel, Keys: many}, {Code: OpDel, Keys: make([][]byte, 3)}, {Code: OpFlushAll}}))
+	f.Add(encodeEntry(1<<63-1, []Op{
+		{Code: OpThrottle, Key: []byte{}, GCRA: gcra.Params{Interval: 0, Limit: 1, Quantity: 1}},
+		{Code: OpThrottle, Key: []byte("k"), GCRA: gcra.Params{Interval: -1 << 63, Limit: -1 << 63, Quantity: 1<<63 - 1}},
+	}))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var d Decoder
 		var err error

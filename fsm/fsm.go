@@ -30,8 +30,10 @@ type Config struct {
 	// results, only contention.
 	Stripes int
 	// OnFatal is called (once, from raft's FSM goroutine) when the log holds an
-	// entry this node cannot apply: a newer format or corruption. The node must
-	// stop; the FSM refuses every later entry so its state goes no further.
+	// entry this node cannot decode: a newer format or corruption. The node
+	// must stop; the FSM refuses every later entry so its state goes no
+	// further. An op that decodes but cannot be applied is not fatal: it
+	// answers ErrInvalidOp on every replica alike.
 	OnFatal func(error)
 	Logger  *slog.Logger
 }
@@ -140,6 +142,7 @@ func (f *FSM) applyEntry(l *raft.Log) interface{} {
 	now := max(f.dec.Stamp, f.clock.Load())
 	f.clock.Store(now)
 	res := f.results(f.dec.Count)
+	invalid, firstWhy := 0, ""
 	for i := 0; ; i++ {
 		ok, err := f.dec.Next(&f.op)
 		if err != nil {
@@ -149,7 +152,21 @@ func (f *FSM) applyEntry(l *raft.Log) interface{} {
 		if !ok {
 			break
 		}
+		if why := validOp(&f.op); why != "" {
+			// Every replica decodes the same op and refuses it the same
+			// way, so answering an error keeps them identical; stopping
+			// would leave the node unable to restart past this entry.
+			res.R[i].setErr(ErrInvalidOp)
+			if invalid++; invalid == 1 {
+				firstWhy = fmt.Sprintf("op %d (code %d): %s", i, f.op.Code, why)
+			}
+			continue
+		}
 		f.applyOp(&f.op, now, &res.R[i])
+	}
+	f.op = Op{} // hold no reference into the entry after apply
+	if invalid > 0 {
+		f.log.Warn("refused invalid ops of a log entry", "index", l.Index, "term", l.Term, "refused", invalid, "first", firstWhy)
 	}
 	f.entries.Add(1)
 	f.ops.Add(uint64(f.dec.Count))
@@ -168,6 +185,29 @@ func (f *FSM) fatal(l *raft.Log, err error) interface{} {
 		f.cfg.OnFatal(err)
 	}
 	return err
+}
+
+// validOp says why apply cannot honour op, or "" when it can. It refuses only
+// what the parser never produces, so a request accepted by commands is never
+// refused here; a refused op changes nothing and answers ErrInvalidOp. The
+// checks are part of the log's meaning: every replica must run the same ones,
+// so a change here needs the care of a format change (see DESIGN.md).
+func validOp(op *Op) string {
+	if op.Code == OpThrottle {
+		// gcra.NewParams never returns T = 0 (that is redis-cell's zero
+		// rate error, answered at parse time). Any other Interval, Limit
+		// and Quantity, negative ones included, is a valid request with
+		// the spec's wrapping arithmetic.
+		if op.GCRA.Interval == 0 {
+			return "GCRA emission interval 0"
+		}
+		// The key is stored, so it must fit a snapshot record, or the
+		// next snapshot could never be restored.
+		if len(op.Key) > maxSnapshotKey {
+			return "key longer than a snapshot can hold"
+		}
+	}
+	return ""
 }
 
 func (f *FSM) applyOp(op *Op, now int64, res *Result) {

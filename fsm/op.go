@@ -66,6 +66,9 @@ const (
 	ErrNone      ErrCode = iota
 	ErrWrongType         // key held by another limiter family
 	ErrExpire            // redis-cell's "Error while setting key expire"
+	// ErrInvalidOp: the op decoded but its parameters are outside what the
+	// parser produces and apply can honour (see validOp). Nothing changed.
+	ErrInvalidOp
 )
 
 // Result is the answer to one Op or Read. It holds no pointers so result
