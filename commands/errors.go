@@ -1,11 +1,15 @@
 package commands
 
-import "bytes"
+import (
+	"bytes"
+	"strconv"
+)
 
 // The error vocabulary of Redcell, in one place. Texts are the protocol: the
 // Redis prefixes (ERR, WRONGTYPE, NOPROTO, NOAUTH, WRONGPASS, TRYAGAIN,
 // CLUSTERDOWN) are read by clients, and redis-cell's texts (no ERR prefix) are
-// read by its users' code. Every text here appears verbatim in the spec.
+// read by its users' code. Every text here appears verbatim in the spec,
+// except those marked as Redcell's own.
 const (
 	ErrSyntax        = "ERR syntax error"
 	ErrNotInteger    = "ERR value is not an integer or out of range"
@@ -27,7 +31,20 @@ const (
 	ErrUnknown     = "TRYAGAIN Leadership changed before the write was confirmed: it may or may not have been applied"
 	ErrStopped     = "TRYAGAIN The server is shutting down"
 	ErrInternal    = "ERR internal error: the state machine stopped; see the server log"
+
+	// Redcell's own, not in the spec: the state machine refused an op of
+	// a committed entry that it cannot apply (fsm.ErrInvalidOp). The parser
+	// never proposes such an op, so only a faulty or foreign leader can;
+	// every replica refuses it alike and nothing changed.
+	ErrInvalidOp = "ERR the state machine refused this request as invalid; nothing was changed"
 )
+
+// RequestTooLarge answers a write request that would take n bytes of the
+// replicated log, more than MaxRequestLogBytes (Redcell's own text).
+func RequestTooLarge(n int) string {
+	return "ERR request too large for the replicated log: " + strconv.Itoa(n) +
+		" bytes, the limit is " + strconv.Itoa(MaxRequestLogBytes)
+}
 
 // redis-cell's errors carry its own prefix and no ERR.
 const (

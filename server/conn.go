@@ -216,6 +216,8 @@ func (c *conn) writeResult(r *fsm.Result) {
 			c.fail(commands.ErrWrongType)
 		case fsm.ErrExpire:
 			c.fail(commands.ErrCellExpir)
+		case fsm.ErrInvalidOp:
+			c.fail(commands.ErrInvalidOp)
 		default:
 			c.fail(commands.ErrInternal)
 		}

@@ -1,0 +1,29 @@
+package server
+
+import (
+	"testing"
+
+	"github.com/redcell/redcell/commands"
+	"github.com/redcell/redcell/fsm"
+)
+
+// TestStateMachineErrorTexts: every error the state machine answers for one
+// op has its own text; an op it refused as invalid is not reported as a
+// stopped state machine (that text tells operators to read the log for a
+// node that is going down, while a refused op leaves the node running).
+func TestStateMachineErrorTexts(t *testing.T) {
+	for code, want := range map[fsm.ErrCode]string{
+		fsm.ErrWrongType: commands.ErrWrongType,
+		fsm.ErrExpire:    commands.ErrCellExpir,
+		fsm.ErrInvalidOp: commands.ErrInvalidOp,
+	} {
+		c := &conn{s: &Server{}}
+		c.writeResult(&fsm.Result{Kind: fsm.ResultError, Err: code})
+		if got := string(c.w.b); got != "-"+want+"\r\n" {
+			t.Errorf("ErrCode %d written as %q, want %q", code, got, "-"+want+"\r\n")
+		}
+		if c.s.stats.errors.Load() != 1 {
+			t.Errorf("ErrCode %d: error counter %d, want 1", code, c.s.stats.errors.Load())
+		}
+	}
+}
