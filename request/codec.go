@@ -1,0 +1,216 @@
+package request
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Encoding of one Request (used inside log entries and forwarding frames,
+// which carry their own versions):
+//
+//	byte     Code
+//	uvarint  key count (0 or 1 for single-key codes, any for MultiKey codes)
+//	         per key: uvarint length, bytes
+//	byte     argument count (at most MaxArgs)
+//	         per argument: varint
+//
+// The layout is the same for every code, so a new command family adds codes,
+// not encoding cases. The decoder accepts everything Append writes and has no
+// caps of its own: counts and lengths are bounded only by the bytes that
+// remain (every key takes at least one byte), so nothing is allocated from a
+// declared length. How big a request may be is the parser's decision.
+//
+// Result encoding (forwarding frames):
+//
+//	byte Kind, byte ErrCode, then per Kind: KindThrottle 5 varints;
+//	KindInt and KindType 1 varint; others nothing.
+
+// ErrUnknownCode is returned for a code this build does not know: a newer
+// Redcell wrote it, or the bytes are corrupt.
+var ErrUnknownCode = errors.New("request: unknown code")
+
+// keyShape is how many keys a code takes: -1 for a list.
+func keyShape(c Code) int {
+	switch {
+	case c.MultiKey():
+		return -1
+	case c == FlushAll || c == DBSize:
+		return 0
+	}
+	return 1
+}
+
+// Append appends r's encoding to b.
+func Append(b []byte, r *Request) []byte {
+	b = append(b, byte(r.Code))
+	switch keyShape(r.Code) {
+	case -1:
+		b = binary.AppendUvarint(b, uint64(len(r.Keys)))
+		for _, k := range r.Keys {
+			b = appendBytes(b, k)
+		}
+	case 0:
+		b = append(b, 0)
+	default:
+		b = append(b, 1)
+		b = appendBytes(b, r.Key)
+	}
+	b = append(b, r.NArgs)
+	for _, a := range r.Args[:r.NArgs] {
+		b = binary.AppendVarint(b, a)
+	}
+	return b
+}
+
+// EncodedLen is exactly len(Append(nil, r)), computed without allocating:
+// what the request takes in the log. The parser refuses requests by it.
+func EncodedLen(r *Request) int {
+	n := 1
+	switch keyShape(r.Code) {
+	case -1:
+		n += uvarintLen(uint64(len(r.Keys)))
+		for _, k := range r.Keys {
+			n += bytesLen(k)
+		}
+	case 0:
+		n++
+	default:
+		n += 1 + bytesLen(r.Key)
+	}
+	n++
+	for _, a := range r.Args[:r.NArgs] {
+		n += varintLen(a)
+	}
+	return n
+}
+
+// Decoder decodes requests without allocating per request: Keys of a
+// MultiKey request reuse the decoder's slice, and every key aliases the
+// input. A request is valid until the next call to Decode.
+type Decoder struct {
+	keys [][]byte
+}
+
+// Decode decodes one request from data into r and returns the bytes after
+// it.
+func (d *Decoder) Decode(data []byte, r *Request) ([]byte, error) {
+	if len(data) == 0 {
+		return nil, errors.New("request: truncated before its code")
+	}
+	*r = Request{Code: Code(data[0])} // nothing of the previous request survives
+	if !r.Code.Known() {
+		return nil, fmt.Errorf("%w %d", ErrUnknownCode, data[0])
+	}
+	data = data[1:]
+	n, w := binary.Uvarint(data)
+	if w <= 0 || n > uint64(len(data)-w) {
+		return nil, errors.New("request: corrupt key count")
+	}
+	data = data[w:]
+	switch shape := keyShape(r.Code); {
+	case shape == -1:
+		d.keys = d.keys[:0]
+		for i := uint64(0); i < n; i++ {
+			k, rest, err := readBytes(data)
+			if err != nil {
+				return nil, err
+			}
+			d.keys, data = append(d.keys, k), rest
+		}
+		r.Keys = d.keys
+	case n != uint64(shape):
+		return nil, fmt.Errorf("request: code %d takes %d keys, not %d", r.Code, shape, n)
+	case n == 1:
+		var err error
+		if r.Key, data, err = readBytes(data); err != nil {
+			return nil, err
+		}
+	}
+	if len(data) == 0 || data[0] > MaxArgs {
+		return nil, errors.New("request: corrupt argument count")
+	}
+	r.NArgs, data = data[0], data[1:]
+	for i := 0; i < int(r.NArgs); i++ {
+		v, w := binary.Varint(data)
+		if w <= 0 {
+			return nil, errors.New("request: corrupt argument")
+		}
+		r.Args[i], data = v, data[w:]
+	}
+	return data, nil
+}
+
+// AppendResult appends r's encoding to b.
+func AppendResult(b []byte, r *Result) []byte {
+	b = append(b, byte(r.Kind), byte(r.Err))
+	for _, v := range r.Ints[:resultInts(r.Kind)] {
+		b = binary.AppendVarint(b, v)
+	}
+	return b
+}
+
+// DecodeResult decodes one result from data and returns the bytes after it.
+func DecodeResult(data []byte, r *Result) ([]byte, error) {
+	if len(data) < 2 {
+		return nil, errors.New("request: truncated result")
+	}
+	*r = Result{Kind: Kind(data[0]), Err: ErrCode(data[1])}
+	if r.Kind < KindThrottle || r.Kind > KindError {
+		return nil, fmt.Errorf("request: unknown result kind %d", data[0])
+	}
+	data = data[2:]
+	for i := 0; i < resultInts(r.Kind); i++ {
+		v, w := binary.Varint(data)
+		if w <= 0 {
+			return nil, errors.New("request: corrupt result")
+		}
+		r.Ints[i], data = v, data[w:]
+	}
+	return data, nil
+}
+
+func resultInts(k Kind) int {
+	switch k {
+	case KindThrottle:
+		return 5
+	case KindInt, KindType:
+		return 1
+	}
+	return 0
+}
+
+func appendBytes(b, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func readBytes(data []byte) (b, rest []byte, err error) {
+	n, w := binary.Uvarint(data)
+	if w <= 0 || n > uint64(len(data)-w) {
+		return nil, nil, errors.New("request: corrupt key")
+	}
+	end := w + int(n)
+	return data[w:end:end], data[end:], nil
+}
+
+func bytesLen(s []byte) int { return uvarintLen(uint64(len(s))) + len(s) }
+
+// uvarintLen is len(binary.AppendUvarint(nil, v)).
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+// varintLen is len(binary.AppendVarint(nil, v)): zig-zag, then uvarint.
+func varintLen(v int64) int {
+	u := uint64(v) << 1
+	if v < 0 {
+		u = ^u
+	}
+	return uvarintLen(u)
+}

@@ -1,0 +1,126 @@
+// Package request is the one shape a parsed Redcell request takes wherever it
+// travels: in a connection's batch, in a Raft log entry, on the wire from a
+// follower to its leader, and (later) in a MULTI queue. A Request is an
+// opcode, its key or keys, and integer arguments already derived by the
+// parser; a Result is the answer to one. The package imports nothing of
+// Redcell's, so every layer can use it. See DESIGN.md.
+package request
+
+// Code names an operation. Its numeric value is part of the log format and
+// of the forwarding protocol: never renumber, only append. Writes are below
+// 64 and change replicated state; reads are 64 and above and only look.
+type Code uint8
+
+const (
+	// Throttle is CL.THROTTLE on Key. Args: GCRA emission interval (ns),
+	// limit (max_burst+1), quantity.
+	Throttle Code = 1
+	// Del removes Keys (DEL, UNLINK); the result counts keys that were live.
+	Del Code = 2
+	// FlushAll removes every key (FLUSHALL, FLUSHDB).
+	FlushAll Code = 3
+
+	// Peek is CL.PEEK on Key, with Throttle's Args.
+	Peek Code = 64
+	// Exists counts the live keys among Keys.
+	Exists Code = 65
+	// PTTL, TTL and Type describe Key.
+	PTTL Code = 66
+	TTL  Code = 67
+	Type Code = 68
+	// DBSize counts live keys.
+	DBSize Code = 69
+)
+
+// firstRead splits the code space.
+const firstRead Code = 64
+
+// IsWrite reports whether requests with this code change replicated state
+// (and so go through the log).
+func (c Code) IsWrite() bool { return c < firstRead }
+
+// MultiKey reports whether the code takes Keys (a list) rather than Key.
+func (c Code) MultiKey() bool { return c == Del || c == Exists }
+
+// Known reports whether this build knows the code.
+func (c Code) Known() bool {
+	switch c {
+	case Throttle, Del, FlushAll, Peek, Exists, PTTL, TTL, Type, DBSize:
+		return true
+	}
+	return false
+}
+
+// MaxArgs is how many integer arguments a request carries at most.
+const MaxArgs = 6
+
+// Request is one parsed, validated request.
+//
+// Ownership: Key and Keys alias a buffer owned by whoever filled the
+// request (a connection's read buffer, a log entry, a forwarding frame);
+// that owner keeps them valid until the request has been answered. Code
+// that keeps a request longer copies it (the log encoder does, by encoding).
+type Request struct {
+	Code  Code
+	Key   []byte   // single-key codes
+	Keys  [][]byte // MultiKey codes
+	NArgs uint8
+	Args  [MaxArgs]int64
+}
+
+// Arg returns argument i (0 past NArgs).
+func (r *Request) Arg(i int) int64 { return r.Args[i] }
+
+// SetArgs sets the integer arguments.
+func (r *Request) SetArgs(args ...int64) {
+	if len(args) > MaxArgs {
+		panic("request: too many arguments") // a programming error, never client input
+	}
+	r.NArgs = uint8(len(args))
+	r.Args = [MaxArgs]int64{}
+	copy(r.Args[:], args)
+}
+
+// Kind says how a Result is written to the client.
+type Kind uint8
+
+const (
+	KindThrottle Kind = iota + 1 // five integers in Ints
+	KindInt                      // one integer in Ints[0]
+	KindType                     // a keyspace kind in Ints[0]; the server names it
+	KindOK                       // +OK
+	KindError                    // Err
+)
+
+// ErrCode is a deterministic failure of one request in the state machine:
+// every replica computes the same one.
+type ErrCode uint8
+
+const (
+	ErrNone      ErrCode = iota
+	ErrWrongType         // key held by another limiter family
+	ErrExpire            // redis-cell's "Error while setting key expire"
+	// ErrInvalidOp: the request decoded but its arguments are outside what
+	// the parser produces and apply can honour. Nothing changed.
+	ErrInvalidOp
+)
+
+// Result is the answer to one Request. It holds no pointers, so result
+// buffers are cheap to keep, copy and pool.
+type Result struct {
+	Kind Kind
+	Err  ErrCode
+	Ints [5]int64
+}
+
+// SetInt makes r the integer v.
+func (r *Result) SetInt(v int64) {
+	r.Kind = KindInt
+	r.Ints[0] = v
+}
+
+// SetErr makes r the deterministic error code.
+func (r *Result) SetErr(code ErrCode) {
+	r.Kind = KindError
+	r.Err = code
+}
