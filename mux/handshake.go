@@ -35,10 +35,10 @@ import (
 const MinSecretLen = 16
 
 const (
-	nonceLen     = 32
-	macLen       = sha256.Size
-	helloMagic   = "RCP1" // Redcell peer protocol, handshake version 1
-	labelDialer  = "redcell-peer-dialer"
+	nonceLen      = 32
+	macLen        = sha256.Size
+	helloMagic    = "RCP1" // Redcell peer protocol, handshake version 1
+	labelDialer   = "redcell-peer-dialer"
 	labelAcceptor = "redcell-peer-acceptor"
 )
 

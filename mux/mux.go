@@ -22,6 +22,9 @@ import (
 const (
 	// HeaderRaft opens a hashicorp/raft transport connection.
 	HeaderRaft byte = 0x8E
+	// HeaderForward opens a connection carrying requests from a follower to
+	// its leader (package forward).
+	HeaderForward byte = 0x8F
 )
 
 // Defaults for Config's timeouts.

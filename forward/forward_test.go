@@ -1,0 +1,231 @@
+package forward
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redcell/redcell/mux"
+	"github.com/redcell/redcell/request"
+)
+
+var secret = []byte("forwarding-test-secret-0123456789")
+
+func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+
+// counterHandler is a tiny state machine: Throttle adds Args[0] to a
+// per-key counter and answers the new value; reads answer it.
+type counterHandler struct {
+	mu      sync.Mutex
+	counts  map[string]int64
+	block   chan struct{} // when set, Propose waits on it
+	entered chan struct{} // when set, Propose signals it first
+	failure error
+}
+
+var errNotLeaderForTest = errors.New("not the leader")
+
+func (h *counterHandler) Propose(reqs []request.Request, res []request.Result) error {
+	if h.entered != nil {
+		h.entered <- struct{}{}
+	}
+	if h.block != nil {
+		<-h.block
+	}
+	if h.failure != nil {
+		return h.failure
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range reqs {
+		h.counts[string(reqs[i].Key)] += reqs[i].Args[0]
+		res[i].SetInt(h.counts[string(reqs[i].Key)])
+	}
+	return nil
+}
+
+func (h *counterHandler) Read(reqs []request.Request, res []request.Result) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i := range reqs {
+		res[i].SetInt(h.counts[string(reqs[i].Key)])
+	}
+	return nil
+}
+
+func (h *counterHandler) Admin(op AdminOp, args []string) (string, error) {
+	if op == AdminJoin && len(args) == 2 {
+		return "joined " + strings.Join(args, "@"), nil
+	}
+	return "", fmt.Errorf("bad admin call %d %v", op, args)
+}
+
+func classify(err error) Code {
+	if errors.Is(err, errNotLeaderForTest) {
+		return CodeNotLeader
+	}
+	return CodeFailed
+}
+
+// setup runs a forward Server behind an authenticated mux and returns a
+// Client dialling through another mux with the same secret.
+func setup(t *testing.T, h Handler) (*Client, string, *Server) {
+	t.Helper()
+	newMux := func() *mux.Mux {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := mux.New(ln, mux.Config{Secret: secret, Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { m.Close() })
+		return m
+	}
+	leader := newMux()
+	fwdLn, err := leader.Listen(mux.HeaderForward)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go leader.Run()
+	srv := NewServer(h, classify, quiet())
+	go srv.Serve(fwdLn)
+	t.Cleanup(srv.Close)
+
+	follower := newMux()
+	c := NewClient(func(addr string, timeout time.Duration) (net.Conn, error) {
+		return follower.Dial(addr, mux.HeaderForward, timeout)
+	})
+	t.Cleanup(c.Close)
+	return c, leader.Addr().String(), srv
+}
+
+func incr(key string, by int64) request.Request {
+	r := request.Request{Code: request.Throttle, Key: []byte(key)}
+	r.SetArgs(by)
+	return r
+}
+
+func TestManyCallersShareTheConnections(t *testing.T) {
+	h := &counterHandler{counts: map[string]int64{}}
+	c, addr, _ := setup(t, h)
+	const callers, perCaller = 50, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, callers)
+	for g := 0; g < callers; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			key := fmt.Sprintf("k%d", g)
+			for i := 1; i <= perCaller; i++ {
+				reqs := []request.Request{incr(key, 1), incr("shared", 1)}
+				res := make([]request.Result, 2)
+				if err := c.Propose(addr, reqs, res, 10*time.Second); err != nil {
+					errs <- err
+					return
+				}
+				if res[0].Kind != request.KindInt || res[0].Ints[0] != int64(i) {
+					errs <- fmt.Errorf("caller %d call %d: own counter %+v", g, i, res[0])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	res := make([]request.Result, 1)
+	if err := c.Read(addr, []request.Request{incr("shared", 0)}, res, 10*time.Second); err != nil || res[0].Ints[0] != callers*perCaller {
+		t.Fatalf("shared counter %+v, %v; want %d", res[0], err, callers*perCaller)
+	}
+	c.mu.Lock()
+	n := len(c.pools[addr].conns)
+	c.mu.Unlock()
+	if n > ConnsPerDestination {
+		t.Errorf("%d connections to one destination, want at most %d", n, ConnsPerDestination)
+	}
+}
+
+func TestMultiKeyRequestsAndAdminCalls(t *testing.T) {
+	h := &counterHandler{counts: map[string]int64{}}
+	c, addr, _ := setup(t, h)
+	del := request.Request{Code: request.Del, Keys: [][]byte{[]byte("a"), []byte("bb"), nil}}
+	res := make([]request.Result, 1)
+	if err := c.Propose(addr, []request.Request{del}, res, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	text, err := c.Admin(addr, AdminJoin, []string{"n2", "127.0.0.1:7000"}, 5*time.Second)
+	if err != nil || text != "joined n2@127.0.0.1:7000" {
+		t.Fatalf("admin: %q, %v", text, err)
+	}
+	_, err = c.Admin(addr, AdminRemove, nil, 5*time.Second)
+	var re *RemoteError
+	if !errors.As(err, &re) || re.Code != CodeFailed || !strings.Contains(re.Text, "bad admin call") {
+		t.Fatalf("failing admin call: %v", err)
+	}
+}
+
+func TestHandlerErrorsArriveClassified(t *testing.T) {
+	h := &counterHandler{counts: map[string]int64{}, failure: fmt.Errorf("wrapped: %w", errNotLeaderForTest)}
+	c, addr, _ := setup(t, h)
+	err := c.Propose(addr, []request.Request{incr("k", 1)}, make([]request.Result, 1), 5*time.Second)
+	var re *RemoteError
+	if !errors.As(err, &re) || re.Code != CodeNotLeader {
+		t.Fatalf("got %v, want a RemoteError with CodeNotLeader", err)
+	}
+}
+
+// A call whose frame was written and whose connection then breaks has an
+// unknown outcome (ErrLost); a call that could not be sent is ErrNotSent.
+func TestLostAndUnsentCalls(t *testing.T) {
+	h := &counterHandler{counts: map[string]int64{}, block: make(chan struct{}), entered: make(chan struct{}, 1)}
+	c, addr, srv := setup(t, h)
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Propose(addr, []request.Request{incr("k", 1)}, make([]request.Result, 1), 10*time.Second)
+	}()
+	<-h.entered // the server holds the call: cut every connection
+	h.entered = nil
+	srv.mu.Lock()
+	for conn := range srv.conns {
+		conn.Close()
+	}
+	srv.mu.Unlock()
+	if err := <-done; !errors.Is(err, ErrLost) {
+		t.Fatalf("call on a broken connection: %v, want ErrLost", err)
+	}
+	close(h.block)
+
+	// Nobody listening: not sent.
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	dead := ln.Addr().String()
+	ln.Close()
+	err := c.Propose(dead, []request.Request{incr("k", 1)}, make([]request.Result, 1), time.Second)
+	if !errors.Is(err, ErrNotSent) {
+		t.Fatalf("call to a closed port: %v, want ErrNotSent", err)
+	}
+	// And the client recovers: a new connection to the live server works.
+	if err := c.Propose(addr, []request.Request{incr("k", 1)}, make([]request.Result, 1), 10*time.Second); err != nil {
+		t.Fatalf("call after the breakage: %v", err)
+	}
+}
+
+func TestTimeoutIsLost(t *testing.T) {
+	h := &counterHandler{counts: map[string]int64{}, block: make(chan struct{})}
+	defer close(h.block)
+	c, addr, _ := setup(t, h)
+	err := c.Propose(addr, []request.Request{incr("k", 1)}, make([]request.Result, 1), 100*time.Millisecond)
+	if !errors.Is(err, ErrLost) {
+		t.Fatalf("a call past its timeout: %v, want ErrLost", err)
+	}
+}
+

@@ -1,0 +1,225 @@
+// Package forward carries requests from a node that does not lead to the
+// node that does, and the answers back, so that any node serves any client.
+// A follower's connections hand their batches to a Client; the Client sends
+// them as frames over a few authenticated peer connections to the leader's
+// Server, which proposes them through its Raft group and answers each frame.
+// See DESIGN.md.
+package forward
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/redcell/redcell/request"
+)
+
+// Wire format, version 1. Both directions are a stream of frames:
+//
+//	uvarint  length of the rest of the frame
+//	uvarint  call ID (chosen by the client, echoed by the server)
+//	byte     kind (request) or status (response)
+//	payload
+//
+// Request kinds and payloads:
+//
+//	kindPropose, kindRead: uvarint n, then n requests (request.Append)
+//	kindAdmin:             byte admin op, uvarint n, n × (uvarint len, bytes)
+//
+// Response statuses and payloads:
+//
+//	statusOK:     the results (one per request, request.AppendResult) for
+//	              kindPropose/kindRead; uvarint len + text for kindAdmin
+//	statusError:  byte error code (see Err* below), uvarint len + text
+//
+// A connection is opened with mux.HeaderForward and the cluster-secret
+// handshake, so both ends are cluster members. Calls on one connection are
+// answered in any order; the client matches them by ID.
+
+const (
+	kindPropose byte = 1
+	kindRead    byte = 2
+	kindAdmin   byte = 3
+
+	statusOK    byte = 0
+	statusError byte = 1
+)
+
+// MaxFrame bounds one frame. A frame carries one pipeline's batch, whose
+// requests the parser bounded at 16 MiB each; a peer is authenticated, but
+// the reader still grows its buffer only as bytes arrive.
+const MaxFrame = 1 << 30
+
+// Code says why a forwarded call failed, so that the follower can answer its
+// client exactly as the leader would have (CLUSTERDOWN, TRYAGAIN, ...).
+type Code byte
+
+const (
+	// CodeNotLeader: the receiver does not lead (any more); the sender looks
+	// up the leader again. Nothing was proposed.
+	CodeNotLeader Code = 1
+	// CodeNoLeader: no leader is known.
+	CodeNoLeader Code = 2
+	// CodeNotReady: the receiver leads but is not ready yet.
+	CodeNotReady Code = 3
+	// CodeOutcomeUnknown: proposed, but leadership changed before it was
+	// confirmed; it may still commit.
+	CodeOutcomeUnknown Code = 4
+	// CodeShutdown: the receiver is stopping. Nothing was proposed.
+	CodeShutdown Code = 5
+	// CodeStateMachine: the receiver's state machine has stopped.
+	CodeStateMachine Code = 6
+	// CodeFailed: any other failure; the text says what.
+	CodeFailed Code = 7
+)
+
+// RemoteError is a failure reported by the other side.
+type RemoteError struct {
+	Code Code
+	Text string
+}
+
+func (e *RemoteError) Error() string {
+	return fmt.Sprintf("forward: remote error %d: %s", e.Code, e.Text)
+}
+
+// AdminOp names a cluster administration call.
+type AdminOp byte
+
+const (
+	AdminJoin     AdminOp = 1 // args: node ID, address
+	AdminPromote  AdminOp = 2 // args: node ID
+	AdminRemove   AdminOp = 3 // args: node ID
+	AdminTransfer AdminOp = 4 // args: node ID, or none
+	AdminSnapshot AdminOp = 5 // no args
+	AdminStatus   AdminOp = 6 // no args: the receiver's own status line
+)
+
+var errFrameTooBig = errors.New("forward: frame larger than MaxFrame")
+
+// readFrame reads one frame into buf (grown as bytes arrive, never from the
+// declared length) and returns its ID, kind/status byte and payload.
+func readFrame(r *bufio.Reader, buf []byte) (id uint64, kind byte, payload, newBuf []byte, err error) {
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return 0, 0, nil, buf, err
+	}
+	if n > MaxFrame {
+		return 0, 0, nil, buf, errFrameTooBig
+	}
+	buf = buf[:0]
+	for remaining := int(n); remaining > 0; {
+		chunk := min(remaining, 64<<10)
+		start := len(buf)
+		buf = slices.Grow(buf, chunk)[:start+chunk]
+		if _, err := io.ReadFull(r, buf[start:]); err != nil {
+			return 0, 0, nil, buf, fmt.Errorf("forward: reading a frame: %w", err)
+		}
+		remaining -= chunk
+	}
+	id, w := binary.Uvarint(buf)
+	if w <= 0 || w >= len(buf) {
+		return 0, 0, nil, buf, errors.New("forward: corrupt frame header")
+	}
+	return id, buf[w], buf[w+1:], buf, nil
+}
+
+// appendFrame appends a frame with the given body (kind byte onwards is
+// body[0:]) to b. The body is built after a placeholder and moved once.
+func appendFrame(b []byte, id uint64, body []byte) []byte {
+	var hdr [2 * binary.MaxVarintLen64]byte
+	h := binary.AppendUvarint(hdr[:0], id)
+	b = binary.AppendUvarint(b, uint64(len(h)+len(body)))
+	b = append(b, h...)
+	return append(b, body...)
+}
+
+// appendRequests appends a batch payload.
+func appendRequests(b []byte, reqs []request.Request) []byte {
+	b = binary.AppendUvarint(b, uint64(len(reqs)))
+	for i := range reqs {
+		b = request.Append(b, &reqs[i])
+	}
+	return b
+}
+
+// decodeRequests decodes a batch payload into reqs (reused). Keys alias
+// payload. Each request needs its own key slice for MultiKey codes, so
+// those are copied out of the decoder's scratch.
+func decodeRequests(payload []byte, reqs []request.Request) ([]request.Request, error) {
+	n, w := binary.Uvarint(payload)
+	if w <= 0 || n > uint64(len(payload)) {
+		return reqs, errors.New("forward: corrupt request count")
+	}
+	payload = payload[w:]
+	reqs = reqs[:0]
+	var dec request.Decoder
+	for i := uint64(0); i < n; i++ {
+		var r request.Request
+		var err error
+		if payload, err = dec.Decode(payload, &r); err != nil {
+			return reqs, err
+		}
+		if r.Keys != nil {
+			r.Keys = append([][]byte(nil), r.Keys...)
+		}
+		reqs = append(reqs, r)
+	}
+	if len(payload) != 0 {
+		return reqs, fmt.Errorf("forward: %d bytes after the last request", len(payload))
+	}
+	return reqs, nil
+}
+
+func appendResults(b []byte, res []request.Result) []byte {
+	for i := range res {
+		b = request.AppendResult(b, &res[i])
+	}
+	return b
+}
+
+func decodeResults(payload []byte, res []request.Result) error {
+	for i := range res {
+		var err error
+		if payload, err = request.DecodeResult(payload, &res[i]); err != nil {
+			return err
+		}
+	}
+	if len(payload) != 0 {
+		return fmt.Errorf("forward: %d bytes after the last result", len(payload))
+	}
+	return nil
+}
+
+func appendString(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+func readString(b []byte) (string, []byte, error) {
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n > uint64(len(b)-w) {
+		return "", nil, errors.New("forward: corrupt string")
+	}
+	end := w + int(n)
+	return string(b[w:end]), b[end:], nil
+}
+
+func appendError(b []byte, code Code, text string) []byte {
+	b = append(b, statusError, byte(code))
+	return appendString(b, text)
+}
+
+func decodeError(payload []byte) error {
+	if len(payload) < 1 {
+		return errors.New("forward: corrupt error response")
+	}
+	text, _, err := readString(payload[1:])
+	if err != nil {
+		return err
+	}
+	return &RemoteError{Code: Code(payload[0]), Text: text}
+}
