@@ -15,9 +15,13 @@ import (
 // The peer handshake proves, in both directions, that each side holds the
 // cluster secret, without sending it. After the dialer's header byte H:
 //
-//	acceptor → dialer   "RCP1" | Na            (Na: 32 fresh random bytes)
-//	dialer   → acceptor Nd | HMAC(K, "redcell-peer-dialer"   | H | Na | Nd)
-//	acceptor → dialer        HMAC(K, "redcell-peer-acceptor" | H | Na | Nd)
+//	acceptor → dialer   "RCP1" | Na                 (Na: 32 fresh random bytes)
+//	dialer   → acceptor Nd | L | ID | HMAC(K, "redcell-peer-dialer" | H | Na | Nd | L | ID)
+//	acceptor → dialer        HMAC(K, "redcell-peer-acceptor" | H | Na | Nd | L | ID)
+//
+// ID is the dialer's node ID (L its length, at most 255 bytes), covered by
+// both proofs: the acceptor learns which member connected, for its logs and
+// for anyone observing the connection (a test proxy attributes links by it).
 //
 // K is SHA-256 of the secret. The acceptor's fresh nonce means a recorded
 // handshake cannot be replayed; the dialer's nonce means the acceptor's
@@ -53,52 +57,63 @@ func newAuthenticator(secret []byte) (*authenticator, error) {
 	return &authenticator{key: sha256.Sum256(secret)}, nil
 }
 
-func (a *authenticator) mac(label string, header byte, na, nd []byte) []byte {
+func (a *authenticator) mac(label string, header byte, na, nd []byte, id string) []byte {
 	h := hmac.New(sha256.New, a.key[:])
 	h.Write([]byte(label))
 	h.Write([]byte{header})
 	h.Write(na)
 	h.Write(nd)
+	h.Write([]byte{byte(len(id))})
+	h.Write([]byte(id))
 	return h.Sum(nil)
 }
+
+// MaxNodeIDLen is the longest node ID the handshake carries.
+const MaxNodeIDLen = 255
 
 var errBadProof = errors.New("the peer's proof of the cluster secret is wrong")
 
 // accept runs the acceptor's side on c, whose header byte has been read;
-// later bytes are read through br. The caller sets the deadline.
-func (a *authenticator) accept(c net.Conn, br *bufio.Reader, header byte) error {
+// later bytes are read through br. It returns the dialer's node ID. The
+// caller sets the deadline.
+func (a *authenticator) accept(c net.Conn, br *bufio.Reader, header byte) (string, error) {
 	var hello [len(helloMagic) + nonceLen]byte
 	copy(hello[:], helloMagic)
 	na := hello[len(helloMagic):]
 	if _, err := rand.Read(na); err != nil {
-		return fmt.Errorf("making a nonce: %w", err)
+		return "", fmt.Errorf("making a nonce: %w", err)
 	}
 	if _, err := c.Write(hello[:]); err != nil {
-		return fmt.Errorf("sending the challenge: %w", err)
+		return "", fmt.Errorf("sending the challenge: %w", err)
 	}
-	var resp [nonceLen + macLen]byte
-	if _, err := io.ReadFull(br, resp[:]); err != nil {
-		return fmt.Errorf("reading the answer to the challenge: %w", err)
+	var nd [nonceLen + 1]byte // the dialer's nonce and its ID's length
+	if _, err := io.ReadFull(br, nd[:]); err != nil {
+		return "", fmt.Errorf("reading the answer to the challenge: %w", err)
 	}
-	nd, proof := resp[:nonceLen], resp[nonceLen:]
-	if !hmac.Equal(proof, a.mac(labelDialer, header, na, nd)) {
-		return errBadProof
+	rest := make([]byte, int(nd[nonceLen])+macLen) // at most 255+32 bytes
+	if _, err := io.ReadFull(br, rest); err != nil {
+		return "", fmt.Errorf("reading the answer to the challenge: %w", err)
 	}
-	if _, err := c.Write(a.mac(labelAcceptor, header, na, nd)); err != nil {
-		return fmt.Errorf("sending our proof: %w", err)
+	id, proof := string(rest[:nd[nonceLen]]), rest[nd[nonceLen]:]
+	if !hmac.Equal(proof, a.mac(labelDialer, header, na, nd[:nonceLen], id)) {
+		return "", errBadProof
 	}
-	return nil
+	if _, err := c.Write(a.mac(labelAcceptor, header, na, nd[:nonceLen], id)); err != nil {
+		return "", fmt.Errorf("sending our proof: %w", err)
+	}
+	return id, nil
 }
 
-// dial connects to addr and runs the dialer's side within timeout.
-func (a *authenticator) dial(addr string, header byte, timeout time.Duration) (net.Conn, error) {
+// dial connects to addr and runs the dialer's side within timeout,
+// presenting id.
+func (a *authenticator) dial(addr string, header byte, id string, timeout time.Duration) (net.Conn, error) {
 	deadline := time.Now().Add(timeout)
 	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil, err
 	}
 	_ = c.SetDeadline(deadline)
-	if err := a.greet(c, header); err != nil {
+	if err := a.greet(c, header, id); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("mux: peer handshake with %s: %w", addr, err)
 	}
@@ -106,7 +121,7 @@ func (a *authenticator) dial(addr string, header byte, timeout time.Duration) (n
 	return c, nil
 }
 
-func (a *authenticator) greet(c net.Conn, header byte) error {
+func (a *authenticator) greet(c net.Conn, header byte, id string) error {
 	if _, err := c.Write([]byte{header}); err != nil {
 		return err
 	}
@@ -118,20 +133,21 @@ func (a *authenticator) greet(c net.Conn, header byte) error {
 		return fmt.Errorf("the peer answered %q, not a Redcell peer challenge", hello[:len(helloMagic)])
 	}
 	na := hello[len(helloMagic):]
-	var msg [nonceLen + macLen]byte
-	nd := msg[:nonceLen]
+	nd := make([]byte, nonceLen)
 	if _, err := rand.Read(nd); err != nil {
 		return fmt.Errorf("making a nonce: %w", err)
 	}
-	copy(msg[nonceLen:], a.mac(labelDialer, header, na, nd))
-	if _, err := c.Write(msg[:]); err != nil {
+	msg := append(nd, byte(len(id)))
+	msg = append(msg, id...)
+	msg = append(msg, a.mac(labelDialer, header, na, nd, id)...)
+	if _, err := c.Write(msg); err != nil {
 		return err
 	}
 	var proof [macLen]byte
 	if _, err := io.ReadFull(c, proof[:]); err != nil {
 		return fmt.Errorf("reading the peer's proof (the secrets probably differ): %w", err)
 	}
-	if !hmac.Equal(proof[:], a.mac(labelAcceptor, header, na, nd)) {
+	if !hmac.Equal(proof[:], a.mac(labelAcceptor, header, na, nd, id)) {
 		return errBadProof
 	}
 	return nil

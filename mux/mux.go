@@ -43,6 +43,9 @@ type Config struct {
 	// Secret is the cluster secret peers prove they hold. Empty: the node
 	// has no peers and every peer connection is refused unread.
 	Secret []byte
+	// NodeID is this node's ID, presented to peers it dials (at most
+	// MaxNodeIDLen bytes).
+	NodeID string
 	// FirstByteTimeout and HandshakeTimeout default to the constants above.
 	FirstByteTimeout time.Duration
 	HandshakeTimeout time.Duration
@@ -99,6 +102,9 @@ func New(ln net.Listener, cfg Config) (*Mux, error) {
 		peers:   make(map[byte]chan net.Conn),
 		pending: make(map[net.Conn]struct{}),
 		done:    make(chan struct{}),
+	}
+	if len(cfg.NodeID) > MaxNodeIDLen {
+		return nil, fmt.Errorf("mux: node ID of %d bytes; at most %d", len(cfg.NodeID), MaxNodeIDLen)
 	}
 	if len(cfg.Secret) > 0 {
 		a, err := newAuthenticator(cfg.Secret)
@@ -211,6 +217,7 @@ func (m *Mux) routePeer(c net.Conn, br *bufio.Reader, header byte) {
 	_, _ = br.Discard(1)
 	ch, known := m.peers[header]
 	var err error
+	var peerID string
 	switch {
 	case m.auth == nil:
 		err = errors.New("this node has no cluster secret, so it accepts no peers")
@@ -218,7 +225,7 @@ func (m *Mux) routePeer(c net.Conn, br *bufio.Reader, header byte) {
 		err = fmt.Errorf("unknown peer protocol 0x%02X", header)
 	default:
 		_ = c.SetDeadline(time.Now().Add(m.cfg.HandshakeTimeout))
-		err = m.auth.accept(c, br, header)
+		peerID, err = m.auth.accept(c, br, header)
 		_ = c.SetDeadline(time.Time{})
 	}
 	if err != nil {
@@ -230,8 +237,18 @@ func (m *Mux) routePeer(c net.Conn, br *bufio.Reader, header byte) {
 		return
 	}
 	m.accepted.Add(1)
-	m.deliver(ch, &peekedConn{Conn: c, r: br})
+	m.deliver(ch, &PeerConn{peekedConn: peekedConn{Conn: c, r: br}, peerID: peerID})
 }
+
+// PeerConn is an authenticated peer connection; PeerID is the node ID the
+// peer proved the secret with.
+type PeerConn struct {
+	peekedConn
+	peerID string
+}
+
+// PeerID is the authenticated node ID of the other end.
+func (p *PeerConn) PeerID() string { return p.peerID }
 
 func (m *Mux) deliver(ch chan net.Conn, c net.Conn) {
 	select {
@@ -249,7 +266,7 @@ func (m *Mux) Dial(addr string, header byte, timeout time.Duration) (net.Conn, e
 	if m.auth == nil {
 		return nil, errors.New("mux: no cluster secret configured, so this node cannot reach peers")
 	}
-	return m.auth.dial(addr, header, timeout)
+	return m.auth.dial(addr, header, m.cfg.NodeID, timeout)
 }
 
 // Close stops accepting, closes the listener and every connection that has

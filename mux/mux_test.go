@@ -65,7 +65,7 @@ func acceptOne(ln net.Listener, wait time.Duration) net.Conn {
 
 func TestPeerWithTheSecretIsAdmittedBothWays(t *testing.T) {
 	acceptor, raftLn := startMux(t, Config{Secret: secretA})
-	dialer, _ := startMux(t, Config{Secret: secretA})
+	dialer, _ := startMux(t, Config{Secret: secretA, NodeID: "node-2"})
 
 	c, err := dialer.Dial(acceptor.Addr().String(), HeaderRaft, 5*time.Second)
 	if err != nil {
@@ -77,6 +77,9 @@ func TestPeerWithTheSecretIsAdmittedBothWays(t *testing.T) {
 		t.Fatal("the authenticated connection never reached the raft listener")
 	}
 	defer in.Close()
+	if pc, ok := in.(*PeerConn); !ok || pc.PeerID() != "node-2" {
+		t.Errorf("accepted connection %T does not carry the dialer's ID node-2", in)
+	}
 	// The protocol sees exactly the bytes sent after the handshake.
 	if _, err := c.Write([]byte("hello raft")); err != nil {
 		t.Fatal(err)
@@ -165,11 +168,12 @@ func TestForgedAndReplayedHandshakesAreRefused(t *testing.T) {
 	c1.Close()
 
 	attempts := map[string]func(hello []byte) []byte{
-		"raw raft frame":  func([]byte) []byte { return bytes.Repeat([]byte{0x01}, nonceLen+macLen) },
+		"raw raft frame":  func([]byte) []byte { return bytes.Repeat([]byte{0x01}, nonceLen+1+1+macLen) },
 		"replayed answer": func([]byte) []byte { return recorded },
 		"reflected challenge": func(hello []byte) []byte {
 			na := hello[len(helloMagic):]
-			return append(append([]byte(nil), na...), make([]byte, macLen)...)
+			msg := append(append([]byte(nil), na...), 0)
+			return append(msg, make([]byte, macLen)...)
 		},
 	}
 	for name, answer := range attempts {
@@ -206,7 +210,7 @@ func TestForgedAndReplayedHandshakesAreRefused(t *testing.T) {
 func recordingGreet(t *testing.T, a *authenticator, c net.Conn) []byte {
 	t.Helper()
 	var rec bytes.Buffer
-	if err := a.greet(&teeConn{Conn: c, w: &rec}, HeaderRaft); err != nil {
+	if err := a.greet(&teeConn{Conn: c, w: &rec}, HeaderRaft, "genuine"); err != nil {
 		t.Fatalf("genuine greet: %v", err)
 	}
 	return rec.Bytes()[1:] // after the header byte

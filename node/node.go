@@ -114,7 +114,7 @@ func Open(cfg Config) (n *Node, err error) {
 	if n.Advertise, err = advertiseAddr(cfg.Advertise, ln.Addr()); err != nil {
 		return nil, err
 	}
-	if n.mux, err = mux.New(ln, mux.Config{Secret: cfg.ClusterSecret, Logger: log}); err != nil {
+	if n.mux, err = mux.New(ln, mux.Config{Secret: cfg.ClusterSecret, NodeID: n.ID, Logger: log}); err != nil {
 		return nil, err
 	}
 	closers = append(closers, n.mux.Close)
