@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 )
@@ -45,4 +46,60 @@ func BenchmarkReaderManyArgs(b *testing.B) {
 			b.Fatalf("next = %d commands, %v", len(cmds), err)
 		}
 	}
+}
+
+// nopConn is a net.Conn that discards what is written; reads are never made
+// (the benchmarks below drive the reader themselves).
+type nopConn struct{ net.Conn }
+
+func (nopConn) Write(b []byte) (int, error) { return len(b), nil }
+func (nopConn) Close() error                { return nil }
+func (nopConn) LocalAddr() net.Addr         { return &net.TCPAddr{} }
+func (nopConn) RemoteAddr() net.Addr        { return &net.TCPAddr{} }
+
+// benchPipeline runs one connection's loop body — read a pipeline, execute
+// its commands, answer the pending run, write the replies — once per op
+// against srv, the same 16-command pipeline every time.
+func benchPipeline(b *testing.B, srv *Server, cmd ...string) {
+	var sb strings.Builder
+	for i := 0; i < 16; i++ {
+		args := append([]string{cmd[0], fmt.Sprintf("user:%06d", i*7919)}, cmd[1:]...)
+		sb.WriteString(encodeCmd(args...))
+	}
+	c := srv.newConn(nopConn{})
+	c.rd = newReader(&loopReader{p: []byte(sb.String())})
+	run := func() {
+		cmds, err := c.rd.next()
+		if err != nil || len(cmds) != 16 {
+			b.Fatalf("next = %d commands, %v", len(cmds), err)
+		}
+		for i := range cmds {
+			c.exec(cmds[i].args)
+		}
+		c.answerPending()
+		if c.s.stats.errors.Load() != 0 {
+			b.Fatalf("a command failed: %q", c.w.b)
+		}
+		c.flush()
+	}
+	run() // warm the buffers
+	b.ReportAllocs()
+	for b.Loop() {
+		run()
+	}
+}
+
+// BenchmarkConnWritePipeline is one pipeline of 16 CL.THROTTLEs through a
+// connection into a real single node (Pebble, fsync): the allocations per
+// op are the connection's, the group's and raft's for one log entry.
+func BenchmarkConnWritePipeline(b *testing.B) {
+	n := startTestNode(b)
+	benchPipeline(b, n.srv, "CL.THROTTLE", "15", "30", "60", "1")
+}
+
+// BenchmarkConnReadPipeline is one pipeline of 16 CL.PEEKs: one leadership
+// check and 16 local reads.
+func BenchmarkConnReadPipeline(b *testing.B) {
+	n := startTestNode(b)
+	benchPipeline(b, n.srv, "CL.PEEK", "15", "30", "60", "1")
 }
