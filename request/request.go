@@ -87,7 +87,7 @@ type Kind uint8
 const (
 	KindThrottle Kind = iota + 1 // five integers in Ints
 	KindInt                      // one integer in Ints[0]
-	KindType                     // a keyspace kind in Ints[0]; the server names it
+	KindType                     // a key type (Key*) in Ints[0]; TypeName names it
 	KindOK                       // +OK
 	KindError                    // Err
 )
@@ -104,6 +104,30 @@ const (
 	// the parser produces and apply can honour. Nothing changed.
 	ErrInvalidOp
 )
+
+// Key types: what a Type request answers, in Ints[0] of a KindType result.
+// The values are the keyspace's own numbers for its limiter families and
+// travel in forwarding frames: never renumber, only append.
+const (
+	KeyNone          int64 = 0 // no such key
+	KeyGCRA          int64 = 1 // CL.* (redis-cell)
+	KeyTokenGreedy   int64 = 2 // TB.* greedy
+	KeyTokenInterval int64 = 3 // TB.* INTERVAL
+	KeySlidingLog    int64 = 4 // SL.*
+)
+
+// TypeName is what TYPE answers for a key type.
+func TypeName(t int64) string {
+	switch t {
+	case KeyGCRA:
+		return "string" // as redis-cell's keys are
+	case KeyTokenGreedy, KeyTokenInterval:
+		return "tokenbucket"
+	case KeySlidingLog:
+		return "slidinglog"
+	}
+	return "none"
+}
 
 // Result is the answer to one Request. It holds no pointers, so result
 // buffers are cheap to keep, copy and pool.

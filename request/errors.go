@@ -1,0 +1,27 @@
+package request
+
+import "errors"
+
+// Why a batch of requests got no results. These are failures of the path to
+// the state machine, not of a request in it (those are ErrCodes in a
+// Result): whatever carries requests to the log and back — the local Raft
+// group today, a follower forwarding to its leader next — returns one of
+// these for the whole batch, and the server turns each into the Redis error
+// clients retry on (commands/errors.go). They live here, in the leaf every
+// layer imports, so that no layer has to import another to recognise them.
+var (
+	// ErrNoLeader: no leader is known, so nothing can be decided now.
+	// Nothing happened.
+	ErrNoLeader = errors.New("no leader")
+	// ErrNotReady: this node leads but has not yet applied its
+	// predecessors' entries. Nothing happened.
+	ErrNotReady = errors.New("leader not ready")
+	// ErrOutcomeUnknown: leadership was lost after the entry was proposed;
+	// it may still commit. Never report such a write as failed.
+	ErrOutcomeUnknown = errors.New("outcome unknown")
+	// ErrShutdown: the node is stopping. Nothing happened.
+	ErrShutdown = errors.New("shut down")
+	// ErrStateMachine: the state machine stopped (an entry it cannot
+	// decode; see the node's log).
+	ErrStateMachine = errors.New("state machine stopped")
+)

@@ -1,0 +1,42 @@
+package request
+
+import (
+	"errors"
+	"testing"
+)
+
+// TestTypeName: TYPE's answers for every key type, "none" for anything else.
+func TestTypeName(t *testing.T) {
+	for v, want := range map[int64]string{
+		KeyNone: "none", KeyGCRA: "string", KeyTokenGreedy: "tokenbucket",
+		KeyTokenInterval: "tokenbucket", KeySlidingLog: "slidinglog", 5: "none", -1: "none",
+	} {
+		if got := TypeName(v); got != want {
+			t.Errorf("TypeName(%d) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// TestBatchErrorsAreDistinct: the server tells the failures apart with
+// errors.Is, so none may match another.
+func TestBatchErrorsAreDistinct(t *testing.T) {
+	all := []error{ErrNoLeader, ErrNotReady, ErrOutcomeUnknown, ErrShutdown, ErrStateMachine}
+	for i, a := range all {
+		for j, b := range all {
+			if errors.Is(a, b) != (i == j) {
+				t.Errorf("errors.Is(%v, %v) = %v", a, b, i != j)
+			}
+		}
+	}
+}
+
+// TestSetArgsDoesNotAllocate: parsers and decoders call SetArgs per request.
+func TestSetArgsDoesNotAllocate(t *testing.T) {
+	var r Request
+	if n := testing.AllocsPerRun(100, func() { r.SetArgs(1, 2, 3) }); n != 0 {
+		t.Errorf("SetArgs allocates %v times", n)
+	}
+	if r.NArgs != 3 || r.Args != [MaxArgs]int64{1, 2, 3} {
+		t.Errorf("SetArgs(1, 2, 3) left %d %v", r.NArgs, r.Args)
+	}
+}
