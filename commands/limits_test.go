@@ -4,25 +4,28 @@ import (
 	"bytes"
 	"testing"
 
-	"github.com/redcell/redcell/fsm"
+	"github.com/redcell/redcell/request"
 )
 
-// The sizes below are worked out by hand from the log format (fsm/entry.go)
-// rather than with fsm.EncodedOpLen, so these tests also check that function
-// against the format; fsm's own tests check it against the encoder.
+// The sizes below are worked out by hand from the request encoding
+// (request/codec.go) rather than with request.EncodedLen, so these tests also
+// check that function against the format; request's own tests check it
+// against the encoder.
 
 // throttleArgs is CL.THROTTLE with a key of keyLen bytes and "1 1 1": T = 1e9
 // (zig-zag 2e9, 5 varint bytes), limit 2 and quantity 1 (one byte each). The
-// op takes 1 (code) + 4 (uvarint of a length in [2^21, 2^28)) + keyLen + 7.
+// request takes 1 (code) + 1 (key count) + 4 (uvarint of a length in
+// [2^21, 2^28)) + keyLen + 1 (argument count) + 7.
 func throttleArgs(keyLen int) [][]byte {
 	return [][]byte{[]byte("CL.THROTTLE"), bytes.Repeat([]byte{'k'}, keyLen), []byte("1"), []byte("1"), []byte("1")}
 }
 
-const throttleOverhead = 1 + 4 + 5 + 1 + 1
+const throttleOverhead = 1 + 1 + 4 + 1 + 5 + 1 + 1
 
-// delArgs is name with 131072 keys whose op takes exactly size bytes:
+// delArgs is name with 131072 keys whose request takes exactly size bytes:
 // 1 (code) + 3 (uvarint 131072) + 131071 keys of 127 bytes (128 each with
-// their length byte) + one last key that makes up the rest.
+// their length byte) + one last key that makes up the rest + 1 (argument
+// count, 0).
 func delArgs(name string, size int) [][]byte {
 	const n, keyLen = 131072, 127
 	args := make([][]byte, 0, n+1)
@@ -31,7 +34,7 @@ func delArgs(name string, size int) [][]byte {
 	for i := 0; i < n-1; i++ {
 		args = append(args, key)
 	}
-	last := size - (1 + 3 + (n-1)*(1+keyLen)) - 1
+	last := size - (1 + 3 + (n-1)*(1+keyLen)) - 1 - 1
 	return append(args, bytes.Repeat([]byte{'e'}, last))
 }
 
@@ -51,18 +54,21 @@ func TestWriteRequestSizeLimit(t *testing.T) {
 		{"UNLINK of many keys", "unlink", delArgs("UNLINK", MaxRequestLogBytes), delArgs("UNLINK", MaxRequestLogBytes+1)},
 	}
 	for _, tt := range tests {
-		var op fsm.Op
+		var op request.Request
 		if e := ParseWrite(byName[tt.spec], tt.atLimit, &op); e != "" {
 			t.Errorf("%s at the limit: %q", tt.name, e)
 		}
-		if n := fsm.EncodedOpLen(&op); n != MaxRequestLogBytes {
-			t.Errorf("%s at the limit: the op takes %d bytes, the test meant %d", tt.name, n, MaxRequestLogBytes)
+		if n := request.EncodedLen(&op); n != MaxRequestLogBytes {
+			t.Errorf("%s at the limit: the request takes %d bytes, the test meant %d", tt.name, n, MaxRequestLogBytes)
+		}
+		if n := len(request.Append(nil, &op)); n != MaxRequestLogBytes {
+			t.Errorf("%s at the limit: encoded in %d bytes, the test meant %d", tt.name, n, MaxRequestLogBytes)
 		}
 		if e := ParseWrite(byName[tt.spec], tt.overLimit, &op); e != over {
 			t.Errorf("%s one byte over: %q, want %q", tt.name, e, over)
 		}
-		if op.Code != 0 || op.Key != nil || op.Keys != nil {
-			t.Errorf("%s one byte over: the refused request left op %v %d keys", tt.name, op.Code, len(op.Keys))
+		if op.Code != 0 || op.Key != nil || op.Keys != nil || op.NArgs != 0 {
+			t.Errorf("%s one byte over: the refused request left code %v, %d keys, %d arguments", tt.name, op.Code, len(op.Keys), op.NArgs)
 		}
 	}
 }
@@ -76,12 +82,12 @@ func TestDelOfAMillionKeysIsAccepted(t *testing.T) {
 	for i := 1; i < len(args); i++ {
 		args[i] = []byte{byte(i)}
 	}
-	var op fsm.Op
+	var op request.Request
 	if e := ParseWrite(byName["del"], args, &op); e != "" || len(op.Keys) != 1<<20+1 {
 		t.Fatalf("DEL of 1,048,577 keys: %q, %d keys", e, len(op.Keys))
 	}
-	if n, want := fsm.EncodedOpLen(&op), 1+3+2*(1<<20+1); n != want {
-		t.Errorf("EncodedOpLen = %d, want %d", n, want)
+	if n, want := request.EncodedLen(&op), 1+3+2*(1<<20+1)+1; n != want {
+		t.Errorf("EncodedLen = %d, want %d", n, want)
 	}
 }
 

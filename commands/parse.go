@@ -3,8 +3,8 @@ package commands
 import (
 	"math"
 
-	"github.com/redcell/redcell/fsm"
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/request"
 )
 
 // ParseInt parses b exactly as strconv.ParseInt(string(b), 10, 64) would —
@@ -71,23 +71,24 @@ func ParseGCRA(name string, args [][]byte) (key []byte, p gcra.Params, errText s
 	return args[1], p, ""
 }
 
-// ParseThrottle builds the replicated op for CL.THROTTLE.
-func ParseThrottle(args [][]byte, op *fsm.Op) string {
-	key, p, e := ParseGCRA("cl.throttle", args)
-	if e != "" {
-		return e
-	}
-	*op = fsm.Op{Code: fsm.OpThrottle, Key: key, GCRA: p}
-	return ""
+// ParseThrottle builds the request for CL.THROTTLE: the key and the GCRA
+// parameters as Args (Interval, Limit, Quantity).
+func ParseThrottle(args [][]byte, r *request.Request) string {
+	return parseGCRARequest(request.Throttle, "cl.throttle", args, r)
 }
 
-// ParsePeek builds the read for CL.PEEK.
-func ParsePeek(args [][]byte, r *fsm.Read) string {
-	key, p, e := ParseGCRA("cl.peek", args)
+// ParsePeek builds the request for CL.PEEK, with CL.THROTTLE's Args.
+func ParsePeek(args [][]byte, r *request.Request) string {
+	return parseGCRARequest(request.Peek, "cl.peek", args, r)
+}
+
+func parseGCRARequest(code request.Code, name string, args [][]byte, r *request.Request) string {
+	key, p, e := ParseGCRA(name, args)
 	if e != "" {
 		return e
 	}
-	*r = fsm.Read{Code: fsm.ReadPeek, Key: key, GCRA: p}
+	*r = request.Request{Code: code, Key: key}
+	r.SetArgs(p.Interval, p.Limit, p.Quantity)
 	return ""
 }
 

@@ -5,8 +5,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/redcell/redcell/fsm"
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/request"
 )
 
 // The spec fixes the integer syntax as Go's strconv.ParseInt(s, 10, 64).
@@ -133,30 +133,42 @@ func TestParseGCRAValues(t *testing.T) {
 }
 
 func TestParseWriteAndRead(t *testing.T) {
-	var op fsm.Op
+	var op request.Request
+	// The GCRA parameters travel as Args: Interval, Limit, Quantity.
 	if e := ParseWrite(byName["cl.throttle"], argv("CL.THROTTLE", "k", "1", "1", "1", "2"), &op); e != "" ||
-		op.Code != fsm.OpThrottle || string(op.Key) != "k" || op.GCRA.Quantity != 2 {
+		op.Code != request.Throttle || string(op.Key) != "k" || op.NArgs != 3 || op.Args != [request.MaxArgs]int64{1e9, 2, 2} {
 		t.Errorf("CL.THROTTLE: %q %+v", e, op)
 	}
-	if e := ParseWrite(byName["del"], argv("DEL", "a", "b"), &op); e != "" || op.Code != fsm.OpDel || len(op.Keys) != 2 {
+	if e := ParseWrite(byName["del"], argv("DEL", "a", "b"), &op); e != "" || op.Code != request.Del || len(op.Keys) != 2 || op.NArgs != 0 {
 		t.Errorf("DEL: %q %+v", e, op)
 	}
 	for _, args := range [][]string{{"FLUSHALL"}, {"flushall", "ASYNC"}, {"FLUSHDB", "sync"}} {
-		if e := ParseWrite(byName[string(Lower(nil, []byte(args[0])))], argv(args...), &op); e != "" || op.Code != fsm.OpFlushAll {
+		if e := ParseWrite(byName[string(Lower(nil, []byte(args[0])))], argv(args...), &op); e != "" || op.Code != request.FlushAll {
 			t.Errorf("%q: %q %+v", args, e, op)
 		}
 	}
 	for _, args := range [][]string{{"FLUSHALL", "now"}, {"FLUSHALL", "async", "sync"}} {
-		if e := ParseWrite(byName["flushall"], argv(args...), &op); e != ErrSyntax {
-			t.Errorf("%q: %q, want %q", args, e, ErrSyntax)
+		if e := ParseWrite(byName["flushall"], argv(args...), &op); e != ErrSyntax || op.Code != 0 {
+			t.Errorf("%q: %q %+v, want %q and no request", args, e, op, ErrSyntax)
 		}
 	}
-	var r fsm.Read
-	if e := ParseRead(byName["cl.peek"], argv("CL.PEEK", "k", "1", "1", "1"), &r); e != "" || r.Code != fsm.ReadPeek || string(r.Key) != "k" {
+	var r request.Request
+	if e := ParseRead(byName["cl.peek"], argv("CL.PEEK", "k", "15", "30", "60"), &r); e != "" || r.Code != request.Peek || string(r.Key) != "k" ||
+		r.NArgs != 3 || r.Args != [request.MaxArgs]int64{2e9, 16, 1} {
 		t.Errorf("CL.PEEK: %q %+v", e, r)
 	}
 	if e := ParseRead(byName["cl.peek"], argv("CL.PEEK", "k", "1", "1"), &r); e != CellUsage("cl.peek") {
 		t.Errorf("CL.PEEK usage: %q", e)
+	}
+	for name, code := range map[string]request.Code{"exists": request.Exists, "pttl": request.PTTL, "ttl": request.TTL, "type": request.Type, "dbsize": request.DBSize} {
+		n := byName[name].Arity
+		if n < 0 {
+			n = -n // at least that many
+		}
+		args := argv(name, "k", "j")[:n]
+		if e := ParseRead(byName[name], args, &r); e != "" || r.Code != code || r.Code.IsWrite() || r.NArgs != 0 {
+			t.Errorf("%s: %q %+v", name, e, r)
+		}
 	}
 }
 
@@ -171,9 +183,15 @@ func TestEveryKeyspaceCommandParses(t *testing.T) {
 		var e string
 		switch s.Class {
 		case Write:
-			e = ParseWrite(s, args, &fsm.Op{})
+			var r request.Request
+			if e = ParseWrite(s, args, &r); e == "" && !r.Code.IsWrite() {
+				t.Errorf("%s (a write) parses to read code %d", s.Name, r.Code)
+			}
 		case Read:
-			e = ParseRead(s, args, &fsm.Read{})
+			var r request.Request
+			if e = ParseRead(s, args, &r); e == "" && r.Code.IsWrite() {
+				t.Errorf("%s (a read) parses to write code %d", s.Name, r.Code)
+			}
 		default:
 			continue
 		}
@@ -185,7 +203,7 @@ func TestEveryKeyspaceCommandParses(t *testing.T) {
 
 func TestParseDoesNotAllocate(t *testing.T) {
 	args := argv("CL.THROTTLE", "some:key", "15", "30", "60", "1")
-	var op fsm.Op
+	var op request.Request
 	if n := testing.AllocsPerRun(100, func() { ParseThrottle(args, &op) }); n != 0 {
 		t.Errorf("ParseThrottle allocates %v times", n)
 	}

@@ -1,11 +1,11 @@
 package commands
 
 import (
-	"github.com/redcell/redcell/fsm"
+	"github.com/redcell/redcell/request"
 )
 
 // MaxRequestLogBytes bounds what one write request takes in the replicated
-// log (fsm.EncodedOpLen: its op code, keys and integers). A request is one op
+// log (request.EncodedLen: its code, keys and integers). A request is one op
 // of one log entry, and an entry is one fsync on every node and one
 // replication message to each follower: a single huge request would stall
 // every other client's writes behind it and could outgrow what a follower
@@ -15,26 +15,27 @@ import (
 // RequestTooLarge and never enters the log.
 const MaxRequestLogBytes = 16 << 20
 
-// ParseWrite turns a Write-class command into its replicated op. It returns
-// the error text to answer instead, or "". Arity has been checked against
-// the table unless the spec checks its own. op's keys alias args.
-func ParseWrite(s *Spec, args [][]byte, op *fsm.Op) string {
-	if e := parseWrite(s, args, op); e != "" {
+// ParseWrite turns a Write-class command into its request (a write code).
+// It returns the error text to answer instead, or "". Arity has been checked
+// against the table unless the spec checks its own. r's keys alias args.
+func ParseWrite(s *Spec, args [][]byte, r *request.Request) string {
+	if e := parseWrite(s, args, r); e != "" {
+		*r = request.Request{}
 		return e
 	}
-	if n := fsm.EncodedOpLen(op); n > MaxRequestLogBytes {
-		*op = fsm.Op{} // nothing of a refused request may be proposed
+	if n := request.EncodedLen(r); n > MaxRequestLogBytes {
+		*r = request.Request{} // nothing of a refused request may be proposed
 		return RequestTooLarge(n)
 	}
 	return ""
 }
 
-func parseWrite(s *Spec, args [][]byte, op *fsm.Op) string {
+func parseWrite(s *Spec, args [][]byte, r *request.Request) string {
 	switch s.Name {
 	case "cl.throttle":
-		return ParseThrottle(args, op)
+		return ParseThrottle(args, r)
 	case "del", "unlink":
-		*op = fsm.Op{Code: fsm.OpDel, Keys: args[1:]}
+		*r = request.Request{Code: request.Del, Keys: args[1:]}
 		return ""
 	case "flushall", "flushdb":
 		// FLUSHALL [ASYNC|SYNC]: both flush at once here (the keyspace is
@@ -42,28 +43,30 @@ func parseWrite(s *Spec, args [][]byte, op *fsm.Op) string {
 		if len(args) > 2 || (len(args) == 2 && !EqualFold(args[1], "async") && !EqualFold(args[1], "sync")) {
 			return ErrSyntax
 		}
-		*op = fsm.Op{Code: fsm.OpFlushAll}
+		*r = request.Request{Code: request.FlushAll}
 		return ""
 	}
 	return ErrInternal
 }
 
-// ParseRead turns a Read-class command into its read request.
-func ParseRead(s *Spec, args [][]byte, r *fsm.Read) string {
+// ParseRead turns a Read-class command into its request (a read code). r's
+// keys alias args.
+func ParseRead(s *Spec, args [][]byte, r *request.Request) string {
 	switch s.Name {
 	case "cl.peek":
 		return ParsePeek(args, r)
 	case "exists":
-		*r = fsm.Read{Code: fsm.ReadExists, Keys: args[1:]}
+		*r = request.Request{Code: request.Exists, Keys: args[1:]}
 	case "pttl":
-		*r = fsm.Read{Code: fsm.ReadPTTL, Key: args[1]}
+		*r = request.Request{Code: request.PTTL, Key: args[1]}
 	case "ttl":
-		*r = fsm.Read{Code: fsm.ReadTTL, Key: args[1]}
+		*r = request.Request{Code: request.TTL, Key: args[1]}
 	case "type":
-		*r = fsm.Read{Code: fsm.ReadType, Key: args[1]}
+		*r = request.Request{Code: request.Type, Key: args[1]}
 	case "dbsize":
-		*r = fsm.Read{Code: fsm.ReadDBSize}
+		*r = request.Request{Code: request.DBSize}
 	default:
+		*r = request.Request{}
 		return ErrInternal
 	}
 	return ""

@@ -9,15 +9,16 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/request"
 )
 
 // BenchmarkEncodeEntry encodes one entry of 128 CL.THROTTLE ops (a busy
 // proposer batch) into a reused Encoder.
 func BenchmarkEncodeEntry(b *testing.B) {
 	g := newOpGen(1, 100000)
-	ops := make([]Op, 128)
+	ops := make([]request.Request, 128)
 	for i := range ops {
-		ops[i] = Op{Code: OpThrottle, Key: g.key(), GCRA: g.params()}
+		ops[i] = throttleReq(g.key(), g.params())
 	}
 	var e Encoder
 	b.ReportAllocs()
@@ -58,17 +59,17 @@ func BenchmarkApplyEntry(b *testing.B) {
 	}
 	// Fill the table with every key.
 	for start := 0; start < keys; start += perEntry {
-		ops := make([]Op, perEntry)
+		ops := make([]request.Request, perEntry)
 		for i := range ops {
-			ops[i] = Op{Code: OpThrottle, Key: keyOf(start + i), GCRA: p}
+			ops[i] = throttleReq(keyOf(start+i), p)
 		}
 		apply(encodeEntry(0, ops))
 	}
 	data := make([][]byte, entries)
 	for j := range data {
-		ops := make([]Op, perEntry)
+		ops := make([]request.Request, perEntry)
 		for i := range ops {
-			ops[i] = Op{Code: OpThrottle, Key: keyOf(rng.IntN(keys)), GCRA: p}
+			ops[i] = throttleReq(keyOf(rng.IntN(keys)), p)
 		}
 		data[j] = encodeEntry(0, ops)
 	}

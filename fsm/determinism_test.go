@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/redcell/redcell/request"
 )
 
 // TestReplicasAreIdentical is the test design.md asks for: one random log
@@ -56,7 +58,7 @@ func randomLog(seed uint64, n int) []logEntry {
 		if g.rng.IntN(40) == 0 {
 			stamp += 1e6 - stamp%1e6 // exactly on a millisecond (key expiry boundaries)
 		}
-		ops := make([]Op, 1+g.rng.IntN(12))
+		ops := make([]request.Request, 1+g.rng.IntN(12))
 		for j := range ops {
 			ops[j] = g.op()
 		}
@@ -70,7 +72,7 @@ func checkReplicas(t *testing.T, seed uint64, n int) {
 	a, b, c := quietFSM(1), quietFSM(64), quietFSM(8)
 	rng := newOpGen(seed+1000, 1).rng
 	mid := n/4 + rng.IntN(n/2)
-	resultsA := make([][]Result, n)
+	resultsA := make([][]request.Result, n)
 
 	compare := func(upto int) {
 		t.Helper()
@@ -151,21 +153,21 @@ func checkReplicas(t *testing.T, seed uint64, n int) {
 	for _, rs := range resultsA {
 		for _, r := range rs {
 			kinds[r.Kind]++
-			if r.Kind == ResultThrottle && r.Ints[0] == 1 {
+			if r.Kind == request.KindThrottle && r.Ints[0] == 1 {
 				kinds[7]++ // limited
 			}
-			if r.Kind == ResultError {
+			if r.Kind == request.KindError {
 				errs++
 			}
 		}
 	}
-	if kinds[ResultThrottle] == 0 || kinds[7] == 0 || kinds[ResultInt] == 0 || kinds[ResultOK] == 0 || errs == 0 {
+	if kinds[request.KindThrottle] == 0 || kinds[7] == 0 || kinds[request.KindInt] == 0 || kinds[request.KindOK] == 0 || errs == 0 {
 		t.Errorf("seed %d: the log is too tame: throttle %d (limited %d), int %d, ok %d, errors %d",
-			seed, kinds[ResultThrottle], kinds[7], kinds[ResultInt], kinds[ResultOK], errs)
+			seed, kinds[request.KindThrottle], kinds[7], kinds[request.KindInt], kinds[request.KindOK], errs)
 	}
 }
 
-func equalResults(a, b []Result) bool {
+func equalResults(a, b []request.Result) bool {
 	if len(a) != len(b) {
 		return false
 	}

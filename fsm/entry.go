@@ -5,17 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/redcell/redcell/request"
 )
 
-// Log entry format, version 1. One entry carries a whole proposer batch:
+// Log entry format, version 2. One entry carries a whole proposer batch:
 //
-//	byte    version (1)
+//	byte    version (2)
 //	int64   stamp: the leader's clock when it built the entry, Unix ns, little endian
-//	uint32  number of ops, little endian (fixed width so the encoder patches it in place)
-//	ops, each: byte OpCode, then
-//	  OpThrottle: uvarint key length, key, varint Interval, varint Limit, varint Quantity
-//	  OpDel:      uvarint key count, then per key: uvarint length, key
-//	  OpFlushAll: nothing
+//	uint32  number of requests, little endian (fixed width so the encoder patches it in place)
+//	requests, each encoded by request.Append (code, keys, integer arguments)
 //
 // Integers that the state machine needs are carried already derived (the GCRA
 // emission interval is computed once, on the leader, at parse time), so apply
@@ -23,18 +22,33 @@ import (
 // layout gets a new version byte, and a node that meets a version it does not
 // know stops instead of guessing.
 //
+// Version 1 (written by Redcell before package request existed) is still
+// decoded, so a data dir written by an older node replays: the same header,
+// then ops, each a byte op code and then
+//
+//	1 CL.THROTTLE: uvarint key length, key, varint Interval, varint Limit, varint Quantity
+//	2 DEL:         uvarint key count, then per key: uvarint length, key
+//	3 FLUSHALL:    nothing
+//
+// which decode to the requests with the same codes (request.Throttle's three
+// arguments are Interval, Limit, Quantity in that order). Nothing writes
+// version 1 any more.
+//
 // The decoder accepts every entry the Encoder can produce: it has no caps of
 // its own (a cap the encoder does not share turns one accepted request into an
 // entry that no replica can apply, on every restart). Declared counts and
-// lengths are bounded only by the bytes that remain: every op and every key
-// takes at least one byte, so a corrupt count is detected without allocating
-// from it. How large a request may be is decided where it is parsed
-// (commands.MaxRequestLogBytes, with EncodedOpLen), never here.
-const EntryVersion = 1
+// lengths are bounded only by the bytes that remain: every request and every
+// key takes at least one byte, so a corrupt count is detected without
+// allocating from it. How large a request may be is decided where it is
+// parsed (commands.MaxRequestLogBytes, with request.EncodedLen), never here.
+const EntryVersion = 2
+
+// entryVersion1 is the format before package request; decoded, never written.
+const entryVersion1 = 1
 
 const entryHeaderLen = 1 + 8 + 4
 
-// maxEntryOps is what the header's op count can say.
+// maxEntryOps is what the header's request count can say.
 const maxEntryOps = math.MaxUint32
 
 // ErrUnknownVersion is returned for an entry written by a newer Redcell.
@@ -59,7 +73,7 @@ func (e *Encoder) Reset(stamp int64) {
 // Len is the number of bytes written so far.
 func (e *Encoder) Len() int { return len(e.buf) }
 
-// Count is the number of ops added since Reset.
+// Count is the number of requests added since Reset.
 func (e *Encoder) Count() int { return e.count }
 
 // Mark is a position in an entry being built.
@@ -68,101 +82,48 @@ type Mark struct{ len, count int }
 // Mark returns the current position, for Rewind.
 func (e *Encoder) Mark() Mark { return Mark{len(e.buf), e.count} }
 
-// Rewind drops every op added since m (the proposer uses it to keep a batch
-// that would overflow an entry for the next one).
+// Rewind drops every request added since m (the proposer uses it to keep a
+// batch that would overflow an entry for the next one).
 func (e *Encoder) Rewind(m Mark) { e.buf, e.count = e.buf[:m.len], m.count }
 
-// EncodedOpLen is the exact number of bytes Add appends for op: what one
-// request takes in the log. The parser uses it to refuse oversized requests
-// before they are proposed; it costs one pass over the keys and allocates
-// nothing. Keep it next to Add: the two must never disagree (the encoder's
-// tests check every op they encode).
-func EncodedOpLen(op *Op) int {
-	n := 1 // op code
-	switch op.Code {
-	case OpThrottle:
-		n += bytesLen(op.Key)
-		n += varintLen(op.GCRA.Interval) + varintLen(op.GCRA.Limit) + varintLen(op.GCRA.Quantity)
-	case OpDel:
-		n += uvarintLen(uint64(len(op.Keys)))
-		for _, k := range op.Keys {
-			n += bytesLen(k)
-		}
-	case OpFlushAll:
-	default:
-		panic(fmt.Sprintf("fsm: sizing unknown op code %d", op.Code)) // a programming error, never client input
+// Add appends one request: exactly request.EncodedLen(r) bytes. Keys are
+// copied into the entry. A read code is allowed (apply answers it as a read
+// at the entry's time); a code this build does not know is a programming
+// error.
+func (e *Encoder) Add(r *request.Request) {
+	if !r.Code.Known() {
+		panic(fmt.Sprintf("fsm: encoding unknown request code %d", r.Code)) // never client input
 	}
-	return n
-}
-
-func bytesLen(s []byte) int { return uvarintLen(uint64(len(s))) + len(s) }
-
-// uvarintLen is len(binary.AppendUvarint(nil, v)).
-func uvarintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
-}
-
-// varintLen is len(binary.AppendVarint(nil, v)): zig-zag, then uvarint.
-func varintLen(v int64) int {
-	u := uint64(v) << 1
-	if v < 0 {
-		u = ^u
-	}
-	return uvarintLen(u)
-}
-
-// Add appends one op. Keys are copied into the entry.
-func (e *Encoder) Add(op *Op) {
 	e.count++
-	e.buf = append(e.buf, byte(op.Code))
-	switch op.Code {
-	case OpThrottle:
-		e.buf = appendBytes(e.buf, op.Key)
-		e.buf = binary.AppendVarint(e.buf, op.GCRA.Interval)
-		e.buf = binary.AppendVarint(e.buf, op.GCRA.Limit)
-		e.buf = binary.AppendVarint(e.buf, op.GCRA.Quantity)
-	case OpDel:
-		e.buf = binary.AppendUvarint(e.buf, uint64(len(op.Keys)))
-		for _, k := range op.Keys {
-			e.buf = appendBytes(e.buf, k)
-		}
-	case OpFlushAll:
-	default:
-		panic(fmt.Sprintf("fsm: encoding unknown op code %d", op.Code)) // a programming error, never client input
-	}
+	e.buf = request.Append(e.buf, r)
 }
 
-// Finish patches the op count into the header and returns the entry. The
-// slice aliases the encoder's buffer: it stays valid until the next Reset.
+// Finish patches the request count into the header and returns the entry.
+// The slice aliases the encoder's buffer: it stays valid until the next Reset.
 func (e *Encoder) Finish() []byte {
 	if e.count > maxEntryOps {
 		// A truncated count would make an entry that every replica refuses
 		// on every restart; stopping the leader here keeps the log clean.
 		// Unreachable in practice: it takes a batch of 4 billion requests.
-		panic(fmt.Sprintf("fsm: %d ops do not fit one entry (at most %d)", e.count, maxEntryOps))
+		panic(fmt.Sprintf("fsm: %d requests do not fit one entry (at most %d)", e.count, maxEntryOps))
 	}
 	binary.LittleEndian.PutUint32(e.buf[9:13], uint32(e.count))
 	return e.buf
 }
 
-func appendBytes(b, s []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-// Decoder walks the ops of one entry without allocating per op. Keys alias
-// the entry's data and are valid until the entry has been applied.
+// Decoder walks the requests of one entry (version 2 or 1) without
+// allocating per request. Keys alias the entry's data and are valid until the
+// entry has been applied; a decoded request is valid until the next Next.
 type Decoder struct {
-	data  []byte
-	Stamp int64
-	Count int
-	left  int
-	keys  [][]byte
+	data    []byte
+	Version byte
+	Stamp   int64
+	Count   int
+	left    int
+
+	req     request.Decoder // version 2
+	keys    [][]byte        // version 1 DEL key lists
+	keysCap int             // largest key list handed out since Reset
 }
 
 // Reset parses the header of data.
@@ -170,60 +131,87 @@ func (d *Decoder) Reset(data []byte) error {
 	if len(data) < entryHeaderLen {
 		return fmt.Errorf("fsm: entry of %d bytes is shorter than its header", len(data))
 	}
-	if data[0] != EntryVersion {
-		return fmt.Errorf("%w %d (this node understands %d)", ErrUnknownVersion, data[0], EntryVersion)
+	if data[0] != EntryVersion && data[0] != entryVersion1 {
+		return fmt.Errorf("%w %d (this node understands %d and %d)", ErrUnknownVersion, data[0], entryVersion1, EntryVersion)
 	}
+	d.Version = data[0]
 	d.Stamp = int64(binary.LittleEndian.Uint64(data[1:9]))
 	n := binary.LittleEndian.Uint32(data[9:13])
-	if uint64(n) > uint64(len(data)-entryHeaderLen) { // every op takes at least one byte
-		return fmt.Errorf("fsm: corrupt op count %d: the entry has %d bytes of ops", n, len(data)-entryHeaderLen)
+	if uint64(n) > uint64(len(data)-entryHeaderLen) { // every request takes at least one byte
+		return fmt.Errorf("fsm: corrupt request count %d: the entry has %d bytes of requests", n, len(data)-entryHeaderLen)
 	}
 	d.Count, d.left = int(n), int(n)
 	d.data = data[entryHeaderLen:]
-	if cap(d.keys) > keepKeys {
+	if d.keysCap > keepKeys {
 		// The list of a huge DEL is not kept for the next entry: it would
 		// hold memory, and the old entry's bytes its keys alias.
-		d.keys = nil
+		d.req, d.keys = request.Decoder{}, nil
 	}
+	d.keysCap = 0
 	return nil
 }
 
 // keepKeys is the largest DEL key list the decoder keeps between entries.
 const keepKeys = 4096
 
-// Next decodes the next op into op; false when the entry is exhausted.
-func (d *Decoder) Next(op *Op) (bool, error) {
+// Next decodes the next request into r; false when the entry is exhausted.
+// An unknown code is an error: skipping a request that a newer leader wrote
+// would let replicas diverge.
+func (d *Decoder) Next(r *request.Request) (bool, error) {
 	if d.left == 0 {
 		if len(d.data) != 0 {
-			return false, fmt.Errorf("fsm: %d trailing bytes after the last op", len(d.data))
+			return false, fmt.Errorf("fsm: %d trailing bytes after the last request", len(d.data))
 		}
 		return false, nil
 	}
 	d.left--
 	if len(d.data) == 0 {
-		return false, errors.New("fsm: entry ends before its last op")
+		return false, errors.New("fsm: entry ends before its last request")
 	}
-	*op = Op{Code: OpCode(d.data[0])} // no field of the previous op survives
-	d.data = d.data[1:]
 	var err error
-	switch op.Code {
-	case OpThrottle:
-		if op.Key, err = d.bytes(); err != nil {
-			return false, err
+	if d.Version == entryVersion1 {
+		err = d.nextV1(r)
+	} else {
+		d.data, err = d.req.Decode(d.data, r)
+	}
+	if err != nil {
+		return false, err
+	}
+	d.keysCap = max(d.keysCap, cap(r.Keys))
+	return true, nil
+}
+
+// Version 1 op codes; the same numbers as the request codes they become.
+const (
+	v1Throttle = 1
+	v1Del      = 2
+	v1FlushAll = 3
+)
+
+// nextV1 decodes one version 1 op into r.
+func (d *Decoder) nextV1(r *request.Request) error {
+	code := d.data[0]
+	d.data = d.data[1:]
+	*r = request.Request{} // no field of the previous request survives
+	var err error
+	switch code {
+	case v1Throttle:
+		r.Code = request.Throttle
+		if r.Key, err = d.bytes(); err != nil {
+			return err
 		}
-		if op.GCRA.Interval, err = d.varint(); err != nil {
-			return false, err
+		var p [3]int64
+		for i := range p {
+			if p[i], err = d.varint(); err != nil {
+				return err
+			}
 		}
-		if op.GCRA.Limit, err = d.varint(); err != nil {
-			return false, err
-		}
-		if op.GCRA.Quantity, err = d.varint(); err != nil {
-			return false, err
-		}
-	case OpDel:
+		r.SetArgs(p[0], p[1], p[2])
+	case v1Del:
+		r.Code = request.Del
 		n, w := binary.Uvarint(d.data)
 		if w <= 0 || n > uint64(len(d.data)-w) { // every key takes at least one byte
-			return false, errors.New("fsm: corrupt key count")
+			return errors.New("fsm: corrupt key count")
 		}
 		d.data = d.data[w:]
 		if uint64(cap(d.keys)) < n {
@@ -235,16 +223,17 @@ func (d *Decoder) Next(op *Op) (bool, error) {
 		for i := uint64(0); i < n; i++ {
 			k, err := d.bytes()
 			if err != nil {
-				return false, err
+				return err
 			}
 			d.keys = append(d.keys, k)
 		}
-		op.Keys = d.keys
-	case OpFlushAll:
+		r.Keys = d.keys
+	case v1FlushAll:
+		r.Code = request.FlushAll
 	default:
-		return false, fmt.Errorf("fsm: unknown op code %d", op.Code)
+		return fmt.Errorf("fsm: unknown version 1 op code %d", code)
 	}
-	return true, nil
+	return nil
 }
 
 func (d *Decoder) bytes() ([]byte, error) {

@@ -14,14 +14,15 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/request"
 	"github.com/redcell/redcell/shard"
 )
 
-// Results is the response of one applied entry: one Result per op, in entry
-// order. On the leader it reaches the proposer through raft's ApplyFuture;
+// Results is the response of one applied entry: one Result per request, in
+// entry order. On the leader it reaches the proposer through raft's ApplyFuture;
 // the proposer hands it back with Release once it has copied the results out.
 type Results struct {
-	R []Result
+	R []request.Result
 }
 
 // Config configures an FSM.
@@ -32,8 +33,8 @@ type Config struct {
 	// OnFatal is called (once, from raft's FSM goroutine) when the log holds an
 	// entry this node cannot decode: a newer format or corruption. The node
 	// must stop; the FSM refuses every later entry so its state goes no
-	// further. An op that decodes but cannot be applied is not fatal: it
-	// answers ErrInvalidOp on every replica alike.
+	// further. A request that decodes but cannot be applied is not fatal:
+	// it answers request.ErrInvalidOp on every replica alike.
 	OnFatal func(error)
 	Logger  *slog.Logger
 }
@@ -60,7 +61,7 @@ type FSM struct {
 
 	// Owned by the FSM goroutine.
 	dec  Decoder
-	op   Op
+	req  request.Request
 	pool sync.Pool // *Results
 
 	entries atomic.Uint64
@@ -101,7 +102,7 @@ func (f *FSM) results(n int) *Results {
 		r = &Results{}
 	}
 	if cap(r.R) < n {
-		r.R = make([]Result, n)
+		r.R = make([]request.Result, n)
 	}
 	r.R = r.R[:n]
 	clear(r.R)
@@ -144,7 +145,7 @@ func (f *FSM) applyEntry(l *raft.Log) interface{} {
 	res := f.results(f.dec.Count)
 	invalid, firstWhy := 0, ""
 	for i := 0; ; i++ {
-		ok, err := f.dec.Next(&f.op)
+		ok, err := f.dec.Next(&f.req)
 		if err != nil {
 			f.Release(res)
 			return f.fatal(l, err)
@@ -152,21 +153,28 @@ func (f *FSM) applyEntry(l *raft.Log) interface{} {
 		if !ok {
 			break
 		}
-		if why := validOp(&f.op); why != "" {
-			// Every replica decodes the same op and refuses it the same
-			// way, so answering an error keeps them identical; stopping
-			// would leave the node unable to restart past this entry.
-			res.R[i].setErr(ErrInvalidOp)
+		if why := validRequest(&f.req); why != "" {
+			// Every replica decodes the same request and refuses it the
+			// same way, so answering an error keeps them identical;
+			// stopping would leave the node unable to restart past this
+			// entry.
+			res.R[i].SetErr(request.ErrInvalidOp)
 			if invalid++; invalid == 1 {
-				firstWhy = fmt.Sprintf("op %d (code %d): %s", i, f.op.Code, why)
+				firstWhy = fmt.Sprintf("request %d (code %d): %s", i, f.req.Code, why)
 			}
 			continue
 		}
-		f.applyOp(&f.op, now, &res.R[i])
+		if f.req.Code.IsWrite() {
+			f.apply(&f.req, now, &res.R[i])
+		} else {
+			// A read inside an entry (MULTI/EXEC) answers at the entry's
+			// now, which every replica shares: deterministic like a write.
+			f.read(&f.req, now, &res.R[i])
+		}
 	}
-	f.op = Op{} // hold no reference into the entry after apply
+	f.req = request.Request{} // hold no reference into the entry after apply
 	if invalid > 0 {
-		f.log.Warn("refused invalid ops of a log entry", "index", l.Index, "term", l.Term, "refused", invalid, "first", firstWhy)
+		f.log.Warn("refused invalid requests of a log entry", "index", l.Index, "term", l.Term, "refused", invalid, "first", firstWhy)
 	}
 	f.entries.Add(1)
 	f.ops.Add(uint64(f.dec.Count))
@@ -187,61 +195,88 @@ func (f *FSM) fatal(l *raft.Log, err error) interface{} {
 	return err
 }
 
-// validOp says why apply cannot honour op, or "" when it can. It refuses only
-// what the parser never produces, so a request accepted by commands is never
-// refused here; a refused op changes nothing and answers ErrInvalidOp. The
-// checks are part of the log's meaning: every replica must run the same ones,
-// so a change here needs the care of a format change (see DESIGN.md).
-func validOp(op *Op) string {
-	if op.Code == OpThrottle {
+// gcraArgs is how many arguments Throttle and Peek carry: the GCRA
+// parameters Interval, Limit, Quantity.
+const gcraArgs = 3
+
+// gcraParams rebuilds the parameters a Throttle or Peek request carries.
+func gcraParams(r *request.Request) gcra.Params {
+	return gcra.Params{Interval: r.Args[0], Limit: r.Args[1], Quantity: r.Args[2]}
+}
+
+// validRequest says why apply or Read cannot honour r, or "" when it can. It
+// refuses only what the parser never produces, so a request accepted by
+// commands is never refused here; a refused request changes nothing and
+// answers request.ErrInvalidOp. The checks are part of the log's meaning:
+// every replica must run the same ones, so a change here needs the care of a
+// format change (see DESIGN.md).
+func validRequest(r *request.Request) string {
+	switch r.Code {
+	case request.Throttle, request.Peek:
+		if r.NArgs != gcraArgs {
+			return fmt.Sprintf("%d arguments, not the %d GCRA parameters", r.NArgs, gcraArgs)
+		}
 		// gcra.NewParams never returns T = 0 (that is redis-cell's zero
 		// rate error, answered at parse time). Any other Interval, Limit
 		// and Quantity, negative ones included, is a valid request with
 		// the spec's wrapping arithmetic.
-		if op.GCRA.Interval == 0 {
+		if r.Args[0] == 0 {
 			return "GCRA emission interval 0"
 		}
-		// The key is stored, so it must fit a snapshot record, or the
-		// next snapshot could never be restored.
-		if len(op.Key) > maxSnapshotKey {
+		// A throttled key is stored, so it must fit a snapshot record, or
+		// the next snapshot could never be restored.
+		if r.Code == request.Throttle && len(r.Key) > maxSnapshotKey {
 			return "key longer than a snapshot can hold"
+		}
+	default:
+		// No other code takes arguments: a newer leader that gave one
+		// meaning would be misread if it were ignored.
+		if r.NArgs != 0 {
+			return fmt.Sprintf("%d arguments to a request that takes none", r.NArgs)
 		}
 	}
 	return ""
 }
 
-func (f *FSM) applyOp(op *Op, now int64, res *Result) {
-	switch op.Code {
-	case OpThrottle:
-		f.throttle(op, now, res)
-	case OpDel:
+// apply runs one valid write at now. Caller holds applyMu.
+func (f *FSM) apply(r *request.Request, now int64, res *request.Result) {
+	switch r.Code {
+	case request.Throttle:
+		f.throttle(r, now, res)
+	case request.Del:
 		var n int64
-		for _, k := range op.Keys {
+		for _, k := range r.Keys {
 			if f.store.Delete(k, now) {
 				n++
 			}
 		}
-		res.setInt(n)
-	case OpFlushAll:
+		res.SetInt(n)
+	case request.FlushAll:
 		f.store.Clear()
-		res.Kind = ResultOK
+		res.Kind = request.KindOK
 	}
 }
 
-func (f *FSM) throttle(op *Op, now int64, res *Result) {
-	f.store.Update(op.Key, now, func(cur shard.State, live bool) (shard.State, shard.Action) {
+func setThrottle(res *request.Result, rep gcra.Reply) {
+	res.Kind = request.KindThrottle
+	res.Ints = [5]int64{rep.Limited, rep.Limit, rep.Remaining, rep.RetryAfter, rep.ResetAfter}
+}
+
+func (f *FSM) throttle(r *request.Request, now int64, res *request.Result) {
+	p := gcraParams(r)
+	f.store.Update(r.Key, now, func(cur shard.State, live bool) (shard.State, shard.Action) {
 		if live && cur.Kind != shard.KindGCRA {
-			res.setErr(ErrWrongType)
+			res.SetErr(request.ErrWrongType)
 			return cur, shard.Keep
 		}
-		rep, tat, outcome := gcra.Throttle(cur.A, live, now, op.GCRA)
+		rep, tat, outcome := gcra.Throttle(cur.A, live, now, p)
 		switch outcome {
 		case gcra.Store:
-			res.setThrottle(rep)
+			setThrottle(res, rep)
 		case gcra.StoreExpireError:
-			res.setErr(ErrExpire)
+			res.SetErr(request.ErrExpire)
 		default:
-			res.setThrottle(rep)
+			setThrottle(res, rep)
 			return cur, shard.Keep
 		}
 		// A TAT at or before now is the same as no key (a refund into the
@@ -287,59 +322,84 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// Read answers a read-only request against the local state at
-// max(now, replicated clock). The caller has made the read linearizable
-// (leadership confirmed) before calling. Safe from any goroutine.
-func (f *FSM) Read(r *Read, now int64, res *Result) {
+// Read answers a read request (a code that is not a write) against the
+// local state at max(now, replicated clock), filling res. The caller has made
+// the read linearizable (leadership confirmed) before calling. A write code,
+// or arguments the parser never produces, answer request.ErrInvalidOp and
+// change nothing: writes go through the log. Safe from any goroutine.
+func (f *FSM) Read(r *request.Request, now int64, res *request.Result) {
+	*res = request.Result{}
+	if r.Code.IsWrite() || validRequest(r) != "" {
+		res.SetErr(request.ErrInvalidOp)
+		return
+	}
 	f.applyMu.RLock()
 	defer f.applyMu.RUnlock()
-	now = max(now, f.clock.Load())
+	f.read(r, max(now, f.clock.Load()), res)
+}
+
+// read answers a valid read request at now. Caller holds applyMu (either
+// way: Read for reading, apply for writing).
+func (f *FSM) read(r *request.Request, now int64, res *request.Result) {
 	switch r.Code {
-	case ReadPeek:
+	case request.Peek:
 		st, live := f.store.Get(r.Key, now)
 		if live && st.Kind != shard.KindGCRA {
-			res.setErr(ErrWrongType)
+			res.SetErr(request.ErrWrongType)
 			return
 		}
-		rep, err := gcra.Peek(st.A, live, now, r.GCRA)
+		rep, err := gcra.Peek(st.A, live, now, gcraParams(r))
 		if err != nil {
-			res.setErr(ErrExpire)
+			res.SetErr(request.ErrExpire)
 			return
 		}
-		res.setThrottle(rep)
-	case ReadExists:
+		setThrottle(res, rep)
+	case request.Exists:
 		var n int64
 		for _, k := range r.Keys {
 			if _, live := f.store.Get(k, now); live {
 				n++
 			}
 		}
-		res.setInt(n)
-	case ReadPTTL, ReadTTL:
+		res.SetInt(n)
+	case request.PTTL, request.TTL:
 		st, live := f.store.Get(r.Key, now)
 		if !live {
-			res.setInt(-2)
+			res.SetInt(-2)
 			return
 		}
 		ms := msUp(st.Expire - now)
 		if st.Kind == shard.KindGCRA {
 			ms = gcraPTTL(st.Expire, now)
 		}
-		if r.Code == ReadTTL {
+		if r.Code == request.TTL {
 			ms = (ms + 500) / 1000 // Redis rounds TTL to the nearest second
 		}
-		res.setInt(ms)
-	case ReadType:
-		st, live := f.store.Get(r.Key, now)
-		res.Kind = ResultType
-		if live {
-			res.Ints[0] = int64(st.Kind)
-		} else {
-			res.Ints[0] = int64(shard.KindNone)
+		res.SetInt(ms)
+	case request.Type:
+		res.Kind = request.KindType
+		res.Ints[0] = request.KeyNone
+		if st, live := f.store.Get(r.Key, now); live {
+			res.Ints[0] = keyType(st.Kind)
 		}
-	case ReadDBSize:
-		res.setInt(int64(f.store.Len(now)))
+	case request.DBSize:
+		res.SetInt(int64(f.store.Len(now)))
 	}
+}
+
+// keyType is what TYPE reports for a key of kind k.
+func keyType(k shard.Kind) int64 {
+	switch k {
+	case shard.KindGCRA:
+		return request.KeyGCRA
+	case shard.KindTokenGreedy:
+		return request.KeyTokenGreedy
+	case shard.KindTokenInterval:
+		return request.KeyTokenInterval
+	case shard.KindSlidingLog:
+		return request.KeySlidingLog
+	}
+	return request.KeyNone
 }
 
 // msUp is ⌈d / 1 ms⌉ for d > 0 and 0 otherwise.

@@ -8,6 +8,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/request"
 )
 
 func mustParams(t *testing.T, burst, count, period, q int64) gcra.Params {
@@ -28,21 +29,21 @@ const t0 = int64(1_700_000_000_000_000_000)
 func TestResultsAreNotShared(t *testing.T) {
 	f := quietFSM(2)
 	k := []byte("k")
-	e1 := encodeEntry(t0, []Op{
-		{Code: OpThrottle, Key: k, GCRA: mustParams(t, 15, 30, 60, 1)},          // [0 16 15 -1 2]
-		{Code: OpThrottle, Key: []byte("r"), GCRA: mustParams(t, 0, 1, 1, -10)}, // refund far into the past: expire error
-		{Code: OpDel, Keys: [][]byte{[]byte("none")}},                           // 0
+	e1 := encodeEntry(t0, []request.Request{
+		throttleReq(k, mustParams(t, 15, 30, 60, 1)),          // [0 16 15 -1 2]
+		throttleReq([]byte("r"), mustParams(t, 0, 1, 1, -10)), // refund far into the past: expire error
+		{Code: request.Del, Keys: [][]byte{[]byte("none")}},   // 0
 	})
-	e2 := encodeEntry(t0, []Op{
-		{Code: OpFlushAll},
-		{Code: OpDel, Keys: [][]byte{k}},
+	e2 := encodeEntry(t0, []request.Request{
+		{Code: request.FlushAll},
+		{Code: request.Del, Keys: [][]byte{k}},
 	})
-	want1 := []Result{
-		{Kind: ResultThrottle, Ints: [5]int64{0, 16, 15, -1, 2}},
-		{Kind: ResultError, Err: ErrExpire},
-		{Kind: ResultInt},
+	want1 := []request.Result{
+		{Kind: request.KindThrottle, Ints: [5]int64{0, 16, 15, -1, 2}},
+		{Kind: request.KindError, Err: request.ErrExpire},
+		{Kind: request.KindInt},
 	}
-	want2 := []Result{{Kind: ResultOK}, {Kind: ResultInt}}
+	want2 := []request.Result{{Kind: request.KindOK}, {Kind: request.KindInt}}
 
 	out1 := f.ApplyBatch([]*raft.Log{commandLog(1, e1)})
 	r1 := out1[0].(*Results)
@@ -85,7 +86,7 @@ func TestResultsAreNotShared(t *testing.T) {
 // TestApplyBatchResponses: one response per log, nil for non-command entries.
 func TestApplyBatchResponses(t *testing.T) {
 	f := quietFSM(1)
-	data := encodeEntry(t0, []Op{{Code: OpDel, Keys: [][]byte{[]byte("x")}}})
+	data := encodeEntry(t0, []request.Request{{Code: request.Del, Keys: [][]byte{[]byte("x")}}})
 	logs := []*raft.Log{
 		{Type: raft.LogNoop, Index: 1},
 		commandLog(2, data),
@@ -117,12 +118,12 @@ func TestApplyBatchResponses(t *testing.T) {
 func TestClockNeverGoesBack(t *testing.T) {
 	f := quietFSM(1)
 	p := mustParams(t, 0, 1, 10, 1)
-	applyOne(t, f, commandLog(1, encodeEntry(t0+5e9, []Op{{Code: OpThrottle, Key: []byte("a"), GCRA: p}})))
+	applyOne(t, f, commandLog(1, encodeEntry(t0+5e9, []request.Request{throttleReq([]byte("a"), p)})))
 	if f.Clock() != t0+5e9 {
 		t.Fatalf("Clock = %d", f.Clock())
 	}
 	// Stamped 5 s earlier: still decided at t0+5s, so "a" is limited with 10 s to wait.
-	r := applyOne(t, f, commandLog(2, encodeEntry(t0, []Op{{Code: OpThrottle, Key: []byte("a"), GCRA: p}})))
+	r := applyOne(t, f, commandLog(2, encodeEntry(t0, []request.Request{throttleReq([]byte("a"), p)})))
 	if f.Clock() != t0+5e9 || r[0].Ints != [5]int64{1, 1, 0, 10, 10} {
 		t.Fatalf("clock %d, reply %v; want clock %d and [1 1 0 10 10]", f.Clock(), r[0].Ints, t0+5e9)
 	}
@@ -140,10 +141,10 @@ func TestUnknownVersionStops(t *testing.T) {
 	var fatal []error
 	f := New(Config{Stripes: 1, Logger: discardLogger(), OnFatal: func(err error) { fatal = append(fatal, err) }})
 	p := mustParams(t, 5, 1, 1, 1)
-	good := encodeEntry(t0, []Op{{Code: OpThrottle, Key: []byte("a"), GCRA: p}})
+	good := encodeEntry(t0, []request.Request{throttleReq([]byte("a"), p)})
 	newer := bytes.Clone(good)
 	newer[0] = EntryVersion + 1
-	later := encodeEntry(t0+1e9, []Op{{Code: OpThrottle, Key: []byte("b"), GCRA: p}})
+	later := encodeEntry(t0+1e9, []request.Request{throttleReq([]byte("b"), p)})
 
 	applyOne(t, f, commandLog(1, good))
 	state := snapshotBytes(t, f)
@@ -172,39 +173,112 @@ func TestUnknownVersionStops(t *testing.T) {
 func TestReads(t *testing.T) {
 	f := quietFSM(1)
 	p := mustParams(t, 0, 1, 10, 1)
-	applyOne(t, f, commandLog(1, encodeEntry(t0, []Op{{Code: OpThrottle, Key: []byte("a"), GCRA: p}})))
-	read := func(r Read, now int64) Result {
-		var res Result
+	applyOne(t, f, commandLog(1, encodeEntry(t0, []request.Request{throttleReq([]byte("a"), p)})))
+	read := func(r request.Request, now int64) request.Result {
+		res := request.Result{Kind: request.KindError, Ints: [5]int64{7, 7, 7, 7, 7}} // Read overwrites all of it
 		f.Read(&r, now, &res)
 		return res
 	}
 	peek := mustParams(t, 0, 1, 10, 0)
 	tests := []struct {
 		name string
-		r    Read
+		r    request.Request
 		now  int64
-		want Result
+		want request.Result
 	}{
-		{"pttl", Read{Code: ReadPTTL, Key: []byte("a")}, t0, Result{Kind: ResultInt, Ints: [5]int64{10000}}},
-		{"pttl earlier than the clock reads at the clock", Read{Code: ReadPTTL, Key: []byte("a")}, t0 - 5e9, Result{Kind: ResultInt, Ints: [5]int64{10000}}},
-		{"ttl", Read{Code: ReadTTL, Key: []byte("a")}, t0 + 2.4e9, Result{Kind: ResultInt, Ints: [5]int64{8}}},
-		{"pttl missing", Read{Code: ReadPTTL, Key: []byte("b")}, t0, Result{Kind: ResultInt, Ints: [5]int64{-2}}},
-		{"exists", Read{Code: ReadExists, Keys: [][]byte{[]byte("a"), []byte("b"), []byte("a")}}, t0, Result{Kind: ResultInt, Ints: [5]int64{2}}},
-		{"exists after expiry", Read{Code: ReadExists, Keys: [][]byte{[]byte("a")}}, t0 + 11e9, Result{Kind: ResultInt}},
-		{"type", Read{Code: ReadType, Key: []byte("a")}, t0, Result{Kind: ResultType, Ints: [5]int64{1}}},
-		{"type missing", Read{Code: ReadType, Key: []byte("b")}, t0, Result{Kind: ResultType}},
-		{"dbsize", Read{Code: ReadDBSize}, t0, Result{Kind: ResultInt, Ints: [5]int64{1}}},
-		{"peek", Read{Code: ReadPeek, Key: []byte("a"), GCRA: peek}, t0, Result{Kind: ResultThrottle, Ints: [5]int64{0, 1, 0, -1, 10}}},
-		{"peek limited", Read{Code: ReadPeek, Key: []byte("a"), GCRA: p}, t0, Result{Kind: ResultThrottle, Ints: [5]int64{1, 1, 0, 10, 10}}},
-		{"peek missing", Read{Code: ReadPeek, Key: []byte("b"), GCRA: peek}, t0, Result{Kind: ResultThrottle, Ints: [5]int64{0, 1, 1, -1, 0}}},
+		{"pttl", request.Request{Code: request.PTTL, Key: []byte("a")}, t0, request.Result{Kind: request.KindInt, Ints: [5]int64{10000}}},
+		{"pttl earlier than the clock reads at the clock", request.Request{Code: request.PTTL, Key: []byte("a")}, t0 - 5e9, request.Result{Kind: request.KindInt, Ints: [5]int64{10000}}},
+		{"ttl", request.Request{Code: request.TTL, Key: []byte("a")}, t0 + 2.4e9, request.Result{Kind: request.KindInt, Ints: [5]int64{8}}},
+		{"pttl missing", request.Request{Code: request.PTTL, Key: []byte("b")}, t0, request.Result{Kind: request.KindInt, Ints: [5]int64{-2}}},
+		{"exists", request.Request{Code: request.Exists, Keys: [][]byte{[]byte("a"), []byte("b"), []byte("a")}}, t0, request.Result{Kind: request.KindInt, Ints: [5]int64{2}}},
+		{"exists after expiry", request.Request{Code: request.Exists, Keys: [][]byte{[]byte("a")}}, t0 + 11e9, request.Result{Kind: request.KindInt}},
+		{"type", request.Request{Code: request.Type, Key: []byte("a")}, t0, request.Result{Kind: request.KindType, Ints: [5]int64{request.KeyGCRA}}},
+		{"type missing", request.Request{Code: request.Type, Key: []byte("b")}, t0, request.Result{Kind: request.KindType}},
+		{"dbsize", request.Request{Code: request.DBSize}, t0, request.Result{Kind: request.KindInt, Ints: [5]int64{1}}},
+		{"peek", peekReq([]byte("a"), peek), t0, request.Result{Kind: request.KindThrottle, Ints: [5]int64{0, 1, 0, -1, 10}}},
+		{"peek limited", peekReq([]byte("a"), p), t0, request.Result{Kind: request.KindThrottle, Ints: [5]int64{1, 1, 0, 10, 10}}},
+		{"peek missing", peekReq([]byte("b"), peek), t0, request.Result{Kind: request.KindThrottle, Ints: [5]int64{0, 1, 1, -1, 0}}},
 	}
 	for _, tt := range tests {
 		if got := read(tt.r, tt.now); got != tt.want {
 			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
 		}
+		// The same read inside a log entry stamped at now answers the same:
+		// apply reads at max(stamp, clock), as Read does.
+		g := quietFSM(2)
+		applyOne(t, g, commandLog(1, encodeEntry(t0, []request.Request{throttleReq([]byte("a"), p)})))
+		if got := applyOne(t, g, commandLog(2, encodeEntry(tt.now, []request.Request{tt.r}))); got[0] != tt.want {
+			t.Errorf("%s inside an entry: %+v, want %+v", tt.name, got[0], tt.want)
+		}
 	}
 	// Reads change nothing.
-	if got := read(Read{Code: ReadDBSize}, t0); got.Ints[0] != 1 {
+	state := snapshotBytes(t, f)
+	if got := read(request.Request{Code: request.DBSize}, t0); got.Ints[0] != 1 {
 		t.Errorf("dbsize after the reads: %d", got.Ints[0])
+	}
+	// Writes, and reads with arguments the parser never produces, are
+	// refused by Read and change nothing: writes go through the log.
+	invalid := request.Result{Kind: request.KindError, Err: request.ErrInvalidOp}
+	badPeek := peekReq([]byte("a"), p)
+	badPeek.NArgs = 2
+	for _, r := range []request.Request{
+		throttleReq([]byte("a"), p),
+		{Code: request.Del, Keys: [][]byte{[]byte("a")}},
+		{Code: request.FlushAll},
+		peekReq([]byte("a"), gcra.Params{Interval: 0, Limit: 1, Quantity: 1}),
+		badPeek,
+	} {
+		if got := read(r, t0); got != invalid {
+			t.Errorf("Read of %s: %+v, want %+v", opString(&r), got, invalid)
+		}
+	}
+	if !bytes.Equal(snapshotBytes(t, f), state) {
+		t.Errorf("the reads changed the state")
+	}
+}
+
+// TestReadsInsideAnEntry: an entry may carry reads among its writes (MULTI
+// next); each answers at the entry's now and sees exactly the writes before
+// it in the entry, on every replica alike.
+func TestReadsInsideAnEntry(t *testing.T) {
+	p := mustParams(t, 1, 1, 10, 1) // limit 2, T = 10 s
+	a, b := []byte("a"), []byte("b")
+	entry := encodeEntry(t0, []request.Request{
+		{Code: request.Exists, Keys: [][]byte{a, b}},
+		throttleReq(a, p),
+		{Code: request.PTTL, Key: a},
+		peekReq(a, p),
+		{Code: request.Exists, Keys: [][]byte{a, b}},
+		{Code: request.Type, Key: a},
+		{Code: request.Del, Keys: [][]byte{a}},
+		{Code: request.Type, Key: a},
+		{Code: request.DBSize},
+	})
+	want := []request.Result{
+		{Kind: request.KindInt},
+		{Kind: request.KindThrottle, Ints: [5]int64{0, 2, 1, -1, 10}},
+		{Kind: request.KindInt, Ints: [5]int64{10000}},
+		{Kind: request.KindThrottle, Ints: [5]int64{0, 2, 0, -1, 20}}, // what a second THROTTLE would answer
+		{Kind: request.KindInt, Ints: [5]int64{1}},
+		{Kind: request.KindType, Ints: [5]int64{request.KeyGCRA}},
+		{Kind: request.KindInt, Ints: [5]int64{1}},
+		{Kind: request.KindType, Ints: [5]int64{request.KeyNone}},
+		{Kind: request.KindInt},
+	}
+	for _, stripes := range []int{1, 16} {
+		f := quietFSM(stripes)
+		if got := applyOne(t, f, commandLog(1, entry)); !equalResults(got, want) {
+			t.Fatalf("%d stripes: %+v, want %+v", stripes, got, want)
+		}
+		if f.Clock() != t0 {
+			t.Fatalf("clock %d after an entry stamped %d", f.Clock(), t0)
+		}
+	}
+	// Stamped before the replicated clock: the reads answer at the clock.
+	f := quietFSM(1)
+	applyOne(t, f, commandLog(1, encodeEntry(t0, []request.Request{throttleReq(a, p)})))
+	got := applyOne(t, f, commandLog(2, encodeEntry(t0-5e9, []request.Request{{Code: request.PTTL, Key: a}})))
+	if got[0] != (request.Result{Kind: request.KindInt, Ints: [5]int64{10000}}) {
+		t.Fatalf("PTTL in an entry stamped before the clock: %+v, want 10000 at the clock", got[0])
 	}
 }

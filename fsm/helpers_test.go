@@ -10,10 +10,11 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/request"
 )
 
-// opGen makes random but valid ops over a small key pool, so keys collide,
-// limits are reached, refunds happen and DEL/FLUSHALL hit live keys.
+// opGen makes random but valid requests over a small key pool, so keys
+// collide, limits are reached, refunds happen and DEL/FLUSHALL hit live keys.
 type opGen struct {
 	rng  *rand.Rand
 	keys [][]byte
@@ -57,23 +58,53 @@ func (g *opGen) params() gcra.Params {
 	}
 }
 
-func (g *opGen) op() Op {
+// op makes a random request: mostly writes, and now and then a read, which
+// an entry may carry too (MULTI/EXEC) and apply answers at the entry's now.
+func (g *opGen) op() request.Request {
 	switch r := g.rng.IntN(100); {
-	case r < 82:
-		return Op{Code: OpThrottle, Key: g.key(), GCRA: g.params()}
-	case r < 99:
+	case r < 78:
+		return throttleReq(g.key(), g.params())
+	case r < 94:
 		keys := make([][]byte, 1+g.rng.IntN(3))
 		for i := range keys {
 			keys[i] = g.key()
 		}
-		return Op{Code: OpDel, Keys: keys}
+		return request.Request{Code: request.Del, Keys: keys}
+	case r < 95:
+		return request.Request{Code: request.FlushAll}
+	case r < 97:
+		return peekReq(g.key(), g.params())
 	default:
-		return Op{Code: OpFlushAll}
+		switch g.rng.IntN(5) {
+		case 0:
+			return request.Request{Code: request.Exists, Keys: [][]byte{g.key(), g.key()}}
+		case 1:
+			return request.Request{Code: request.PTTL, Key: g.key()}
+		case 2:
+			return request.Request{Code: request.TTL, Key: g.key()}
+		case 3:
+			return request.Request{Code: request.Type, Key: g.key()}
+		}
+		return request.Request{Code: request.DBSize}
 	}
 }
 
-// encodeEntry encodes ops into a fresh entry (a copy, safe to keep).
-func encodeEntry(stamp int64, ops []Op) []byte {
+// throttleReq is CL.THROTTLE on key with p, as commands builds it.
+func throttleReq(key []byte, p gcra.Params) request.Request {
+	r := request.Request{Code: request.Throttle, Key: key}
+	r.SetArgs(p.Interval, p.Limit, p.Quantity)
+	return r
+}
+
+// peekReq is CL.PEEK on key with p.
+func peekReq(key []byte, p gcra.Params) request.Request {
+	r := throttleReq(key, p)
+	r.Code = request.Peek
+	return r
+}
+
+// encodeEntry encodes requests into a fresh entry (a copy, safe to keep).
+func encodeEntry(stamp int64, ops []request.Request) []byte {
 	var e Encoder
 	e.Reset(stamp)
 	for i := range ops {
@@ -88,19 +119,19 @@ func commandLog(index uint64, data []byte) *raft.Log {
 
 // applyOne applies one command entry and returns a copy of its results,
 // releasing the pooled buffer as the proposer does.
-func applyOne(t testing.TB, f *FSM, l *raft.Log) []Result {
+func applyOne(t testing.TB, f *FSM, l *raft.Log) []request.Result {
 	t.Helper()
 	out := f.ApplyBatch([]*raft.Log{l})
 	return takeResults(t, f, out[0])
 }
 
-func takeResults(t testing.TB, f *FSM, v interface{}) []Result {
+func takeResults(t testing.TB, f *FSM, v interface{}) []request.Result {
 	t.Helper()
 	res, ok := v.(*Results)
 	if !ok {
 		t.Fatalf("apply returned %T (%v), want *Results", v, v)
 	}
-	cp := append([]Result(nil), res.R...)
+	cp := append([]request.Result(nil), res.R...)
 	f.Release(res)
 	return cp
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/request"
 )
 
 // These tests pin the contract between the encoder, the decoder and apply:
@@ -80,65 +81,70 @@ func (g *limitGen) int64() int64 {
 	return int64(g.rng.Uint64())
 }
 
-func (g *limitGen) op() Op {
-	switch g.rng.IntN(3) {
+func (g *limitGen) op() request.Request {
+	switch g.rng.IntN(4) {
 	case 0:
-		return Op{Code: OpThrottle, Key: g.key(), GCRA: gcra.Params{Interval: g.int64(), Limit: g.int64(), Quantity: g.int64()}}
+		return throttleReq(g.key(), gcra.Params{Interval: g.int64(), Limit: g.int64(), Quantity: g.int64()})
 	case 1:
 		keys := make([][]byte, g.rng.IntN(20))
 		for i := range keys {
 			keys[i] = g.key()
 		}
-		return Op{Code: OpDel, Keys: keys}
+		code := request.Del
+		if g.rng.IntN(2) == 0 {
+			code = request.Exists
+		}
+		return request.Request{Code: code, Keys: keys}
+	case 2:
+		// Reads travel in entries too (MULTI): every single-key code, with
+		// the arguments a future parser might give them.
+		r := request.Request{Code: []request.Code{request.Peek, request.PTTL, request.TTL, request.Type}[g.rng.IntN(4)], Key: g.key()}
+		r.NArgs = uint8(g.rng.IntN(request.MaxArgs + 1))
+		for i := range r.Args[:r.NArgs] {
+			r.Args[i] = g.int64()
+		}
+		return r
 	}
-	return Op{Code: OpFlushAll}
+	return request.Request{Code: []request.Code{request.FlushAll, request.DBSize}[g.rng.IntN(2)]}
 }
 
 // hugeDel is a DEL of n single-byte keys.
-func (g *limitGen) hugeDel(n int) Op { return Op{Code: OpDel, Keys: g.small[:n:n]} }
+func (g *limitGen) hugeDel(n int) request.Request {
+	return request.Request{Code: request.Del, Keys: g.small[:n:n]}
+}
 
-// sameOp compares the fields op's code uses (nil and empty keys are equal:
+// sameOp compares the fields a's code uses (nil and empty keys are equal:
 // both encode as length 0).
-func sameOp(a, b *Op) bool {
-	if a.Code != b.Code {
+func sameOp(a, b *request.Request) bool {
+	if a.Code != b.Code || a.NArgs != b.NArgs || a.Args != b.Args || !bytes.Equal(a.Key, b.Key) || len(a.Keys) != len(b.Keys) {
 		return false
 	}
-	switch a.Code {
-	case OpThrottle:
-		return bytes.Equal(a.Key, b.Key) && a.GCRA == b.GCRA
-	case OpDel:
-		if len(a.Keys) != len(b.Keys) {
+	for i := range a.Keys {
+		if !bytes.Equal(a.Keys[i], b.Keys[i]) {
 			return false
-		}
-		for i := range a.Keys {
-			if !bytes.Equal(a.Keys[i], b.Keys[i]) {
-				return false
-			}
 		}
 	}
 	return true
 }
 
-func describe(op *Op) string {
-	if op.Code == OpDel {
-		return fmt.Sprintf("{del, %d keys}", len(op.Keys))
+func describe(r *request.Request) string {
+	if r.Code.MultiKey() {
+		return fmt.Sprintf("{code %d, %d keys, args %v}", r.Code, len(r.Keys), r.Args[:r.NArgs])
 	}
-	if op.Code == OpThrottle {
-		return fmt.Sprintf("{throttle, key of %d bytes, %+v}", len(op.Key), op.GCRA)
-	}
-	return opString(op)
+	return fmt.Sprintf("{code %d, key of %d bytes, args %v}", r.Code, len(r.Key), r.Args[:r.NArgs])
 }
 
-// roundTrip encodes ops into enc (checking EncodedOpLen against what Add
-// wrote for every op), decodes the entry and requires the same ops back.
-func roundTrip(t *testing.T, enc *Encoder, dec *Decoder, stamp int64, ops []Op) {
+// roundTrip encodes ops into enc (checking request.EncodedLen, which the
+// parser limits requests by, against what Add wrote for every request),
+// decodes the entry and requires the same requests back.
+func roundTrip(t *testing.T, enc *Encoder, dec *Decoder, stamp int64, ops []request.Request) {
 	t.Helper()
 	enc.Reset(stamp)
 	for i := range ops {
 		before := enc.Len()
 		enc.Add(&ops[i])
-		if got, want := EncodedOpLen(&ops[i]), enc.Len()-before; got != want {
-			t.Fatalf("op %d %s: EncodedOpLen = %d, Add wrote %d bytes", i, describe(&ops[i]), got, want)
+		if got, want := request.EncodedLen(&ops[i]), enc.Len()-before; got != want {
+			t.Fatalf("request %d %s: EncodedLen = %d, Add wrote %d bytes", i, describe(&ops[i]), got, want)
 		}
 	}
 	data := enc.Finish()
@@ -148,7 +154,7 @@ func roundTrip(t *testing.T, enc *Encoder, dec *Decoder, stamp int64, ops []Op) 
 	if dec.Stamp != stamp || dec.Count != len(ops) {
 		t.Fatalf("header: stamp %d count %d, want %d %d", dec.Stamp, dec.Count, stamp, len(ops))
 	}
-	var op Op
+	var op request.Request
 	for i := 0; ; i++ {
 		ok, err := dec.Next(&op)
 		if err != nil {
@@ -176,14 +182,14 @@ func TestEncoderOutputAlwaysDecodes(t *testing.T) {
 	var dec Decoder
 	t.Run("huge DELs", func(t *testing.T) {
 		for _, n := range []int{1<<20 - 1, 1 << 20, hugeDelKeys, hugeDelKeys + 1} {
-			roundTrip(t, &enc, &dec, int64(n), []Op{g.hugeDel(n)})
+			roundTrip(t, &enc, &dec, int64(n), []request.Request{g.hugeDel(n)})
 		}
 		// Around other ops, and two in one entry.
-		roundTrip(t, &enc, &dec, math.MinInt64, []Op{g.op(), g.hugeDel(hugeDelKeys), {Code: OpFlushAll}, g.hugeDel(1 << 20), g.op()})
+		roundTrip(t, &enc, &dec, math.MinInt64, []request.Request{g.op(), g.hugeDel(hugeDelKeys), {Code: request.FlushAll}, g.hugeDel(1 << 20), g.op()})
 	})
 	t.Run("random ops", func(t *testing.T) {
 		for n := 0; n < 300; n++ {
-			ops := make([]Op, 1+g.rng.IntN(8))
+			ops := make([]request.Request, 1+g.rng.IntN(8))
 			for i := range ops {
 				ops[i] = g.op()
 			}
@@ -192,15 +198,15 @@ func TestEncoderOutputAlwaysDecodes(t *testing.T) {
 	})
 	t.Run("many ops", func(t *testing.T) {
 		for _, n := range []int{1 << 10, 1 << 16, 1<<20 + 3} {
-			ops := make([]Op, n)
+			ops := make([]request.Request, n)
 			for i := range ops {
 				switch i % 3 {
 				case 0:
-					ops[i] = Op{Code: OpFlushAll} // one byte each: as many ops as bytes
+					ops[i] = request.Request{Code: request.FlushAll} // the smallest request: 3 bytes
 				case 1:
-					ops[i] = Op{Code: OpDel}
+					ops[i] = request.Request{Code: request.Del}
 				default:
-					ops[i] = Op{Code: OpThrottle, Key: g.small[i%len(g.small)], GCRA: gcra.Params{Interval: g.int64(), Limit: 1, Quantity: -1}}
+					ops[i] = throttleReq(g.small[i%len(g.small)], gcra.Params{Interval: g.int64(), Limit: 1, Quantity: -1})
 				}
 			}
 			roundTrip(t, &enc, &dec, 1, ops)
@@ -208,33 +214,33 @@ func TestEncoderOutputAlwaysDecodes(t *testing.T) {
 	})
 }
 
-// TestVarintLens pins the size helpers to encoding/binary at every width.
-func TestVarintLens(t *testing.T) {
-	for _, v := range edgeInt64s() {
-		if got, want := varintLen(v), len(binary.AppendVarint(nil, v)); got != want {
-			t.Errorf("varintLen(%d) = %d, want %d", v, got, want)
-		}
-		if got, want := uvarintLen(uint64(v)), len(binary.AppendUvarint(nil, uint64(v))); got != want {
-			t.Errorf("uvarintLen(%d) = %d, want %d", uint64(v), got, want)
-		}
-	}
-}
-
-// TestDecodeBoundsCountsByTheBytesLeft: a count one more than the bytes that
-// remain is corruption; exactly as many (the smallest ops and keys) is not.
+// TestDecodeBoundsCountsByTheBytesLeft: a count larger than the bytes that
+// remain is refused before anything is allocated for it; exactly as many
+// (the smallest requests and keys, one byte each) passes that check.
 func TestDecodeBoundsCountsByTheBytesLeft(t *testing.T) {
-	flushes := encodeEntry(1, []Op{{Code: OpFlushAll}, {Code: OpFlushAll}, {Code: OpFlushAll}})
+	flushes := encodeEntry(1, []request.Request{{Code: request.FlushAll}, {Code: request.FlushAll}, {Code: request.FlushAll}})
 	var d Decoder
 	if err := decodeAll(&d, flushes, nil); err != nil {
-		t.Fatalf("3 one-byte ops: %v", err)
+		t.Fatalf("3 FLUSHALLs: %v", err)
+	}
+	left := uint32(len(flushes) - entryHeaderLen)
+	asMany := bytes.Clone(flushes)
+	binary.LittleEndian.PutUint32(asMany[9:13], left)
+	if err := d.Reset(asMany); err != nil {
+		t.Errorf("a request count of the bytes left was refused by the header check: %v", err)
 	}
 	tooMany := bytes.Clone(flushes)
-	binary.LittleEndian.PutUint32(tooMany[9:13], 4)
+	binary.LittleEndian.PutUint32(tooMany[9:13], left+1)
 	if err := d.Reset(tooMany); err == nil {
-		t.Errorf("an op count beyond the bytes left passed the header check")
+		t.Errorf("a request count beyond the bytes left passed the header check")
 	}
-	empties := encodeEntry(1, []Op{{Code: OpDel, Keys: make([][]byte, 5)}})
-	if err := decodeAll(&d, empties, func(op *Op) {
+	for _, data := range [][]byte{asMany, tooMany} {
+		if err := decodeAll(&d, data, nil); err == nil {
+			t.Errorf("an entry of 3 requests claiming %d decoded", binary.LittleEndian.Uint32(data[9:13]))
+		}
+	}
+	empties := encodeEntry(1, []request.Request{{Code: request.Del, Keys: make([][]byte, 5)}})
+	if err := decodeAll(&d, empties, func(op *request.Request) {
 		if len(op.Keys) != 5 {
 			t.Errorf("decoded %d empty keys, want 5", len(op.Keys))
 		}
@@ -242,7 +248,7 @@ func TestDecodeBoundsCountsByTheBytesLeft(t *testing.T) {
 		t.Fatalf("5 empty keys: %v", err)
 	}
 	oneMore := bytes.Clone(empties)
-	oneMore[entryHeaderLen+1] = 6 // the key count: one more than the 5 bytes left
+	oneMore[entryHeaderLen+1] = 7 // the key count: one more than the 6 bytes left (5 keys, the argument count)
 	if err := decodeAll(&d, oneMore, nil); err == nil {
 		t.Errorf("a key count beyond the bytes left decoded")
 	}
@@ -259,24 +265,24 @@ func TestApplyHugeDel(t *testing.T) {
 		keys[i] = []byte(fmt.Sprintf("k%d", i))
 	}
 	live := []int{0, 1 << 19, hugeDelKeys - 1} // the last one is beyond the old cap
-	var setup []Op
+	var setup []request.Request
 	for _, i := range live {
-		setup = append(setup, Op{Code: OpThrottle, Key: keys[i], GCRA: p})
+		setup = append(setup, throttleReq(keys[i], p))
 	}
-	setup = append(setup, Op{Code: OpThrottle, Key: []byte("other"), GCRA: p})
+	setup = append(setup, throttleReq([]byte("other"), p))
 	applyOne(t, f, commandLog(1, encodeEntry(t0, setup)))
 
-	res := applyOne(t, f, commandLog(2, encodeEntry(t0, []Op{{Code: OpDel, Keys: keys}})))
-	if want := (Result{Kind: ResultInt, Ints: [5]int64{int64(len(live))}}); len(res) != 1 || res[0] != want {
+	res := applyOne(t, f, commandLog(2, encodeEntry(t0, []request.Request{{Code: request.Del, Keys: keys}})))
+	if want := (request.Result{Kind: request.KindInt, Ints: [5]int64{int64(len(live))}}); len(res) != 1 || res[0] != want {
 		t.Fatalf("DEL of %d keys: %+v, want %+v", len(keys), res, want)
 	}
-	after := applyOne(t, f, commandLog(3, encodeEntry(t0, []Op{
-		{Code: OpThrottle, Key: keys[hugeDelKeys-1], GCRA: p}, // fresh again
-		{Code: OpThrottle, Key: []byte("other"), GCRA: p},     // untouched by the DEL
+	after := applyOne(t, f, commandLog(3, encodeEntry(t0, []request.Request{
+		throttleReq(keys[hugeDelKeys-1], p), // fresh again
+		throttleReq([]byte("other"), p),     // untouched by the DEL
 	})))
-	want := []Result{
-		{Kind: ResultThrottle, Ints: [5]int64{0, 6, 5, -1, 1}},
-		{Kind: ResultThrottle, Ints: [5]int64{0, 6, 4, -1, 2}},
+	want := []request.Result{
+		{Kind: request.KindThrottle, Ints: [5]int64{0, 6, 5, -1, 1}},
+		{Kind: request.KindThrottle, Ints: [5]int64{0, 6, 4, -1, 2}},
 	}
 	if !equalResults(after, want) {
 		t.Fatalf("after the DEL: %+v, want %+v", after, want)
@@ -287,7 +293,7 @@ func TestApplyHugeDel(t *testing.T) {
 }
 
 // TestInvalidOpIsRefusedNotFatal: an op that decodes but that apply cannot
-// honour answers ErrInvalidOp and changes nothing — the entry's other ops
+// honour answers request.ErrInvalidOp and changes nothing — the entry's other ops
 // apply, the state is exactly as if it had not been there, OnFatal is never
 // called, and later entries apply.
 func TestInvalidOpIsRefusedNotFatal(t *testing.T) {
@@ -298,25 +304,25 @@ func TestInvalidOpIsRefusedNotFatal(t *testing.T) {
 	zeroT := gcra.Params{Interval: 0, Limit: 6, Quantity: 1}
 	a, b := []byte("a"), []byte("b")
 
-	withInvalid := []Op{
-		{Code: OpThrottle, Key: a, GCRA: p},
-		{Code: OpThrottle, Key: a, GCRA: zeroT}, // on a live key
-		{Code: OpThrottle, Key: b, GCRA: zeroT}, // on a missing key
-		{Code: OpThrottle, Key: a, GCRA: p},
+	withInvalid := []request.Request{
+		throttleReq(a, p),
+		throttleReq(a, zeroT), // on a live key
+		throttleReq(b, zeroT), // on a missing key
+		throttleReq(a, p),
 	}
 	res := applyOne(t, f, commandLog(1, encodeEntry(t0, withInvalid)))
-	refRes := applyOne(t, ref, commandLog(1, encodeEntry(t0, []Op{withInvalid[0], withInvalid[3]})))
-	invalid := Result{Kind: ResultError, Err: ErrInvalidOp}
-	want := []Result{refRes[0], invalid, invalid, refRes[1]}
+	refRes := applyOne(t, ref, commandLog(1, encodeEntry(t0, []request.Request{withInvalid[0], withInvalid[3]})))
+	invalid := request.Result{Kind: request.KindError, Err: request.ErrInvalidOp}
+	want := []request.Result{refRes[0], invalid, invalid, refRes[1]}
 	if !equalResults(res, want) {
 		t.Fatalf("results %+v, want %+v", res, want)
 	}
 	if !bytes.Equal(snapshotBytes(t, f), snapshotBytes(t, ref)) {
 		t.Fatalf("the refused ops changed the state")
 	}
-	later := encodeEntry(t0+1e9, []Op{{Code: OpThrottle, Key: a, GCRA: p}, {Code: OpDel, Keys: [][]byte{a, b}}})
+	later := encodeEntry(t0+1e9, []request.Request{throttleReq(a, p), {Code: request.Del, Keys: [][]byte{a, b}}})
 	got, wantLater := applyOne(t, f, commandLog(2, later)), applyOne(t, ref, commandLog(2, later))
-	if !equalResults(got, wantLater) || got[1] != (Result{Kind: ResultInt, Ints: [5]int64{1}}) {
+	if !equalResults(got, wantLater) || got[1] != (request.Result{Kind: request.KindInt, Ints: [5]int64{1}}) {
 		t.Fatalf("the next entry: %+v, want %+v", got, wantLater)
 	}
 	if fatal != 0 {
@@ -327,30 +333,44 @@ func TestInvalidOpIsRefusedNotFatal(t *testing.T) {
 	}
 }
 
-// TestValidOp: only what the parser never produces is refused. Negative
+// TestValidRequest: only what the parser never produces is refused. Negative
 // intervals and limits, limit 0 and refunds are CL.THROTTLE requests the
-// spec answers; T = 0 is not, nor a key no snapshot can hold.
-func TestValidOp(t *testing.T) {
+// spec answers; T = 0 is not, nor a key no snapshot can hold, nor arguments
+// in a number the code does not take.
+func TestValidRequest(t *testing.T) {
 	for _, in := range [][4]int64{{-1, 1, 1, 1}, {-2, 1, 1, 1}, {5, -3, 1, 1}, {5, 1, -1, 1}, {5, 1, 1, -10}, {5, 1, 1, 0},
 		{math.MaxInt64, 1, 1, math.MinInt64}, {5, 1, math.MaxInt64, math.MaxInt64}} {
 		p, err := gcra.NewParams(in[0], in[1], in[2], in[3])
 		if err != nil {
 			t.Fatalf("NewParams%v: %v", in, err)
 		}
-		if why := validOp(&Op{Code: OpThrottle, Key: []byte("k"), GCRA: p}); why != "" {
-			t.Errorf("NewParams%v = %+v refused: %s", in, p, why)
+		for _, r := range []request.Request{throttleReq([]byte("k"), p), peekReq([]byte("k"), p)} {
+			if why := validRequest(&r); why != "" {
+				t.Errorf("code %d with NewParams%v = %+v refused: %s", r.Code, in, p, why)
+			}
 		}
 	}
-	for _, op := range []Op{{Code: OpDel}, {Code: OpFlushAll}, {Code: OpThrottle, Key: make([]byte, maxSnapshotKey), GCRA: gcra.Params{Interval: 1}}} {
-		if why := validOp(&op); why != "" {
+	for _, op := range []request.Request{
+		{Code: request.Del}, {Code: request.FlushAll}, {Code: request.Exists}, {Code: request.DBSize}, {Code: request.Type, Key: []byte("k")},
+		throttleReq(make([]byte, maxSnapshotKey), gcra.Params{Interval: 1}),
+		peekReq(make([]byte, maxSnapshotKey+1), gcra.Params{Interval: 1}), // a peek stores nothing
+	} {
+		if why := validRequest(&op); why != "" {
 			t.Errorf("%s refused: %s", describe(&op), why)
 		}
 	}
-	for _, op := range []Op{
-		{Code: OpThrottle, GCRA: gcra.Params{Interval: 0, Limit: 1, Quantity: 1}},
-		{Code: OpThrottle, Key: make([]byte, maxSnapshotKey+1), GCRA: gcra.Params{Interval: 1}},
+	twoArgs := throttleReq(nil, gcra.Params{Interval: 1})
+	twoArgs.NArgs = 2
+	delWithArg := request.Request{Code: request.Del}
+	delWithArg.SetArgs(1)
+	for _, op := range []request.Request{
+		throttleReq(nil, gcra.Params{Interval: 0, Limit: 1, Quantity: 1}),
+		peekReq(nil, gcra.Params{Interval: 0, Limit: 1, Quantity: 1}),
+		throttleReq(make([]byte, maxSnapshotKey+1), gcra.Params{Interval: 1}),
+		twoArgs,
+		delWithArg,
 	} {
-		if validOp(&op) == "" {
+		if validRequest(&op) == "" {
 			t.Errorf("%s accepted", describe(&op))
 		}
 	}
@@ -362,8 +382,8 @@ func TestValidOp(t *testing.T) {
 func TestDecodeErrorStillStops(t *testing.T) {
 	var fatal []error
 	f := New(Config{Stripes: 1, Logger: discardLogger(), OnFatal: func(err error) { fatal = append(fatal, err) }})
-	data := encodeEntry(t0, []Op{{Code: OpThrottle, Key: []byte("a"), GCRA: mustParams(t, 5, 1, 1, 1)}, {Code: OpFlushAll}})
-	data[len(data)-1] = 42 // the FLUSHALL becomes op code 42
+	data := encodeEntry(t0, []request.Request{throttleReq([]byte("a"), mustParams(t, 5, 1, 1, 1)), {Code: request.FlushAll}})
+	data[len(data)-3] = 42 // the FLUSHALL becomes request code 42
 	out := f.ApplyBatch([]*raft.Log{commandLog(1, data)})
 	if _, ok := out[0].(error); !ok || len(fatal) != 1 {
 		t.Fatalf("an unknown op code: apply answered %v, OnFatal called %d times", out[0], len(fatal))

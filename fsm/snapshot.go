@@ -224,3 +224,9 @@ func (r *hashingReader) ReadByte() (byte, error) {
 	}
 	return b, err
 }
+
+// appendBytes appends s with its uvarint length.
+func appendBytes(b, s []byte) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}

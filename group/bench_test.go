@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcell/redcell/fsm"
 	"github.com/redcell/redcell/gcra"
 )
 
@@ -42,7 +41,7 @@ func BenchmarkProposeParallel(b *testing.B) {
 		for pb.Next() {
 			batch.Reset()
 			for i := 0; i < pipeline; i++ {
-				batch.Ops = append(batch.Ops, fsm.Op{Code: fsm.OpThrottle, Key: keys[rng.IntN(nkeys)], GCRA: p})
+				batch.Ops = append(batch.Ops, throttleReq(keys[rng.IntN(nkeys)], p))
 			}
 			if err := n.g.Propose(batch); err != nil {
 				b.Error(err)

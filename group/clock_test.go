@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcell/redcell/fsm"
 	"github.com/redcell/redcell/gcra"
 )
 
@@ -110,7 +109,7 @@ func Test_Clock_StampsNeverGoBackwards(t *testing.T) {
 	for _, s := range steps {
 		s.move(n.clock)
 		b.Reset()
-		b.Ops = append(b.Ops, fsm.Op{Code: fsm.OpThrottle, Key: []byte("k"), GCRA: p})
+		b.Ops = append(b.Ops, throttleReq([]byte("k"), p))
 		if err := n.g.Propose(b); err != nil {
 			t.Fatalf("Propose after %q: %v", s.name, err)
 		}
@@ -148,7 +147,7 @@ func Test_Clock_StampsMonotonicUnderConcurrentSets(t *testing.T) {
 			for i := 0; i < 100; i++ {
 				n.clock.Set(frozenAt + (rng.Int64N(2001)-1000)*ms)
 				b.Reset()
-				b.Ops = append(b.Ops, fsm.Op{Code: fsm.OpThrottle, Key: []byte{byte(w)}, GCRA: p})
+				b.Ops = append(b.Ops, throttleReq([]byte{byte(w)}, p))
 				if err := n.g.Propose(b); err != nil {
 					t.Errorf("Propose: %v", err)
 					return

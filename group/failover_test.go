@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcell/redcell/fsm"
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/request"
 )
 
 // failoverParams: one hour per token and a burst of 10, so a key written
@@ -58,7 +58,7 @@ func Test_Failover_InFlightWritesNeverFalselyFailed(t *testing.T) {
 	// of its own term: everything before it is then committed, and its stamp
 	// shows where the new leader's clock started.
 	b := NewBatch()
-	b.Ops = append(b.Ops, fsm.Op{Code: fsm.OpThrottle, Key: []byte("after-heal"), GCRA: failoverParams})
+	b.Ops = append(b.Ops, throttleReq([]byte("after-heal"), failoverParams))
 	if err := final.g.Propose(b); err != nil {
 		t.Fatalf("Propose on the healed cluster's leader %s: %v", final.id, err)
 	}
@@ -111,17 +111,17 @@ func Test_Failover_InFlightWritesNeverFalselyFailed(t *testing.T) {
 // entry's (or an error is reported).
 func timesApplied(t *testing.T, g *Group, keys [][]byte) int {
 	t.Helper()
-	reads := make([]fsm.Read, len(keys))
+	reads := make([]request.Request, len(keys))
 	for i, k := range keys {
-		reads[i] = fsm.Read{Code: fsm.ReadPeek, Key: k, GCRA: failoverParams}
+		reads[i] = peekReq(k, failoverParams)
 	}
-	res := make([]fsm.Result, len(keys))
+	res := make([]request.Result, len(keys))
 	if err := g.Read(reads, res); err != nil {
 		t.Fatalf("Read on the leader: %v", err)
 	}
 	n := -1
 	for i, r := range res {
-		if r.Kind != fsm.ResultThrottle {
+		if r.Kind != request.KindThrottle {
 			t.Fatalf("CL.PEEK %s answered %+v", keys[i], r)
 		}
 		times := int(9 - r.Ints[2])
@@ -164,7 +164,7 @@ func failoverRound(t *testing.T, nodes []*testNode, leader *testNode, round int)
 				}
 				b.Reset()
 				for _, k := range a.keys {
-					b.Ops = append(b.Ops, fsm.Op{Code: fsm.OpThrottle, Key: k, GCRA: failoverParams})
+					b.Ops = append(b.Ops, throttleReq(k, failoverParams))
 				}
 				a.err = leader.g.Propose(b)
 				switch {

@@ -16,22 +16,25 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/redcell/redcell/fsm"
+	"github.com/redcell/redcell/request"
 )
 
-// Errors a request can meet on its way through the group. The server turns
-// them into Redis errors (CLUSTERDOWN, TRYAGAIN).
+// Errors a request can meet on its way through the group. They are the
+// values of package request (the leaf every layer imports), so the server
+// recognises them without importing group, and turns them into Redis errors
+// (CLUSTERDOWN, TRYAGAIN).
 var (
 	// ErrNoLeader: no leader is known, so nothing can be decided now.
-	ErrNoLeader = errors.New("group: no leader")
+	ErrNoLeader = request.ErrNoLeader
 	// ErrNotReady: this node leads but has not yet applied its predecessors' entries.
-	ErrNotReady = errors.New("group: leader not ready")
+	ErrNotReady = request.ErrNotReady
 	// ErrOutcomeUnknown: leadership was lost after the entry was proposed; it
 	// may still commit. Never report such a write as failed.
-	ErrOutcomeUnknown = errors.New("group: outcome unknown")
+	ErrOutcomeUnknown = request.ErrOutcomeUnknown
 	// ErrShutdown: the group is stopping.
-	ErrShutdown = errors.New("group: shut down")
+	ErrShutdown = request.ErrShutdown
 	// ErrStateMachine: the state machine refused the entry (see the log).
-	ErrStateMachine = errors.New("group: state machine stopped")
+	ErrStateMachine = request.ErrStateMachine
 )
 
 // Config wires a Group. Store, Snapshots, Transport and FSM are owned by the
@@ -266,12 +269,13 @@ func (g *Group) awaitReady() error {
 	return ErrNoLeader
 }
 
-// Read answers a run of read-only requests linearizably: after confirming
-// that this node still leads (so no other leader can have acknowledged a
-// write this node lacks; and every write acknowledged here is already
-// applied, since replies leave only after apply), it reads the local state.
-// One leadership check serves the whole run.
-func (g *Group) Read(reads []fsm.Read, res []fsm.Result) error {
+// Read answers a run of read requests (read codes; a write code answers
+// request.ErrInvalidOp) linearizably, filling res (len(res) >= len(reads)):
+// after confirming that this node still leads (so no other leader can have
+// acknowledged a write this node lacks; and every write acknowledged here is
+// already applied, since replies leave only after apply), it reads the local
+// state. One leadership check serves the whole run.
+func (g *Group) Read(reads []request.Request, res []request.Result) error {
 	if err := g.awaitReady(); err != nil {
 		return err
 	}
@@ -281,7 +285,6 @@ func (g *Group) Read(reads []fsm.Read, res []fsm.Result) error {
 	g.stats.reads.Add(uint64(len(reads)))
 	now := g.cfg.Clock.Now()
 	for i := range reads {
-		res[i] = fsm.Result{}
 		g.fsm.Read(&reads[i], now, &res[i])
 	}
 	return nil

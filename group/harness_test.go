@@ -13,7 +13,9 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/redcell/redcell/fsm"
+	"github.com/redcell/redcell/gcra"
 	"github.com/redcell/redcell/raftstore"
+	"github.com/redcell/redcell/request"
 )
 
 // The in-process harness: every node is a real group on a real Pebble store
@@ -261,11 +263,31 @@ func goroutinesIn(fn string) int {
 	return count
 }
 
+// throttleReq is CL.THROTTLE on key with p, as commands builds it: the
+// parameters travel as Args.
+func throttleReq(key []byte, p gcra.Params) request.Request {
+	r := request.Request{Code: request.Throttle, Key: key}
+	r.SetArgs(p.Interval, p.Limit, p.Quantity)
+	return r
+}
+
+// peekReq is CL.PEEK on key with p.
+func peekReq(key []byte, p gcra.Params) request.Request {
+	r := throttleReq(key, p)
+	r.Code = request.Peek
+	return r
+}
+
+// gcraOf is the parameters a Throttle or Peek request carries.
+func gcraOf(r *request.Request) gcra.Params {
+	return gcra.Params{Interval: r.Args[0], Limit: r.Args[1], Quantity: r.Args[2]}
+}
+
 // loggedEntry is one LogCommand entry read back from a node's log, decoded.
 type loggedEntry struct {
 	log   raft.Log // Data is the stored copy
 	stamp int64
-	ops   []fsm.Op // keys copied
+	ops   []request.Request // keys copied
 }
 
 // committedEntries reads every command entry in n's log, in log order, and
@@ -296,7 +318,7 @@ func committedEntries(t testing.TB, st *raftstore.Store) []loggedEntry {
 		}
 		e := loggedEntry{log: l, stamp: d.Stamp}
 		for {
-			var op fsm.Op
+			var op request.Request
 			ok, err := d.Next(&op)
 			if err != nil {
 				t.Fatalf("entry %d: %v", i, err)

@@ -5,8 +5,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/redcell/redcell/fsm"
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/request"
 )
 
 // Tagged ops. To find out, after a run, which Propose call an op in the log
@@ -19,13 +19,13 @@ import (
 const tagSpace = 10_000_000 // ns
 
 // opTag is the ID carried by a tagged op.
-func opTag(op *fsm.Op) int { return int(op.GCRA.Interval % tagSpace) }
+func opTag(op *request.Request) int { return int(gcraOf(op).Interval % tagSpace) }
 
 // taggedOp is a CL.THROTTLE on key with random but valid parameters and the
 // given tag. Limits are small and quantities include 0 and refunds, so under
 // a frozen clock keys reach their limit, get refunds and sometimes answer
 // redis-cell's expire error: results depend on the order of ops on a key.
-func taggedOp(rng *rand.Rand, key []byte, id int) fsm.Op {
+func taggedOp(rng *rand.Rand, key []byte, id int) request.Request {
 	if id >= tagSpace {
 		panic(fmt.Sprintf("op tag %d does not fit", id)) // a test bug
 	}
@@ -38,15 +38,11 @@ func taggedOp(rng *rand.Rand, key []byte, id int) fsm.Op {
 	case 3:
 		q = 1 + rng.Int64N(3)
 	}
-	return fsm.Op{
-		Code: fsm.OpThrottle,
-		Key:  key,
-		GCRA: gcra.Params{
-			Interval: (1+rng.Int64N(10))*tagSpace + int64(id),
-			Limit:    1 + rng.Int64N(20),
-			Quantity: q,
-		},
-	}
+	return throttleReq(key, gcra.Params{
+		Interval: (1+rng.Int64N(10))*tagSpace + int64(id),
+		Limit:    1 + rng.Int64N(20),
+		Quantity: q,
+	})
 }
 
 // gcraModel is the sequential specification of a keyspace of CL keys under
@@ -61,16 +57,16 @@ func newGCRAModel() *gcraModel { return &gcraModel{tat: map[string]int64{}} }
 
 // throttle applies op at now and returns the result the state machine must
 // give.
-func (m *gcraModel) throttle(op *fsm.Op, now int64) fsm.Result {
+func (m *gcraModel) throttle(op *request.Request, now int64) request.Result {
 	tat, ok := m.tat[string(op.Key)]
 	present := ok && tat > now
-	rep, newTAT, outcome := gcra.Throttle(tat, present, now, op.GCRA)
-	var r fsm.Result
+	rep, newTAT, outcome := gcra.Throttle(tat, present, now, gcraOf(op))
+	var r request.Result
 	switch outcome {
 	case gcra.StoreExpireError:
-		r.Kind, r.Err = fsm.ResultError, fsm.ErrExpire
+		r.Kind, r.Err = request.KindError, request.ErrExpire
 	default:
-		r.Kind = fsm.ResultThrottle
+		r.Kind = request.KindThrottle
 		r.Ints = [5]int64{rep.Limited, rep.Limit, rep.Remaining, rep.RetryAfter, rep.ResetAfter}
 	}
 	if outcome != gcra.Keep {

@@ -4,15 +4,17 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/redcell/redcell/fsm"
+	"github.com/redcell/redcell/request"
 )
 
 // Batch is the unit a connection hands to the group: every state-changing
-// request of one pipeline read, in order. A connection owns one Batch and
-// reuses it; Ops may alias the connection's read buffer, which the connection
-// leaves untouched until Propose returns (the ops are copied into the entry).
+// request of one pipeline read, in order. A caller owns a Batch and reuses it
+// (Local.Propose keeps a pool of them); the keys of Ops may alias the
+// caller's read buffer, which it leaves untouched until Propose returns (the
+// requests are copied into the entry).
 type Batch struct {
-	Ops     []fsm.Op
-	Results []fsm.Result // filled by Propose, one per op
+	Ops     []request.Request
+	Results []request.Result // filled by Propose, one per request
 	err     error
 	done    chan struct{}
 }
@@ -32,7 +34,7 @@ type inflightEntry struct {
 	err     error
 }
 
-// Propose commits the batch's ops through the log and fills Results. It
+// Propose commits the batch's requests through the log and fills Results. It
 // returns only after the entry holding them is committed on a quorum and
 // applied: a reply never leaves before its decision is durable. On error no
 // result is valid (see the Err* values for what the client may assume).
@@ -51,7 +53,7 @@ func (g *Group) Propose(b *Batch) error {
 		return err
 	}
 	if cap(b.Results) < len(b.Ops) {
-		b.Results = make([]fsm.Result, len(b.Ops))
+		b.Results = make([]request.Result, len(b.Ops))
 	}
 	b.Results = b.Results[:len(b.Ops)]
 	b.err = nil

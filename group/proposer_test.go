@@ -13,6 +13,7 @@ import (
 
 	"github.com/redcell/redcell/fsm"
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/request"
 )
 
 // frozenAt is the instant tests freeze the clock at: a fixed date in 2030,
@@ -22,10 +23,10 @@ const frozenAt int64 = 1_900_000_000_000_000_000
 // proposalRun is a set of batches proposed concurrently by workers, with
 // every op tagged (model_test.go) and every result kept by tag.
 type proposalRun struct {
-	batches  [][]fsm.Op // batch number → ops
-	origins  []origin   // op tag → where it came from
+	batches  [][]request.Request // batch number → ops
+	origins  []origin            // op tag → where it came from
 	batchLen []int
-	got      []fsm.Result // op tag → what Propose answered
+	got      []request.Result // op tag → what Propose answered
 }
 
 // newProposalRun makes workers×perWorker batches of 1..maxOps ops on keys.
@@ -34,7 +35,7 @@ func newProposalRun(seed uint64, workers, perWorker, maxOps int, keys [][]byte) 
 	r := &proposalRun{}
 	for b := 0; b < workers*perWorker; b++ {
 		n := 1 + rng.IntN(maxOps)
-		ops := make([]fsm.Op, n)
+		ops := make([]request.Request, n)
 		for j := range ops {
 			id := len(r.origins)
 			ops[j] = taggedOp(rng, keys[rng.IntN(len(keys))], id)
@@ -43,7 +44,7 @@ func newProposalRun(seed uint64, workers, perWorker, maxOps int, keys [][]byte) 
 		r.batches = append(r.batches, ops)
 		r.batchLen = append(r.batchLen, n)
 	}
-	r.got = make([]fsm.Result, len(r.origins))
+	r.got = make([]request.Result, len(r.origins))
 	return r
 }
 
@@ -112,7 +113,7 @@ func (r *proposalRun) checkAgainstSequential(t *testing.T, entries []loggedEntry
 					tag, e.log.Index, i, got, replayed.R[i])
 			}
 			switch {
-			case got.Kind == fsm.ResultError:
+			case got.Kind == request.KindError:
 				kinds["expire error"]++
 			case got.Ints[0] == 1:
 				kinds["limited"]++
@@ -182,15 +183,15 @@ func Test_Propose_ConcurrentBatchesMatchSequentialModel(t *testing.T) {
 		}
 	}
 	for _, k := range keys {
-		res := []fsm.Result{{}}
-		if err := n.g.Read([]fsm.Read{{Code: fsm.ReadExists, Keys: [][]byte{k}}}, res); err != nil {
+		res := []request.Result{{}}
+		if err := n.g.Read([]request.Request{{Code: request.Exists, Keys: [][]byte{k}}}, res); err != nil {
 			t.Fatalf("Read EXISTS %s: %v", k, err)
 		}
 		want := int64(0)
 		if model.tat[string(k)] > frozenAt {
 			want = 1
 		}
-		if res[0].Kind != fsm.ResultInt || res[0].Ints[0] != want {
+		if res[0].Kind != request.KindInt || res[0].Ints[0] != want {
 			t.Errorf("EXISTS %s = %+v, model says %d", k, res[0], want)
 		}
 	}
@@ -289,7 +290,7 @@ func Test_Propose_StateMachineStopped(t *testing.T) {
 	b := NewBatch()
 	for i := 0; i < 3; i++ {
 		b.Reset()
-		b.Ops = append(b.Ops, fsm.Op{Code: fsm.OpThrottle, Key: []byte("k"), GCRA: gcraParams1s})
+		b.Ops = append(b.Ops, throttleReq([]byte("k"), gcraParams1s))
 		if err := n.g.Propose(b); !errors.Is(err, ErrStateMachine) {
 			t.Fatalf("Propose %d after the state machine stopped: %v, want ErrStateMachine", i, err)
 		}

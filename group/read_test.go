@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/redcell/redcell/fsm"
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/request"
 )
 
 // Test_Read_SeesCompletedWrites: a write whose Propose has returned is
@@ -31,7 +31,7 @@ func Test_Read_SeesCompletedWrites(t *testing.T) {
 			for i := 0; i < perWriter; i++ {
 				key := []byte(fmt.Sprintf("w%d:%d", w, i))
 				b.Reset()
-				b.Ops = append(b.Ops, fsm.Op{Code: fsm.OpThrottle, Key: key, GCRA: p})
+				b.Ops = append(b.Ops, throttleReq(key, p))
 				if err := n.g.Propose(b); err != nil {
 					t.Errorf("Propose %s: %v", key, err)
 					return
@@ -45,18 +45,18 @@ func Test_Read_SeesCompletedWrites(t *testing.T) {
 		rwg.Add(1)
 		go func() {
 			defer rwg.Done()
-			res := make([]fsm.Result, 2)
+			res := make([]request.Result, 2)
 			for key := range written {
-				reads := []fsm.Read{
-					{Code: fsm.ReadExists, Keys: [][]byte{key}},
-					{Code: fsm.ReadPeek, Key: key, GCRA: p},
+				reads := []request.Request{
+					{Code: request.Exists, Keys: [][]byte{key}},
+					peekReq(key, p),
 				}
 				if err := n.g.Read(reads, res); err != nil {
 					t.Errorf("Read %s: %v", key, err)
 					return
 				}
 				// Present, and CL.PEEK: 8 left after one more means one was taken.
-				if res[0].Ints[0] != 1 || res[1].Kind != fsm.ResultThrottle || res[1].Ints[2] != 8 {
+				if res[0].Ints[0] != 1 || res[1].Kind != request.KindThrottle || res[1].Ints[2] != 8 {
 					t.Errorf("after Propose(%s) returned, a Read saw EXISTS %+v, CL.PEEK %+v", key, res[0], res[1])
 				}
 			}
@@ -82,7 +82,7 @@ func Test_Read_UsesLaterOfClockAndReplicatedClock(t *testing.T) {
 
 	n.clock.Set(t1)
 	b := NewBatch()
-	b.Ops = append(b.Ops, fsm.Op{Code: fsm.OpThrottle, Key: key, GCRA: p})
+	b.Ops = append(b.Ops, throttleReq(key, p))
 	if err := n.g.Propose(b); err != nil {
 		t.Fatalf("Propose: %v", err)
 	}
@@ -91,23 +91,23 @@ func Test_Read_UsesLaterOfClockAndReplicatedClock(t *testing.T) {
 		t.Fatalf("replicated clock %d after one entry at %d", got, t1)
 	}
 
-	peekAt := func(now int64) fsm.Result {
+	peekAt := func(now int64) request.Result {
 		rep, err := gcra.Peek(tat, true, now, p)
 		if err != nil {
-			return fsm.Result{Kind: fsm.ResultError, Err: fsm.ErrExpire}
+			return request.Result{Kind: request.KindError, Err: request.ErrExpire}
 		}
-		return fsm.Result{Kind: fsm.ResultThrottle, Ints: [5]int64{rep.Limited, rep.Limit, rep.Remaining, rep.RetryAfter, rep.ResetAfter}}
+		return request.Result{Kind: request.KindThrottle, Ints: [5]int64{rep.Limited, rep.Limit, rep.Remaining, rep.RetryAfter, rep.ResetAfter}}
 	}
-	read := func(t *testing.T, r fsm.Read) fsm.Result {
+	read := func(t *testing.T, r request.Request) request.Result {
 		t.Helper()
-		res := make([]fsm.Result, 1)
-		if err := n.g.Read([]fsm.Read{r}, res); err != nil {
+		res := make([]request.Result, 1)
+		if err := n.g.Read([]request.Request{r}, res); err != nil {
 			t.Fatalf("Read: %v", err)
 		}
 		return res[0]
 	}
-	peek := fsm.Read{Code: fsm.ReadPeek, Key: key, GCRA: p}
-	exists := fsm.Read{Code: fsm.ReadExists, Keys: [][]byte{key}}
+	peek := peekReq(key, p)
+	exists := request.Request{Code: request.Exists, Keys: [][]byte{key}}
 
 	tests := []struct {
 		name  string

@@ -9,8 +9,8 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/redcell/redcell/fsm"
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/request"
 )
 
 // Test_Readiness_RequestsBeforeElectionWaitThenSucceed: requests that
@@ -41,19 +41,19 @@ func Test_Readiness_RequestsBeforeElectionWaitThenSucceed(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			b := NewBatch()
-			b.Ops = append(b.Ops, fsm.Op{Code: fsm.OpThrottle, Key: key, GCRA: p})
+			b.Ops = append(b.Ops, throttleReq(key, p))
 			if err := n.g.Propose(b); err != nil {
 				errs <- fmt.Errorf("Propose before the election: %w", err)
 				return
 			}
-			if r := b.Results[0]; r.Kind != fsm.ResultThrottle || r.Ints[0] != 0 || r.Ints[2] != 9 {
+			if r := b.Results[0]; r.Kind != request.KindThrottle || r.Ints[0] != 0 || r.Ints[2] != 9 {
 				errs <- fmt.Errorf("first CL.THROTTLE on %s answered %+v, want allowed with 9 remaining", key, r)
 			}
 		}()
 		go func() {
 			defer wg.Done()
-			res := make([]fsm.Result, 1)
-			if err := n.g.Read([]fsm.Read{{Code: fsm.ReadDBSize}}, res); err != nil {
+			res := make([]request.Result, 1)
+			if err := n.g.Read([]request.Request{{Code: request.DBSize}}, res); err != nil {
 				errs <- fmt.Errorf("Read before the election: %w", err)
 			}
 		}()
@@ -99,8 +99,8 @@ func Test_Readiness_LostQuorumAnswersPromptly(t *testing.T) {
 		rwg.Add(1)
 		go func() {
 			defer rwg.Done()
-			res := make([]fsm.Result, 1)
-			if err := leader.g.Read([]fsm.Read{{Code: fsm.ReadDBSize}}, res); err == nil {
+			res := make([]request.Result, 1)
+			if err := leader.g.Read([]request.Request{{Code: request.DBSize}}, res); err == nil {
 				if since := time.Since(isolated); since >= noOtherLeaderBefore {
 					t.Errorf("Read on a leader cut off from its quorum for %v answered %+v without error", since, res[0])
 				}
@@ -122,7 +122,7 @@ func Test_Readiness_LostQuorumAnswersPromptly(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				b := NewBatch()
-				b.Ops = append(b.Ops, fsm.Op{Code: fsm.OpThrottle, Key: []byte("k"), GCRA: p})
+				b.Ops = append(b.Ops, throttleReq([]byte("k"), p))
 				start := time.Now()
 				err := leader.g.Propose(b)
 				checkUnavailable(t, "Propose", err, time.Since(start), wait)
@@ -130,7 +130,7 @@ func Test_Readiness_LostQuorumAnswersPromptly(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				start := time.Now()
-				err := leader.g.Read([]fsm.Read{{Code: fsm.ReadDBSize}}, make([]fsm.Result, 1))
+				err := leader.g.Read([]request.Request{{Code: request.DBSize}}, make([]request.Result, 1))
 				checkUnavailable(t, "Read", err, time.Since(start), wait)
 			}()
 		}
@@ -146,7 +146,7 @@ func Test_Readiness_LostQuorumAnswersPromptly(t *testing.T) {
 	}
 	newLeader := readyLeader(t, rest, 5*time.Second)
 	b := NewBatch()
-	b.Ops = append(b.Ops, fsm.Op{Code: fsm.OpThrottle, Key: []byte("k"), GCRA: p})
+	b.Ops = append(b.Ops, throttleReq([]byte("k"), p))
 	if err := newLeader.g.Propose(b); err != nil {
 		t.Errorf("Propose on the new leader %s: %v", newLeader.id, err)
 	}

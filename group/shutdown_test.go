@@ -14,6 +14,7 @@ import (
 
 	"github.com/redcell/redcell/fsm"
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/request"
 )
 
 var shutdownParams = gcra.Params{Interval: int64(time.Second), Limit: 100, Quantity: 1}
@@ -30,7 +31,7 @@ type answer struct {
 func callPropose(g *Group, key string, out chan<- answer) {
 	go func() {
 		b := NewBatch()
-		b.Ops = append(b.Ops, fsm.Op{Code: fsm.OpThrottle, Key: []byte(key), GCRA: shutdownParams})
+		b.Ops = append(b.Ops, throttleReq([]byte(key), shutdownParams))
 		err := g.Propose(b)
 		out <- answer{what: "Propose " + key, err: err, at: time.Now()}
 	}()
@@ -39,7 +40,7 @@ func callPropose(g *Group, key string, out chan<- answer) {
 // callRead reads DBSIZE in a new goroutine and delivers the answer on out.
 func callRead(g *Group, out chan<- answer) {
 	go func() {
-		err := g.Read([]fsm.Read{{Code: fsm.ReadDBSize}}, make([]fsm.Result, 1))
+		err := g.Read([]request.Request{{Code: request.DBSize}}, make([]request.Result, 1))
 		out <- answer{what: "Read", err: err, at: time.Now()}
 	}()
 }
@@ -190,7 +191,7 @@ func Test_Shutdown_AnswersQueuedBatches(t *testing.T) {
 func Test_Shutdown_CallsAfterShutdown(t *testing.T) {
 	n := openSingle(t, nil)
 	b := NewBatch()
-	b.Ops = append(b.Ops, fsm.Op{Code: fsm.OpThrottle, Key: []byte("k"), GCRA: shutdownParams})
+	b.Ops = append(b.Ops, throttleReq([]byte("k"), shutdownParams))
 	if err := n.g.Propose(b); err != nil {
 		t.Fatalf("Propose: %v", err)
 	}
@@ -311,8 +312,8 @@ func Test_Shutdown_UnderLoadThenRestart(t *testing.T) {
 	}
 	for k := 0; k < 8; k++ {
 		key := []byte(fmt.Sprintf("k%d", k))
-		res := make([]fsm.Result, 1)
-		if err := n.g.Read([]fsm.Read{{Code: fsm.ReadExists, Keys: [][]byte{key}}}, res); err != nil {
+		res := make([]request.Result, 1)
+		if err := n.g.Read([]request.Request{{Code: request.Exists, Keys: [][]byte{key}}}, res); err != nil {
 			t.Fatalf("Read after restart: %v", err)
 		}
 		if want := model.tat[string(key)] > frozenAt; (res[0].Ints[0] == 1) != want {

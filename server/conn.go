@@ -8,9 +8,8 @@ import (
 	"time"
 
 	"github.com/redcell/redcell/commands"
-	"github.com/redcell/redcell/fsm"
 	"github.com/redcell/redcell/group"
-	"github.com/redcell/redcell/shard"
+	"github.com/redcell/redcell/request"
 )
 
 // conn is one client connection. Its goroutine runs serve; other goroutines
@@ -43,8 +42,8 @@ type conn struct {
 	// (one leadership check). Anything else first answers the run, so replies
 	// stay in request order.
 	batch   *group.Batch
-	reads   []fsm.Read
-	readRes []fsm.Result
+	reads   []request.Request
+	readRes []request.Result
 }
 
 func (s *Server) newConn(nc net.Conn) *conn {
@@ -134,7 +133,7 @@ func (c *conn) exec(args [][]byte) {
 	}
 	switch spec.Class {
 	case commands.Write:
-		var op fsm.Op
+		var op request.Request
 		if e := commands.ParseWrite(spec, args, &op); e != "" {
 			c.answerPending()
 			c.fail(e)
@@ -145,7 +144,7 @@ func (c *conn) exec(args [][]byte) {
 		}
 		c.batch.Ops = append(c.batch.Ops, op)
 	case commands.Read:
-		var r fsm.Read
+		var r request.Request
 		if e := commands.ParseRead(spec, args, &r); e != "" {
 			c.answerPending()
 			c.fail(e)
@@ -184,7 +183,7 @@ func (c *conn) answerPending() {
 		c.batch.Reset()
 	case len(c.reads) > 0:
 		if cap(c.readRes) < len(c.reads) {
-			c.readRes = make([]fsm.Result, len(c.reads))
+			c.readRes = make([]request.Result, len(c.reads))
 		}
 		c.readRes = c.readRes[:len(c.reads)]
 		err := c.s.cfg.Group.Read(c.reads, c.readRes)
@@ -200,23 +199,23 @@ func (c *conn) answerPending() {
 	}
 }
 
-func (c *conn) writeResult(r *fsm.Result) {
+func (c *conn) writeResult(r *request.Result) {
 	switch r.Kind {
-	case fsm.ResultThrottle:
+	case request.KindThrottle:
 		c.w.five(&r.Ints)
-	case fsm.ResultInt:
+	case request.KindInt:
 		c.w.int(r.Ints[0])
-	case fsm.ResultType:
-		c.w.simple(typeName(shard.Kind(r.Ints[0])))
-	case fsm.ResultOK:
+	case request.KindType:
+		c.w.simple(request.TypeName(r.Ints[0]))
+	case request.KindOK:
 		c.w.ok()
-	case fsm.ResultError:
+	case request.KindError:
 		switch r.Err {
-		case fsm.ErrWrongType:
+		case request.ErrWrongType:
 			c.fail(commands.ErrWrongType)
-		case fsm.ErrExpire:
+		case request.ErrExpire:
 			c.fail(commands.ErrCellExpir)
-		case fsm.ErrInvalidOp:
+		case request.ErrInvalidOp:
 			c.fail(commands.ErrInvalidOp)
 		default:
 			c.fail(commands.ErrInternal)
@@ -224,19 +223,6 @@ func (c *conn) writeResult(r *fsm.Result) {
 	default:
 		c.fail(commands.ErrInternal)
 	}
-}
-
-// typeName is what TYPE answers for a limiter family.
-func typeName(k shard.Kind) string {
-	switch k {
-	case shard.KindGCRA:
-		return "string" // as redis-cell's keys are
-	case shard.KindTokenGreedy, shard.KindTokenInterval:
-		return "tokenbucket"
-	case shard.KindSlidingLog:
-		return "slidinglog"
-	}
-	return "none"
 }
 
 // groupErrText turns a group error into the Redis error clients retry on.

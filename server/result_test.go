@@ -4,7 +4,7 @@ import (
 	"testing"
 
 	"github.com/redcell/redcell/commands"
-	"github.com/redcell/redcell/fsm"
+	"github.com/redcell/redcell/request"
 )
 
 // TestStateMachineErrorTexts: every error the state machine answers for one
@@ -12,13 +12,13 @@ import (
 // stopped state machine (that text tells operators to read the log for a
 // node that is going down, while a refused op leaves the node running).
 func TestStateMachineErrorTexts(t *testing.T) {
-	for code, want := range map[fsm.ErrCode]string{
-		fsm.ErrWrongType: commands.ErrWrongType,
-		fsm.ErrExpire:    commands.ErrCellExpir,
-		fsm.ErrInvalidOp: commands.ErrInvalidOp,
+	for code, want := range map[request.ErrCode]string{
+		request.ErrWrongType: commands.ErrWrongType,
+		request.ErrExpire:    commands.ErrCellExpir,
+		request.ErrInvalidOp: commands.ErrInvalidOp,
 	} {
 		c := &conn{s: &Server{}}
-		c.writeResult(&fsm.Result{Kind: fsm.ResultError, Err: code})
+		c.writeResult(&request.Result{Kind: request.KindError, Err: code})
 		if got := string(c.w.b); got != "-"+want+"\r\n" {
 			t.Errorf("ErrCode %d written as %q, want %q", code, got, "-"+want+"\r\n")
 		}
