@@ -16,6 +16,7 @@ import (
 	"github.com/redcell/redcell/fsm"
 	"github.com/redcell/redcell/group"
 	"github.com/redcell/redcell/mux"
+	"github.com/redcell/redcell/request"
 )
 
 // TestForgedRaftFramesChangeNothing is the attack from the safety issue:
@@ -134,7 +135,7 @@ func attack(t *testing.T, addr string, term uint64, dial func(string, time.Durat
 	}()
 	var enc fsm.Encoder
 	enc.Reset(time.Now().UnixNano())
-	enc.Add(&fsm.Op{Code: fsm.OpFlushAll})
+	enc.Add(&request.Request{Code: request.FlushAll})
 	flush := enc.Finish()
 
 	target, id := raft.ServerAddress(addr), raft.ServerID("victim")
