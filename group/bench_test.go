@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/request"
 )
 
 // BenchmarkProposeParallel measures the write path of one node with real
@@ -16,7 +17,14 @@ import (
 // pipelines of 16 CL.THROTTLEs on 100k keys, with the wall clock. One
 // benchmark op is one pipeline; ops/s counts decisions, ops/entry shows how
 // much the proposer packs into one fsync.
-func BenchmarkProposeParallel(b *testing.B) {
+func BenchmarkProposeParallel(b *testing.B) { benchProposeParallel(b, false) }
+
+// BenchmarkLocalProposeParallel is the same load through Local.Propose, the
+// server's Backend: each connection reuses its requests and results, and
+// Local lends it a pooled Batch per call.
+func BenchmarkLocalProposeParallel(b *testing.B) { benchProposeParallel(b, true) }
+
+func benchProposeParallel(b *testing.B, viaLocal bool) {
 	const pipeline, connections, nkeys = 16, 50, 100_000
 	keys := make([][]byte, nkeys)
 	for i := range keys {
@@ -30,6 +38,7 @@ func BenchmarkProposeParallel(b *testing.B) {
 	n.open(b, nil)
 	waitFor(b, 10*time.Second, "a ready leader", n.g.Ready)
 
+	local := NewLocal(n.g, n.store)
 	var seeds atomic.Uint64
 	b.SetParallelism(max(1, connections/runtime.GOMAXPROCS(0)))
 	before := n.g.Counters()
@@ -38,12 +47,19 @@ func BenchmarkProposeParallel(b *testing.B) {
 	b.RunParallel(func(pb *testing.PB) {
 		rng := rand.New(rand.NewPCG(seeds.Add(1), 0))
 		batch := NewBatch()
+		res := make([]request.Result, pipeline)
 		for pb.Next() {
 			batch.Reset()
 			for i := 0; i < pipeline; i++ {
 				batch.Ops = append(batch.Ops, throttleReq(keys[rng.IntN(nkeys)], p))
 			}
-			if err := n.g.Propose(batch); err != nil {
+			var err error
+			if viaLocal {
+				err = local.Propose(batch.Ops, res)
+			} else {
+				err = n.g.Propose(batch)
+			}
+			if err != nil {
 				b.Error(err)
 				return
 			}

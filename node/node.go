@@ -171,7 +171,7 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	n.srv = server.New(server.Config{
-		Group: n.group, FSM: n.fsm, Clock: clock, Store: n.store,
+		Backend:   group.NewLocal(n.group, n.store),
 		PeerStats: n.mux.Stats,
 		NodeID:    n.ID, Addr: ln.Addr().String(), DataDir: cfg.DataDir,
 		EnableDebug: cfg.EnableDebug, RedcellVer: cfg.Version, Logger: log,

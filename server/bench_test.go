@@ -103,3 +103,9 @@ func BenchmarkConnReadPipeline(b *testing.B) {
 	n := startTestNode(b)
 	benchPipeline(b, n.srv, "CL.PEEK", "15", "30", "60", "1")
 }
+
+// BenchmarkConnPipelineStub is BenchmarkConnWritePipeline in front of a
+// backend that answers at once: the server's own cost of a pipeline.
+func BenchmarkConnPipelineStub(b *testing.B) {
+	benchPipeline(b, stubServer(b, &stubBackend{}), "CL.THROTTLE", "15", "30", "60", "1")
+}

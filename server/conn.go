@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/redcell/redcell/commands"
-	"github.com/redcell/redcell/group"
 	"github.com/redcell/redcell/request"
 )
 
@@ -39,11 +38,12 @@ type conn struct {
 	scratch    []byte
 
 	// The pending run: consecutive writes (one Propose) or consecutive reads
-	// (one leadership check). Anything else first answers the run, so replies
-	// stay in request order.
-	batch   *group.Batch
-	reads   []request.Request
-	readRes []request.Result
+	// (one Read, one leadership check); at most one of the two is non-empty.
+	// Anything else first answers the run, so replies stay in request order.
+	// The slices are reused for every run: no allocation per pipeline.
+	writes []request.Request
+	reads  []request.Request
+	res    []request.Result
 }
 
 func (s *Server) newConn(nc net.Conn) *conn {
@@ -55,7 +55,6 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		addr:    nc.RemoteAddr().String(),
 		laddr:   nc.LocalAddr().String(),
 		created: time.Now(),
-		batch:   group.NewBatch(),
 	}
 	c.w.proto = 2
 	c.proto.Store(2)
@@ -142,7 +141,7 @@ func (c *conn) exec(args [][]byte) {
 		if len(c.reads) > 0 {
 			c.answerPending()
 		}
-		c.batch.Ops = append(c.batch.Ops, op)
+		c.writes = append(c.writes, op)
 	case commands.Read:
 		var r request.Request
 		if e := commands.ParseRead(spec, args, &r); e != "" {
@@ -150,7 +149,7 @@ func (c *conn) exec(args [][]byte) {
 			c.fail(e)
 			return
 		}
-		if len(c.batch.Ops) > 0 {
+		if len(c.writes) > 0 {
 			c.answerPending()
 		}
 		c.reads = append(c.reads, r)
@@ -170,33 +169,30 @@ func (c *conn) fail(text string) {
 // writes its replies.
 func (c *conn) answerPending() {
 	switch {
-	case len(c.batch.Ops) > 0:
-		err := c.s.cfg.Group.Propose(c.batch)
-		for i := range c.batch.Ops {
-			if err != nil {
-				c.fail(groupErrText(err))
-			} else {
-				c.writeResult(&c.batch.Results[i])
-			}
-		}
-		clear(c.batch.Ops) // drop references into the read buffer
-		c.batch.Reset()
+	case len(c.writes) > 0:
+		c.writes = c.answer(c.writes, c.s.cfg.Backend.Propose)
 	case len(c.reads) > 0:
-		if cap(c.readRes) < len(c.reads) {
-			c.readRes = make([]request.Result, len(c.reads))
-		}
-		c.readRes = c.readRes[:len(c.reads)]
-		err := c.s.cfg.Group.Read(c.reads, c.readRes)
-		for i := range c.reads {
-			if err != nil {
-				c.fail(groupErrText(err))
-			} else {
-				c.writeResult(&c.readRes[i])
-			}
-		}
-		clear(c.reads)
-		c.reads = c.reads[:0]
+		c.reads = c.answer(c.reads, c.s.cfg.Backend.Read)
 	}
+}
+
+// answer hands run to the backend's Propose or Read, writes one reply per
+// request and returns run emptied for reuse.
+func (c *conn) answer(run []request.Request, call func([]request.Request, []request.Result) error) []request.Request {
+	if cap(c.res) < len(run) {
+		c.res = make([]request.Result, len(run))
+	}
+	res := c.res[:len(run)]
+	err := call(run, res)
+	for i := range run {
+		if err != nil {
+			c.fail(backendErrText(err))
+		} else {
+			c.writeResult(&res[i])
+		}
+	}
+	clear(run) // drop references into the read buffer
+	return run[:0]
 }
 
 func (c *conn) writeResult(r *request.Result) {
@@ -225,16 +221,17 @@ func (c *conn) writeResult(r *request.Result) {
 	}
 }
 
-// groupErrText turns a group error into the Redis error clients retry on.
-func groupErrText(err error) string {
+// backendErrText turns a batch failure (see Backend) into the Redis error
+// clients retry on.
+func backendErrText(err error) string {
 	switch {
-	case errors.Is(err, group.ErrNoLeader):
+	case errors.Is(err, request.ErrNoLeader):
 		return commands.ErrClusterDown
-	case errors.Is(err, group.ErrNotReady):
+	case errors.Is(err, request.ErrNotReady):
 		return commands.ErrNotReady
-	case errors.Is(err, group.ErrShutdown):
+	case errors.Is(err, request.ErrShutdown):
 		return commands.ErrStopped
-	case errors.Is(err, group.ErrStateMachine):
+	case errors.Is(err, request.ErrStateMachine):
 		return commands.ErrInternal
 	}
 	return commands.ErrUnknown

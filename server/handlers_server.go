@@ -37,12 +37,12 @@ func cmdDebug(c *conn, _ *commands.Spec, args [][]byte) {
 		c.fail(commands.UnknownSubcommand(args[1], "DEBUG"))
 		return
 	}
-	clock := c.s.cfg.Clock
+	b := c.s.cfg.Backend
 	switch {
 	case len(args) == 2:
-		c.w.int(c.s.cfg.FSM.Clock())
+		c.w.int(b.Clock())
 	case len(args) == 3 && commands.EqualFold(args[2], "real"):
-		clock.Real()
+		b.RealClock()
 		c.w.ok()
 	case len(args) == 4 && (commands.EqualFold(args[2], "set") || commands.EqualFold(args[2], "advance")):
 		v, ok := commands.ParseInt(args[3])
@@ -51,9 +51,9 @@ func cmdDebug(c *conn, _ *commands.Spec, args [][]byte) {
 			return
 		}
 		if commands.EqualFold(args[2], "set") {
-			clock.Set(v)
+			b.SetClock(v)
 		} else {
-			clock.Advance(v)
+			b.AdvanceClock(v)
 		}
 		c.w.ok()
 	default:

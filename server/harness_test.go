@@ -20,19 +20,19 @@ import (
 	"github.com/redcell/redcell/raftstore"
 )
 
-// testNode is a single-node Redcell built in-process the way cmd/redcell
+// testNode is a single-node Redcell built in-process the way package node
 // wires one: Pebble raft store in a temp dir, the FSM, an in-memory raft
-// transport, the group and a Server on a loopback listener. Tests talk to it
-// over real TCP.
+// transport, the group, and a Server on a loopback listener with the group
+// behind it as its Backend (group.Local). Tests talk to it over real TCP.
 type testNode struct {
-	t     testing.TB
-	addr  string // client address
-	srv   *Server
-	group *group.Group
-	fsm   *fsm.FSM
-	clock *group.Clock
-	store *raftstore.Store
+	t       testing.TB
+	addr    string // client address
+	srv     *Server
+	backend *group.Local
 }
+
+// The local group is what the server runs in front of.
+var _ Backend = (*group.Local)(nil)
 
 // quietLogger drops the node's logs; a failing test prints what it needs.
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -72,7 +72,7 @@ func startTestNode(t testing.TB) *testNode {
 		store.Close()
 		t.Fatalf("group.Open: %v", err)
 	}
-	n := &testNode{t: t, group: g, fsm: machine, clock: clock, store: store}
+	n := &testNode{t: t, backend: group.NewLocal(g, store)}
 	n.srv, n.addr = n.serve(true)
 	t.Cleanup(func() {
 		// The servers (cleaned up before this, see serve) are closed.
@@ -104,8 +104,8 @@ func (n *testNode) serve(enableDebug bool) (*Server, string) {
 		n.t.Fatalf("listen: %v", err)
 	}
 	srv := New(Config{
-		Group: n.group, FSM: n.fsm, Clock: n.clock, Store: n.store,
-		NodeID: "node1", Addr: ln.Addr().String(), DataDir: "/data/redcell",
+		Backend: n.backend,
+		NodeID:  "node1", Addr: ln.Addr().String(), DataDir: "/data/redcell",
 		EnableDebug: enableDebug, RedcellVer: "test", Logger: quietLogger(),
 	})
 	served := make(chan error, 1)

@@ -83,24 +83,14 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 		kv("used_memory_rss", readRSS())
 		kv("used_memory_sys", ms.Sys)
 		kv("gc_cycles", ms.NumGC)
-		st := s.cfg.FSM.Stats()
-		kv("keyspace_index_bytes", st.Store.IndexBytes)
-		kv("keyspace_entry_bytes", st.Store.EntryBytes)
-		kv("keyspace_arena_bytes", st.Store.ArenaBytes)
-		kv("keyspace_arena_garbage", st.Store.ArenaGarbage)
+		s.cfg.Backend.Info(section, kv)
 	case "persistence":
 		b.WriteString("# Persistence\r\n")
 		kv("loading", 0)
 		kv("async_loading", 0)
 		kv("aof_enabled", 0)
 		kv("durability", "raft-log-fsync-per-entry")
-		if s.cfg.Store != nil {
-			ls := s.cfg.Store.Stats()
-			kv("log_appends", ls.Appends)
-			kv("log_entries_appended", ls.EntriesAppended)
-			kv("log_fsyncs", ls.Syncs)
-			kv("log_bytes_appended", ls.BytesAppended)
-		}
+		s.cfg.Backend.Info(section, kv)
 	case "stats":
 		b.WriteString("# Stats\r\n")
 		kv("total_connections_received", s.stats.connsReceived.Load())
@@ -119,56 +109,25 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 	case "replication":
 		b.WriteString("# Replication\r\n")
 		role := "master"
-		if !s.cfg.Group.Ready() {
+		if !s.cfg.Backend.Leading() {
 			role = "slave"
 		}
 		kv("role", role)
 		kv("connected_slaves", 0)
 	case "raft":
-		gs := s.cfg.Group.Stats()
-		fs := s.cfg.FSM.Stats()
 		b.WriteString("# Raft\r\n")
-		kv("raft_state", strings.ToLower(gs.State))
-		kv("raft_ready", boolInt(gs.Ready))
-		kv("raft_term", gs.Term)
-		kv("raft_leader_id", gs.LeaderID)
-		kv("raft_leader_addr", gs.LeaderAddr)
-		kv("raft_voters", gs.Voters)
-		kv("raft_commit_index", gs.CommitIndex)
-		kv("raft_applied_index", gs.AppliedIndex)
-		kv("raft_last_log_index", gs.LastLogIndex)
-		kv("raft_last_snapshot_index", gs.LastSnapshotIndex)
-		kv("raft_entries_proposed", gs.EntriesProposed)
-		kv("raft_ops_proposed", gs.OpsProposed)
-		avg := 0.0
-		if gs.EntriesProposed > 0 {
-			avg = float64(gs.OpsProposed) / float64(gs.EntriesProposed)
-		}
-		kv("raft_avg_ops_per_entry", fmt.Sprintf("%.2f", avg))
-		kv("raft_last_entry_ops", gs.LastEntryOps)
-		kv("raft_max_entry_ops", gs.MaxEntryOps)
-		kv("raft_reads", gs.Reads)
+		// The backend's fields (raft_*, fsm_*), then the rates the server
+		// samples from its Counters.
+		s.cfg.Backend.Info(section, kv)
 		rv := s.rates.view()
 		kv("raft_instantaneous_decisions_per_sec", int64(rv.DecisionsPerSec))
 		kv("raft_instantaneous_entries_per_sec", int64(rv.EntriesPerSec))
 		kv("raft_instantaneous_fsyncs_per_sec", int64(rv.FsyncsPerSec))
 		kv("raft_instantaneous_ops_per_entry", fmt.Sprintf("%.2f", rv.OpsPerEntry))
-		kv("fsm_entries_applied", fs.Entries)
-		kv("fsm_ops_applied", fs.Ops)
-		kv("fsm_clock_ns", fs.Clock)
 	case "keyspace":
 		b.WriteString("# Keyspace\r\n")
-		if n := s.cfg.FSM.Stats().Keys; n > 0 {
-			fmt.Fprintf(b, "db0:keys=%d,expires=%d,avg_ttl=0\r\n", n, n)
-		}
+		s.cfg.Backend.Info(section, kv) // db0:keys=...
 	}
-}
-
-func boolInt(v bool) int {
-	if v {
-		return 1
-	}
-	return 0
 }
 
 // readRSS returns the resident set size in bytes (Linux), 0 elsewhere.

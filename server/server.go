@@ -1,7 +1,8 @@
 // Package server serves the Redis protocol: it reads each connection's
 // pipeline, dispatches commands through the command table (package
-// commands), hands state-changing requests to the Raft group as one batch
-// per pipeline read, and writes replies in order. See DESIGN.md.
+// commands), hands state-changing requests to its Backend (the node's Raft
+// group) as one batch per pipeline read, and writes replies in order. See
+// DESIGN.md.
 package server
 
 import (
@@ -12,10 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/redcell/redcell/fsm"
-	"github.com/redcell/redcell/group"
 	"github.com/redcell/redcell/mux"
-	"github.com/redcell/redcell/raftstore"
 )
 
 // Version is what HELLO and INFO report as the Redis version: clients choose
@@ -24,10 +22,7 @@ const Version = "7.2.4"
 
 // Config wires a Server to its node.
 type Config struct {
-	Group       *group.Group
-	FSM         *fsm.FSM
-	Clock       *group.Clock
-	Store       *raftstore.Store // for INFO; may be nil in tests
+	Backend     Backend          // decides requests; INFO and DEBUG CLOCK read it
 	PeerStats   func() mux.Stats // for INFO; may be nil
 	NodeID      string
 	Addr        string // the client address as configured (bind:port)
@@ -72,12 +67,8 @@ func New(cfg Config) *Server {
 }
 
 func (s *Server) sampleCounters() rateSample {
-	gs := s.cfg.Group.Counters()
-	r := rateSample{at: time.Now(), commands: s.stats.commands.Load(), ops: gs.Ops, entries: gs.Entries, netOut: s.stats.netOut.Load()}
-	if s.cfg.Store != nil {
-		r.fsyncs = s.cfg.Store.Stats().Syncs
-	}
-	return r
+	ops, entries, fsyncs := s.cfg.Backend.Counters()
+	return rateSample{at: time.Now(), commands: s.stats.commands.Load(), ops: ops, entries: entries, fsyncs: fsyncs, netOut: s.stats.netOut.Load()}
 }
 
 // Serve accepts client connections from ln until it is closed.

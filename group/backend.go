@@ -1,0 +1,147 @@
+package group
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/redcell/redcell/raftstore"
+	"github.com/redcell/redcell/request"
+)
+
+// Local is this node's Raft group as the server's backend (it implements
+// server.Backend, whose documentation gives the contract; this package does
+// not import server): writes go through the group's proposer, reads through
+// its linearizable read path, INFO reads the group, its state machine and the
+// log store, and DEBUG CLOCK moves the group's stamping clock.
+//
+// Goroutines: every method may be called from any goroutine, any number at
+// once. Propose and Read block as Group.Propose and Group.Read do; the others
+// read counters and never wait on raft's log or network.
+type Local struct {
+	g     *Group
+	store *raftstore.Store // log figures for INFO; may be nil
+	// batches are the Batches Propose hands the proposer: one per call in
+	// flight, reused, so a pipeline costs no allocation here.
+	batches sync.Pool
+}
+
+// NewLocal makes g (with the log store it runs on, for INFO; nil in tests
+// that have none) a backend for the server.
+func NewLocal(g *Group, store *raftstore.Store) *Local {
+	return &Local{g: g, store: store}
+}
+
+// Propose commits reqs through the log in one entry and fills res (len(res)
+// >= len(reqs)); see Group.Propose. The requests and results are the
+// caller's: a pooled Batch carries them to the proposer (no copy) and holds
+// no reference to them once Propose returns.
+func (l *Local) Propose(reqs []request.Request, res []request.Result) error {
+	if len(reqs) == 0 {
+		return nil
+	}
+	b, _ := l.batches.Get().(*Batch)
+	if b == nil {
+		b = NewBatch()
+	}
+	b.Ops, b.Results = reqs, res[:len(reqs)]
+	err := l.g.Propose(b)
+	// Propose has returned: the completer has answered b and no longer
+	// touches it, so it may serve another caller.
+	b.Ops, b.Results, b.err = nil, nil, nil
+	l.batches.Put(b)
+	return err
+}
+
+// Read answers read requests linearizably; see Group.Read.
+func (l *Local) Read(reqs []request.Request, res []request.Result) error {
+	if len(reqs) == 0 {
+		return nil
+	}
+	return l.g.Read(reqs, res)
+}
+
+// Leading reports whether this node is a ready leader.
+func (l *Local) Leading() bool { return l.g.Ready() }
+
+// Counters are the proposer's cumulative requests and entries, and the log
+// store's fsyncs.
+func (l *Local) Counters() (requests, entries, fsyncs uint64) {
+	c := l.g.Counters()
+	if l.store != nil {
+		fsyncs = l.store.Stats().Syncs
+	}
+	return c.Ops, c.Entries, fsyncs
+}
+
+// Info reports the group's, the state machine's and the log store's INFO
+// fields of section, in INFO's order.
+func (l *Local) Info(section string, field func(name string, value any)) {
+	switch section {
+	case "memory":
+		st := l.g.fsm.Stats().Store
+		field("keyspace_index_bytes", st.IndexBytes)
+		field("keyspace_entry_bytes", st.EntryBytes)
+		field("keyspace_arena_bytes", st.ArenaBytes)
+		field("keyspace_arena_garbage", st.ArenaGarbage)
+	case "persistence":
+		if l.store == nil {
+			return
+		}
+		ls := l.store.Stats()
+		field("log_appends", ls.Appends)
+		field("log_entries_appended", ls.EntriesAppended)
+		field("log_fsyncs", ls.Syncs)
+		field("log_bytes_appended", ls.BytesAppended)
+	case "raft":
+		gs := l.g.Stats()
+		fs := l.g.fsm.Stats()
+		field("raft_state", strings.ToLower(gs.State))
+		field("raft_ready", boolInt(gs.Ready))
+		field("raft_term", gs.Term)
+		field("raft_leader_id", gs.LeaderID)
+		field("raft_leader_addr", gs.LeaderAddr)
+		field("raft_voters", gs.Voters)
+		field("raft_commit_index", gs.CommitIndex)
+		field("raft_applied_index", gs.AppliedIndex)
+		field("raft_last_log_index", gs.LastLogIndex)
+		field("raft_last_snapshot_index", gs.LastSnapshotIndex)
+		field("raft_entries_proposed", gs.EntriesProposed)
+		field("raft_ops_proposed", gs.OpsProposed)
+		avg := 0.0
+		if gs.EntriesProposed > 0 {
+			avg = float64(gs.OpsProposed) / float64(gs.EntriesProposed)
+		}
+		field("raft_avg_ops_per_entry", fmt.Sprintf("%.2f", avg))
+		field("raft_last_entry_ops", gs.LastEntryOps)
+		field("raft_max_entry_ops", gs.MaxEntryOps)
+		field("raft_reads", gs.Reads)
+		field("fsm_entries_applied", fs.Entries)
+		field("fsm_ops_applied", fs.Ops)
+		field("fsm_clock_ns", fs.Clock)
+	case "keyspace":
+		// As Redis's INFO keyspace: present once the keyspace has a key.
+		if n := l.g.fsm.Stats().Keys; n > 0 {
+			field("db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=0", n, n))
+		}
+	}
+}
+
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
+}
+
+// Clock is the replicated clock (the state machine's).
+func (l *Local) Clock() int64 { return l.g.fsm.Clock() }
+
+// SetClock freezes the stamping clock at unixNS.
+func (l *Local) SetClock(unixNS int64) { l.g.cfg.Clock.Set(unixNS) }
+
+// AdvanceClock moves the stamping clock forward by ns, frozen.
+func (l *Local) AdvanceClock(ns int64) { l.g.cfg.Clock.Advance(ns) }
+
+// RealClock lets the stamping clock follow the wall clock.
+func (l *Local) RealClock() { l.g.cfg.Clock.Real() }
