@@ -25,17 +25,24 @@ const (
 	ErrClusterOff    = "ERR This instance has cluster support disabled"
 	ErrExecNoMulti   = "ERR EXEC without MULTI"
 
-	// Replication and availability (see spec/replication.md).
-	ErrClusterDown = "CLUSTERDOWN No leader is known: the cluster cannot decide now"
-	ErrNotReady    = "TRYAGAIN The leader is not ready yet"
-	ErrUnknown     = "TRYAGAIN Leadership changed before the write was confirmed: it may or may not have been applied"
-	ErrStopped     = "TRYAGAIN The server is shutting down"
-	ErrInternal    = "ERR internal error: the state machine stopped; see the server log"
+	// Replication and availability (see spec/replication.md), one per batch
+	// failure of package request; the server maps each explicitly.
+	ErrClusterDown = "CLUSTERDOWN No leader is known: the cluster cannot decide now"     // request.ErrNoLeader
+	ErrNotReady    = "TRYAGAIN The leader is not ready yet"                              // request.ErrNotReady
+	ErrStopped     = "TRYAGAIN The server is shutting down"                              // request.ErrShutdown
+	ErrInternal    = "ERR internal error: the state machine stopped; see the server log" // request.ErrStateMachine
+	// ErrOutcomeUnknown answers request.ErrOutcomeUnknown: leadership
+	// changed after the write was proposed, so it may still be committed
+	// and applied, or not. Unlike the others it does not say "nothing
+	// happened": a client that retries may be counted twice, and one that
+	// does not retry may not have been counted. The server also answers it
+	// for an error it does not recognise, which cannot promise either.
+	ErrOutcomeUnknown = "TRYAGAIN Leadership changed before the write was confirmed: it may or may not have been applied"
 
 	// Redcell's own, not in the spec: the state machine refused an op of
-	// a committed entry that it cannot apply (fsm.ErrInvalidOp). The parser
-	// never proposes such an op, so only a faulty or foreign leader can;
-	// every replica refuses it alike and nothing changed.
+	// a committed entry that it cannot apply (request.ErrInvalidOp). The
+	// parser never proposes such an op, so only a faulty or foreign leader
+	// can; every replica refuses it alike and nothing changed.
 	ErrInvalidOp = "ERR the state machine refused this request as invalid; nothing was changed"
 )
 

@@ -152,3 +152,27 @@ func TestErrorTextsAreSpecVerbatim(t *testing.T) {
 		}
 	}
 }
+
+// TestAvailabilityTexts: each batch failure has its own reply, with the
+// prefix clients act on (CLUSTERDOWN and TRYAGAIN are retried, ERR is not),
+// and the unknown outcome says, verbatim, that the write may have happened.
+func TestAvailabilityTexts(t *testing.T) {
+	texts := map[string]string{
+		ErrClusterDown:    "CLUSTERDOWN ",
+		ErrNotReady:       "TRYAGAIN ",
+		ErrStopped:        "TRYAGAIN ",
+		ErrOutcomeUnknown: "TRYAGAIN ",
+		ErrInternal:       "ERR ",
+	}
+	if len(texts) != 5 {
+		t.Fatalf("two availability errors share a text")
+	}
+	for text, prefix := range texts {
+		if !strings.HasPrefix(text, prefix) {
+			t.Errorf("%q does not start with %q", text, prefix)
+		}
+	}
+	if want := "TRYAGAIN Leadership changed before the write was confirmed: it may or may not have been applied"; ErrOutcomeUnknown != want {
+		t.Errorf("ErrOutcomeUnknown = %q, want %q", ErrOutcomeUnknown, want)
+	}
+}

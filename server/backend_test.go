@@ -150,10 +150,10 @@ func TestBackendErrorTexts(t *testing.T) {
 		{request.ErrNotReady, commands.ErrNotReady},
 		{request.ErrShutdown, commands.ErrStopped},
 		{request.ErrStateMachine, commands.ErrInternal},
-		{request.ErrOutcomeUnknown, commands.ErrUnknown},
-		{fmt.Errorf("%w: raft said something", request.ErrOutcomeUnknown), commands.ErrUnknown},
+		{request.ErrOutcomeUnknown, commands.ErrOutcomeUnknown},
+		{fmt.Errorf("%w: raft said something", request.ErrOutcomeUnknown), commands.ErrOutcomeUnknown},
 		{fmt.Errorf("wrapped: %w", request.ErrNoLeader), commands.ErrClusterDown},
-		{errors.New("something else"), commands.ErrUnknown},
+		{errors.New("something else"), commands.ErrOutcomeUnknown},
 	} {
 		s := stubServer(t, &stubBackend{err: tt.err})
 		got := runPipeline(t, s, []string{"DEL", "a"}, []string{"FLUSHALL"}, []string{"DBSIZE"})

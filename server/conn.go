@@ -233,8 +233,12 @@ func backendErrText(err error) string {
 		return commands.ErrStopped
 	case errors.Is(err, request.ErrStateMachine):
 		return commands.ErrInternal
+	case errors.Is(err, request.ErrOutcomeUnknown):
+		return commands.ErrOutcomeUnknown
 	}
-	return commands.ErrUnknown
+	// Not a failure the Backend contract names: the server cannot tell
+	// whether a write happened, so it must not say that nothing did.
+	return commands.ErrOutcomeUnknown
 }
 
 func (c *conn) setProto(p int) {
