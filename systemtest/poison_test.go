@@ -67,9 +67,10 @@ func bigReply(t *testing.T, c *respConn, what string, name string, n int, arg fu
 }
 
 // throttleKeyOfSize sends CL.THROTTLE with a key of keyLen bytes and
-// "4 1 100": that op takes 1 (code) + 4 (key length varint) + keyLen +
+// "4 1 100": in the log (request/codec.go) that request takes 1 (code) +
+// 1 (key count) + 4 (key length varint) + keyLen + 1 (argument count) +
 // 6 (T = 100 s, zig-zag varint) + 1 (limit 5) + 1 (quantity 1) bytes.
-const throttleOverhead = 1 + 4 + 6 + 1 + 1
+const throttleOverhead = 1 + 1 + 4 + 1 + 6 + 1 + 1
 
 func throttleKeyOfSize(t *testing.T, c *respConn, keyLen int) reply {
 	t.Helper()
@@ -79,15 +80,16 @@ func throttleKeyOfSize(t *testing.T, c *respConn, keyLen int) reply {
 		func(dst []byte, i int) []byte { return append(dst, params[i]...) })
 }
 
-// delOfSize sends name with 131072 keys whose op takes exactly size bytes:
-// 1 (code) + 3 (key count varint) + 131071 keys of 127 bytes (128 with their
-// length byte) + one last key making up the rest (size at most the limit + 4,
-// so that key stays under 128 bytes and its length takes one byte).
+// delOfSize sends name with 131072 keys whose request takes exactly size
+// bytes: 1 (code) + 3 (key count varint) + 131071 keys of 127 bytes (128 with
+// their length byte) + one last key making up the rest (size at most the
+// limit + 4, so that key stays under 128 bytes and its length takes one
+// byte) + 1 (argument count, 0).
 func delOfSize(t *testing.T, c *respConn, name string, size int) reply {
 	t.Helper()
 	const n, keyLen = 131072, 127
 	key := bytes.Repeat([]byte{'D'}, keyLen)
-	last := bytes.Repeat([]byte{'E'}, size-(1+3+(n-1)*(1+keyLen))-1)
+	last := bytes.Repeat([]byte{'E'}, size-(1+3+(n-1)*(1+keyLen))-1-1)
 	return bigReply(t, c, name+" taking "+strconv.Itoa(size)+" bytes", name, n, func(dst []byte, i int) []byte {
 		if i == n-1 {
 			return append(dst, last...)
