@@ -106,6 +106,8 @@ type Group struct {
 	readGate sync.RWMutex
 	wg       sync.WaitGroup
 	notifyCh chan bool
+	// leaderSig wakes requests waiting for a leader (see leadership.go).
+	leaderSig *leaderSignal
 
 	stats groupStats
 }
@@ -138,15 +140,16 @@ func Open(cfg Config) (*Group, error) {
 		cfg.Clock = &Clock{}
 	}
 	g := &Group{
-		cfg:      cfg,
-		log:      cfg.Logger,
-		fsm:      cfg.FSM,
-		readyCh:  make(chan struct{}),
-		slots:    make(chan struct{}, cfg.MaxInflight),
-		inflight: make(chan *inflightEntry, cfg.MaxInflight),
-		encoders: make(chan *fsm.Encoder, cfg.MaxInflight+1),
-		stopCh:   make(chan struct{}),
-		notifyCh: make(chan bool, 16),
+		cfg:       cfg,
+		log:       cfg.Logger,
+		fsm:       cfg.FSM,
+		readyCh:   make(chan struct{}),
+		slots:     make(chan struct{}, cfg.MaxInflight),
+		inflight:  make(chan *inflightEntry, cfg.MaxInflight),
+		encoders:  make(chan *fsm.Encoder, cfg.MaxInflight+1),
+		stopCh:    make(chan struct{}),
+		notifyCh:  make(chan bool, 16),
+		leaderSig: newLeaderSignal(),
 	}
 	for i := 0; i < cfg.MaxInflight+1; i++ {
 		g.encoders <- &fsm.Encoder{}
@@ -170,7 +173,9 @@ func Open(cfg Config) (*Group, error) {
 		}
 		g.log.Info("bootstrapped a new one-node cluster", "node_id", cfg.NodeID, "addr", cfg.Addr)
 	}
-	g.wg.Add(2)
+	r.RegisterObserver(g.leaderSig.observer)
+	g.wg.Add(3)
+	go g.runLeaderSignal()
 	go g.runWatcher()
 	go g.runCompleter()
 	return g, nil
@@ -243,30 +248,44 @@ func (g *Group) setReady(v bool) {
 }
 
 // awaitReady returns nil once this node is a ready leader, or the reason it
-// cannot serve after waiting up to WaitForLeader.
+// cannot serve: ErrNotLeader at once when another node is known to lead (the
+// caller forwards), otherwise ErrNotReady or ErrNoLeader after waiting up to
+// WaitForLeader for this node to become a ready leader. Every change of
+// leadership wakes it to look again.
 func (g *Group) awaitReady() error {
 	if g.ready.Load() {
 		return nil
 	}
-	if g.stopping.Load() {
-		return ErrShutdown
-	}
-	g.readyMu.Lock()
-	ch := g.readyCh
-	g.readyMu.Unlock()
 	t := time.NewTimer(g.cfg.WaitForLeader)
 	defer t.Stop()
-	select {
-	case <-ch:
-		return nil
-	case <-g.stopCh:
-		return ErrShutdown
-	case <-t.C:
+	for {
+		if g.stopping.Load() {
+			return ErrShutdown
+		}
+		changed := g.LeaderChanged() // before reading the state it signals
+		g.readyMu.Lock()
+		ch := g.readyCh
+		g.readyMu.Unlock()
+		if g.ready.Load() {
+			return nil
+		}
+		if addr, _ := g.raft.LeaderWithID(); addr != "" && addr != g.cfg.Addr && g.raft.State() != raft.Leader {
+			return ErrNotLeader // a leader elsewhere decides; the caller forwards
+		}
+		select {
+		case <-ch:
+			return nil
+		case <-g.stopCh:
+			return ErrShutdown
+		case <-changed:
+			continue
+		case <-t.C:
+		}
+		if g.raft.State() == raft.Leader {
+			return ErrNotReady
+		}
+		return ErrNoLeader
 	}
-	if g.raft.State() == raft.Leader {
-		return ErrNotReady
-	}
-	return ErrNoLeader
 }
 
 // Read answers a run of read requests (read codes; a write code answers

@@ -13,10 +13,6 @@ import (
 // follower gets ErrNotLeader and the caller forwards the request (package
 // node routes it to the leader over an authenticated peer connection).
 
-// ErrNotLeader: a membership change or snapshot request reached a node that
-// does not lead; LeaderAddr in Stats says where to send it.
-var ErrNotLeader = errors.New("group: not the leader")
-
 // Suffrage names a member's role in the configuration as RAFT INFO shows it.
 type Suffrage string
 

@@ -13,10 +13,12 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/redcell/redcell/forward"
 	"github.com/redcell/redcell/fsm"
 	"github.com/redcell/redcell/group"
 	"github.com/redcell/redcell/mux"
@@ -37,6 +39,17 @@ type Config struct {
 	// ClusterSecret admits peers (see package mux). Empty: the node accepts
 	// no peer connections at all, which is right for a single node.
 	ClusterSecret []byte
+	// Join is the address of any member of an existing cluster: a node with
+	// an empty data dir asks to be added instead of bootstrapping. Ignored
+	// once the node has Raft state (a restart needs no join).
+	Join string
+	// WriteTimeout bounds how long a request waits for a leader that can
+	// decide it (default DefaultWriteTimeout).
+	WriteTimeout time.Duration
+	// Raft timeouts (defaults in group: DefaultHeartbeatTimeout and so on).
+	HeartbeatTimeout   time.Duration
+	ElectionTimeout    time.Duration
+	LeaderLeaseTimeout time.Duration
 
 	EnableDebug bool
 	Stripes     int
@@ -63,8 +76,14 @@ type Node struct {
 	transport *raft.NetworkTransport
 	group     *group.Group
 	fsm       *fsm.FSM
+	local     *group.Local    // the group as a server backend
+	fwd       *forward.Client // to the leader
+	fwdSrv    *forward.Server // from followers
+	router    *router
 	srv       *server.Server
 	fatal     chan error
+	stop      chan struct{} // ends join and promotion
+	bg        sync.WaitGroup
 }
 
 // Open starts a node: the data dir decides whether it bootstraps a new
@@ -84,7 +103,7 @@ func Open(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n = &Node{log: log, fatal: make(chan error, 1)}
+	n = &Node{log: log, fatal: make(chan error, 1), stop: make(chan struct{})}
 	var closers []func() error
 	defer func() {
 		if err != nil {
@@ -99,7 +118,7 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("opening the raft store: %w", err)
 	}
 	closers = append(closers, n.store.Close)
-	who, err := resolveIdentity(cfg.DataDir, wasEmpty, n.store, cfg.NodeID, false)
+	who, err := resolveIdentity(cfg.DataDir, wasEmpty, n.store, cfg.NodeID, cfg.Join != "")
 	if err != nil {
 		return nil, err
 	}
@@ -119,6 +138,10 @@ func Open(cfg Config) (n *Node, err error) {
 	}
 	closers = append(closers, n.mux.Close)
 	raftLn, err := n.mux.Listen(mux.HeaderRaft)
+	if err != nil {
+		return nil, err
+	}
+	fwdLn, err := n.mux.Listen(mux.HeaderForward)
 	if err != nil {
 		return nil, err
 	}
@@ -156,6 +179,15 @@ func Open(cfg Config) (n *Node, err error) {
 		Logger:      log,
 		MaxInflight: cfg.MaxInflight,
 		Tune: func(rc *raft.Config) {
+			if cfg.HeartbeatTimeout > 0 {
+				rc.HeartbeatTimeout = cfg.HeartbeatTimeout
+			}
+			if cfg.ElectionTimeout > 0 {
+				rc.ElectionTimeout = cfg.ElectionTimeout
+			}
+			if cfg.LeaderLeaseTimeout > 0 {
+				rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
+			}
 			if cfg.MaxAppend > 0 {
 				rc.MaxAppendEntries = cfg.MaxAppend
 			}
@@ -170,8 +202,15 @@ func Open(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	closers = append(closers, n.group.Shutdown)
+	n.local = group.NewLocal(n.group, n.store)
+	n.fwd = forward.NewClient(func(addr string, timeout time.Duration) (net.Conn, error) {
+		return n.mux.Dial(addr, mux.HeaderForward, timeout)
+	})
+	n.fwdSrv = forward.NewServer(leaderHandler{n: n}, classify, log)
+	n.router = newRouter(n.local, n.group, n.fwd, cfg.WriteTimeout)
 	n.srv = server.New(server.Config{
-		Backend:   group.NewLocal(n.group, n.store),
+		Backend:   n.router,
 		PeerStats: n.mux.Stats,
 		NodeID:    n.ID, Addr: ln.Addr().String(), DataDir: cfg.DataDir,
 		EnableDebug: cfg.EnableDebug, RedcellVer: cfg.Version, Logger: log,
@@ -182,6 +221,12 @@ func Open(cfg Config) (n *Node, err error) {
 			log.Error("serving clients", "err", err)
 		}
 	}()
+	go func() {
+		if err := n.fwdSrv.Serve(fwdLn); err != nil {
+			log.Error("serving forwarded requests", "err", err)
+		}
+	}()
+	n.background(cfg.Join, who.bootstrap)
 	log.Info("redcell started", "addr", n.Addr.String(), "node_id", n.ID, "data_dir", cfg.DataDir,
 		"version", cfg.Version, "peers", len(cfg.ClusterSecret) > 0)
 	return n, nil
@@ -195,11 +240,37 @@ func (n *Node) Fatal() <-chan error { return n.fatal }
 // answer), raft, the transport and the shared port, then the store, so
 // nothing is torn.
 func (n *Node) Close() error {
+	close(n.stop)
+	n.bg.Wait()
 	n.srv.Close()
+	n.fwd.Close()
 	err := n.group.Shutdown()
+	n.fwdSrv.Close()
 	n.transport.Close()
 	n.mux.Close()
 	return errors.Join(err, n.store.Close())
+}
+
+// background starts the membership work: a fresh node with a join address
+// joins; every node that finds itself a non-voter asks for promotion once it
+// has caught up. A join the cluster refuses stops the node (Fatal).
+func (n *Node) background(join string, bootstrapped bool) {
+	existing, _ := raft.HasExistingState(n.store, n.store, n.store.SnapshotStore(1))
+	n.bg.Add(1)
+	go func() {
+		defer n.bg.Done()
+		if join != "" && !bootstrapped && !existing {
+			if err := n.join(join, n.stop); err != nil {
+				select {
+				case <-n.stop:
+				case n.fatal <- err:
+				default:
+				}
+				return
+			}
+		}
+		n.promoteWhenCaughtUp(n.stop)
+	}()
 }
 
 func advertiseAddr(advertise string, bound net.Addr) (net.Addr, error) {

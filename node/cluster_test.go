@@ -1,0 +1,124 @@
+package node
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redcell/redcell/group"
+)
+
+var testSecret = []byte("node-package-test-secret-0123456789")
+
+// fastRaft makes elections take tens of milliseconds on loopback.
+func fastRaft(c *Config) {
+	c.ClusterSecret = testSecret
+	c.HeartbeatTimeout = 100 * time.Millisecond
+	c.ElectionTimeout = 100 * time.Millisecond
+	c.LeaderLeaseTimeout = 100 * time.Millisecond
+}
+
+// startCluster opens n nodes: the first bootstraps, the others join it.
+func startCluster(t *testing.T, n int) []*Node {
+	t.Helper()
+	first := mustOpen(t, t.TempDir(), func(c *Config) { fastRaft(c); c.NodeID = "n1" })
+	nodes := []*Node{first}
+	for i := 2; i <= n; i++ {
+		nodes = append(nodes, mustOpen(t, t.TempDir(), func(c *Config) {
+			fastRaft(c)
+			c.NodeID = fmt.Sprintf("n%d", i)
+			c.Join = first.Addr.String()
+		}))
+	}
+	t.Cleanup(func() {
+		for _, nd := range nodes {
+			if nd != nil {
+				nd.Close()
+			}
+		}
+	})
+	waitCond(t, 20*time.Second, "every node a voter", func() bool {
+		ms, err := first.group.Members()
+		if err != nil || len(ms) != n {
+			return false
+		}
+		for _, m := range ms {
+			if m.Suffrage != group.Voter {
+				return false
+			}
+		}
+		return true
+	})
+	return nodes
+}
+
+func waitCond(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(10 * time.Millisecond) // polling a condition with a deadline
+	}
+}
+
+func leaderOf(nodes []*Node) int {
+	for i, n := range nodes {
+		if n != nil && n.group.IsLeader() {
+			return i
+		}
+	}
+	return -1
+}
+
+// Three nodes: joined by address, promoted to voters, any node decides any
+// request (followers forward), and the decisions are one sequence: a limit
+// of 10 per day admits exactly 10 whichever nodes the calls go to. Then the
+// leader stops and the survivors go on deciding, still within the limit.
+func TestClusterJoinForwardAndFailover(t *testing.T) {
+	nodes := startCluster(t, 3)
+	clients := make([]*client, 3)
+	for i, n := range nodes {
+		clients[i] = dial(t, n)
+	}
+	allowed := 0
+	for i := 0; i < 15; i++ {
+		got := clients[i%3].throttle(t, "shared")
+		if strings.HasPrefix(got, ":0 ") {
+			allowed++
+		} else if !strings.HasPrefix(got, ":1 ") {
+			t.Fatalf("call %d on node %d: %q", i, i%3, got)
+		}
+	}
+	if allowed != 10 {
+		t.Fatalf("%d of 15 calls allowed across three nodes, want 10", allowed)
+	}
+	for i, c := range clients {
+		if got := c.do(t, "CL.PEEK", "shared", "9", "1", "86400"); !strings.HasPrefix(got, ":1 :10 :0 ") {
+			t.Errorf("CL.PEEK on node %d: %q, want limited with 0 remaining", i, got)
+		}
+	}
+
+	l := leaderOf(nodes)
+	if l < 0 {
+		t.Fatal("no leader")
+	}
+	if err := nodes[l].Close(); err != nil {
+		t.Fatalf("closing the leader: %v", err)
+	}
+	nodes[l] = nil
+	for i := range nodes {
+		if nodes[i] == nil {
+			continue
+		}
+		c := dial(t, nodes[i])
+		if got := c.throttle(t, "shared"); !strings.HasPrefix(got, ":1 :10 :0 ") {
+			t.Errorf("after the leader left, node %d answered %q: want still limited", i, got)
+		}
+		if got := c.throttle(t, fmt.Sprintf("fresh%d", i)); !strings.HasPrefix(got, ":0 :10 :9 ") {
+			t.Errorf("after the leader left, node %d answered %q for a fresh key", i, got)
+		}
+	}
+}

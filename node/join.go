@@ -1,0 +1,161 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/redcell/redcell/forward"
+	"github.com/redcell/redcell/group"
+)
+
+// Joining a cluster takes two steps, both driven by the joining node:
+//
+//  1. join: it asks a member (any; a follower answers with the leader's
+//     address and the joiner follows) to add it as a non-voter. A non-voter
+//     receives the log, or a snapshot, without counting towards the quorum,
+//     so a new node cannot stall the cluster while it catches up.
+//  2. promote: once its applied index has reached the commit index its
+//     leader reports, it asks the leader to make it a voter.
+//
+// Step 2 also runs after a restart whenever this node finds itself a
+// non-voter in the configuration, so a node that crashed between the steps
+// finishes on its own. A restart with data never needs --join again.
+
+// joinRetry spaces attempts while the cluster has no leader or the member
+// asked is unreachable.
+const joinRetry = 250 * time.Millisecond
+
+// adminTimeout bounds one administration call to another node.
+const adminTimeout = 15 * time.Second
+
+// maxRedirects bounds how many times a join follows "not the leader".
+const maxRedirects = 5
+
+// join asks the cluster at addr to add this node as a non-voter, following
+// redirects to the leader, until it succeeds or stop closes.
+func (n *Node) join(addr string, stop <-chan struct{}) error {
+	target := addr
+	for redirects := 0; ; {
+		_, err := n.fwd.Admin(target, forward.AdminJoin, []string{n.ID, n.Advertise.String()}, adminTimeout)
+		if err == nil {
+			n.log.Info("joined the cluster as a non-voter", "via", target)
+			return nil
+		}
+		var re *forward.RemoteError
+		switch {
+		case errors.As(err, &re) && re.Code == forward.CodeNotLeader && re.Text != "" && redirects < maxRedirects:
+			n.log.Info("join: following the redirect to the leader", "from", target, "leader", re.Text)
+			target = re.Text
+			redirects++
+			continue
+		case errors.As(err, &re) && re.Code == forward.CodeFailed:
+			return fmt.Errorf("joining the cluster via %s: %s", addr, re.Text) // refused: retrying cannot help
+		}
+		n.log.Warn("join: retrying", "via", target, "err", err)
+		target, redirects = addr, 0
+		select {
+		case <-stop:
+			return errors.New("stopped before joining")
+		case <-time.After(joinRetry):
+		}
+	}
+}
+
+// promoteWhenCaughtUp runs while this node is a non-voter: once its applied
+// index reaches the commit index known from the leader, it asks the leader
+// to promote it. It returns when the node is a voter, is not a member, or
+// stop closes.
+func (n *Node) promoteWhenCaughtUp(stop <-chan struct{}) {
+	t := time.NewTicker(joinRetry)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		me, ok := n.selfMember()
+		if !ok {
+			continue // the configuration that adds us has not arrived yet
+		}
+		if me.Suffrage == group.Voter {
+			return
+		}
+		r := n.group.Raft()
+		leaderAddr, _ := r.LeaderWithID()
+		commit := r.CommitIndex()
+		if leaderAddr == "" || commit == 0 || n.fsm.AppliedIndex() < commit {
+			continue
+		}
+		if _, err := n.fwd.Admin(string(leaderAddr), forward.AdminPromote, []string{n.ID}, adminTimeout); err != nil {
+			n.log.Info("promotion not done yet; retrying", "err", err)
+			continue
+		}
+		n.log.Info("promoted to voter", "applied_index", n.fsm.AppliedIndex())
+		return
+	}
+}
+
+func (n *Node) selfMember() (group.Member, bool) {
+	ms, err := n.group.Members()
+	if err != nil {
+		return group.Member{}, false
+	}
+	for _, m := range ms {
+		if m.ID == n.ID {
+			return m, true
+		}
+	}
+	return group.Member{}, false
+}
+
+// admin executes a cluster administration call on this node. Calls that
+// change the configuration need the leader: on a follower they fail with
+// errNotLeaderAt carrying the leader's address, which the forwarding server
+// reports as CodeNotLeader so the sender can follow it.
+func (n *Node) admin(op forward.AdminOp, args []string) (string, error) {
+	arg := func(i int) string {
+		if i < len(args) {
+			return args[i]
+		}
+		return ""
+	}
+	var err error
+	switch op {
+	case forward.AdminJoin:
+		if len(args) != 2 || args[0] == "" || args[1] == "" {
+			return "", errors.New("join needs a node ID and an address")
+		}
+		err = n.group.AddNonvoter(args[0], args[1])
+	case forward.AdminPromote:
+		err = n.group.Promote(arg(0))
+	case forward.AdminRemove:
+		err = n.group.Remove(arg(0))
+	case forward.AdminTransfer:
+		err = n.group.Transfer(arg(0))
+	case forward.AdminSnapshot:
+		idx, serr := n.group.Snapshot()
+		if serr != nil {
+			return "", serr
+		}
+		return fmt.Sprint(idx), nil
+	default:
+		return "", fmt.Errorf("unknown administration call %d", op)
+	}
+	if errors.Is(err, group.ErrNotLeader) {
+		addr, _ := n.group.Raft().LeaderWithID()
+		return "", &notLeaderAt{addr: addr}
+	}
+	if err != nil {
+		return "", err
+	}
+	return "OK", nil
+}
+
+// notLeaderAt says where the leader is (empty: unknown).
+type notLeaderAt struct{ addr raft.ServerAddress }
+
+func (e *notLeaderAt) Error() string { return string(e.addr) }

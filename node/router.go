@@ -1,0 +1,204 @@
+package node
+
+import (
+	"errors"
+	"time"
+
+	"github.com/redcell/redcell/forward"
+	"github.com/redcell/redcell/group"
+	"github.com/redcell/redcell/request"
+	"github.com/redcell/redcell/server"
+)
+
+// DefaultWriteTimeout bounds how long a request waits for a leader that can
+// decide it: through an election, a leader's readiness barrier, and the
+// forwarding hop. Past it the client gets TRYAGAIN (or CLUSTERDOWN when no
+// leader was known at all); a write already sent when it expires has an
+// unknown outcome and is answered so.
+const DefaultWriteTimeout = 5 * time.Second
+
+// router is the server's Backend on every node: requests are decided by the
+// local Raft group when this node leads, and forwarded to the leader when it
+// does not. It is the only place that knows where requests go; the server
+// sees one Backend either way.
+//
+// Goroutines: Propose and Read are called by connection goroutines, any
+// number at once. The leader watcher (raft's observer channel) runs in one
+// goroutine started by newRouter and stopped by close.
+type router struct {
+	server.Backend // the local group: Leading, Counters, Info, clocks
+
+	local   server.Backend
+	group   *group.Group
+	fwd     *forward.Client
+	timeout time.Duration
+}
+
+func newRouter(local server.Backend, g *group.Group, fwd *forward.Client, timeout time.Duration) *router {
+	if timeout <= 0 {
+		timeout = DefaultWriteTimeout
+	}
+	return &router{Backend: local, local: local, group: g, fwd: fwd, timeout: timeout}
+}
+
+// Propose decides writes here or at the leader.
+func (rt *router) Propose(reqs []request.Request, res []request.Result) error {
+	return rt.route(reqs, res, true)
+}
+
+// Read answers reads linearizably here or at the leader.
+func (rt *router) Read(reqs []request.Request, res []request.Result) error {
+	return rt.route(reqs, res, false)
+}
+
+// route sends one call to whoever leads, waiting through elections up to the
+// timeout. What it returns follows package request's batch failures:
+// nothing is reported as failed unless it certainly did not happen.
+func (rt *router) route(reqs []request.Request, res []request.Result, write bool) error {
+	deadline := time.Now().Add(rt.timeout)
+	lastErr := request.ErrNoLeader
+	for {
+		wait := rt.group.LeaderChanged() // taken before looking, so no change is missed
+		leaderAddr, _ := rt.group.Leader()
+		var err error
+		switch {
+		case rt.group.IsLeader():
+			if write {
+				err = rt.local.Propose(reqs, res)
+			} else {
+				err = rt.local.Read(reqs, res)
+			}
+			// The local group answers ErrNoLeader (or ErrNotLeader, which
+			// wraps it) when it lost leadership before proposing: look
+			// again. Everything else is final.
+			if !errors.Is(err, request.ErrNoLeader) {
+				return err
+			}
+		case leaderAddr != "":
+			err = rt.forward(leaderAddr, reqs, res, write, time.Until(deadline))
+			if err == nil || !retryable(err) {
+				return err
+			}
+		default:
+			err = request.ErrNoLeader
+		}
+		lastErr = err
+		left := time.Until(deadline)
+		if left <= 0 {
+			if errors.Is(lastErr, request.ErrNotReady) {
+				return request.ErrNotReady
+			}
+			return request.ErrNoLeader
+		}
+		// Wait for the leadership to change, but not forever on a leader
+		// that is known yet unreachable or not ready: try again soon.
+		t := time.NewTimer(min(left, retryEvery))
+		select {
+		case <-wait:
+		case <-t.C:
+		}
+		t.Stop()
+	}
+}
+
+// retryEvery spaces attempts at a leader that is known but not answering.
+const retryEvery = 50 * time.Millisecond
+
+// errRetry marks a forwarding failure after which nothing happened, so the
+// call may go to the (new) leader again.
+type errRetry struct{ cause error }
+
+func (e errRetry) Error() string { return "retry: " + e.cause.Error() }
+func (e errRetry) Unwrap() error { return e.cause }
+
+func retryable(err error) bool {
+	var r errRetry
+	return errors.As(err, &r)
+}
+
+// forward sends the call to the leader and maps what came back.
+func (rt *router) forward(addr string, reqs []request.Request, res []request.Result, write bool, timeout time.Duration) error {
+	if timeout <= 0 {
+		return errRetry{request.ErrNoLeader}
+	}
+	var err error
+	if write {
+		err = rt.fwd.Propose(addr, reqs, res, timeout)
+	} else {
+		err = rt.fwd.Read(addr, reqs, res, timeout)
+	}
+	if err == nil {
+		return nil
+	}
+	var re *forward.RemoteError
+	switch {
+	case errors.Is(err, forward.ErrNotSent):
+		return errRetry{request.ErrNoLeader}
+	case errors.Is(err, forward.ErrLost):
+		if !write {
+			return errRetry{request.ErrNoLeader} // a read may simply be asked again
+		}
+		return request.ErrOutcomeUnknown
+	case errors.As(err, &re):
+		switch re.Code {
+		case forward.CodeNotLeader, forward.CodeNoLeader, forward.CodeShutdown:
+			return errRetry{request.ErrNoLeader}
+		case forward.CodeNotReady:
+			return errRetry{request.ErrNotReady}
+		case forward.CodeOutcomeUnknown:
+			return request.ErrOutcomeUnknown
+		case forward.CodeStateMachine:
+			return request.ErrStateMachine
+		}
+	}
+	if write {
+		return request.ErrOutcomeUnknown
+	}
+	return errRetry{request.ErrNoLeader}
+}
+
+// classify maps what the local group (or admin) returned for a forwarded
+// call to the code the sender sees. A forwarded call reaches the local group
+// only: ErrNoLeader there means this node does not lead any more.
+func classify(err error) forward.Code {
+	var nl *notLeaderAt
+	switch {
+	case errors.As(err, &nl), errors.Is(err, group.ErrNotLeader):
+		return forward.CodeNotLeader
+	case errors.Is(err, request.ErrNoLeader):
+		return forward.CodeNoLeader
+	case errors.Is(err, request.ErrNotReady):
+		return forward.CodeNotReady
+	case errors.Is(err, request.ErrOutcomeUnknown):
+		return forward.CodeOutcomeUnknown
+	case errors.Is(err, request.ErrShutdown):
+		return forward.CodeShutdown
+	case errors.Is(err, request.ErrStateMachine):
+		return forward.CodeStateMachine
+	}
+	return forward.CodeFailed
+}
+
+// leaderHandler serves forwarded calls with the local group only (never
+// forwarding again), failing fast when this node does not lead.
+type leaderHandler struct {
+	n *Node
+}
+
+func (h leaderHandler) Propose(reqs []request.Request, res []request.Result) error {
+	if !h.n.group.IsLeader() {
+		return group.ErrNotLeader
+	}
+	return h.n.local.Propose(reqs, res)
+}
+
+func (h leaderHandler) Read(reqs []request.Request, res []request.Result) error {
+	if !h.n.group.IsLeader() {
+		return group.ErrNotLeader
+	}
+	return h.n.local.Read(reqs, res)
+}
+
+func (h leaderHandler) Admin(op forward.AdminOp, args []string) (string, error) {
+	return h.n.admin(op, args)
+}
