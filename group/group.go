@@ -181,6 +181,24 @@ func Open(cfg Config) (*Group, error) {
 	return g, nil
 }
 
+// Raft timeouts for a LAN (flags in cmd/redcell override them). A follower
+// that hears nothing from its leader for a random time between
+// HeartbeatTimeout and twice that starts an election; a candidate that wins
+// no majority retries after a random time between ElectionTimeout and twice
+// that. So after a leader dies, a new one is normally elected 0.3-0.6 s
+// later, and a split vote adds 0.3-0.6 s: within the cluster's promise of
+// decisions resuming in under 2 s, with room for the new leader's barrier
+// and the followers' forwarding connections. A leader that cannot reach a
+// quorum for LeaderLeaseTimeout steps down, so a leader cut off by a
+// partition stops deciding within 0.3 s. Heartbeats go every
+// HeartbeatTimeout/10 (30 ms), far more often than a loaded 2-core machine
+// hosting three fsyncing nodes delays them (measured: see the README).
+const (
+	DefaultHeartbeatTimeout   = 300 * time.Millisecond
+	DefaultElectionTimeout    = 300 * time.Millisecond
+	DefaultLeaderLeaseTimeout = 300 * time.Millisecond
+)
+
 func raftConfig(cfg Config, notify chan bool) *raft.Config {
 	rc := raft.DefaultConfig()
 	rc.LocalID = raft.ServerID(cfg.NodeID)
@@ -195,11 +213,9 @@ func raftConfig(cfg Config, notify chan bool) *raft.Config {
 	rc.SnapshotThreshold = 16384
 	rc.SnapshotInterval = 30 * time.Second
 	rc.TrailingLogs = 10240
-	// Loopback and LAN defaults: a one-node cluster elects itself in
-	// 0.5-1 s after a restart instead of 1-2 s.
-	rc.HeartbeatTimeout = 500 * time.Millisecond
-	rc.ElectionTimeout = 500 * time.Millisecond
-	rc.LeaderLeaseTimeout = 250 * time.Millisecond
+	rc.HeartbeatTimeout = DefaultHeartbeatTimeout
+	rc.ElectionTimeout = DefaultElectionTimeout
+	rc.LeaderLeaseTimeout = DefaultLeaderLeaseTimeout
 	if cfg.Tune != nil {
 		cfg.Tune(rc)
 	}

@@ -10,7 +10,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redcell/redcell/group"
 	"github.com/redcell/redcell/mux"
+	"github.com/redcell/redcell/node"
 )
 
 // config is everything the command line can set.
@@ -32,6 +34,11 @@ type config struct {
 
 	clusterSecret     string
 	clusterSecretFile string
+	join              string
+	writeTimeout      time.Duration
+	heartbeatTimeout  time.Duration
+	electionTimeout   time.Duration
+	leaseTimeout      time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -53,6 +60,11 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.procs, "procs", 0, "OS threads running Go code at once (GOMAXPROCS); 0 = half the available CPUs, at least 1 (GOMAXPROCS in the environment wins)")
 	fs.StringVar(&c.clusterSecretFile, "cluster-secret-file", "", "file holding the cluster secret (at least 16 bytes; one trailing newline is ignored). Peers must prove it\nin a challenge-response handshake before Raft sees a byte; without a secret the node accepts no peers")
 	fs.StringVar(&c.clusterSecret, "cluster-secret", "", "the cluster secret itself (visible in the process list: prefer --cluster-secret-file or REDCELL_CLUSTER_SECRET)")
+	fs.StringVar(&c.join, "join", "", "host:port of any member of an existing cluster: a node with an empty data dir joins it\n(as a non-voter, promoted to voter once caught up) instead of bootstrapping; ignored once the node has data")
+	fs.DurationVar(&c.writeTimeout, "write-timeout", node.DefaultWriteTimeout, "how long a request waits for a leader that can decide it before it is answered TRYAGAIN or CLUSTERDOWN")
+	fs.DurationVar(&c.heartbeatTimeout, "raft-heartbeat-timeout", group.DefaultHeartbeatTimeout, "Raft: a follower that hears nothing from the leader for this long (randomised up to 2x) starts an election")
+	fs.DurationVar(&c.electionTimeout, "raft-election-timeout", group.DefaultElectionTimeout, "Raft: a candidate without a majority retries after this long (randomised up to 2x)")
+	fs.DurationVar(&c.leaseTimeout, "raft-lease-timeout", group.DefaultLeaderLeaseTimeout, "Raft: a leader that cannot reach a quorum for this long steps down (at most --raft-heartbeat-timeout)")
 	fs.IntVar(&c.stripes, "stripes", 64, "lock stripes of the in-memory keyspace (never changes results, only contention)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "redcell: a rate-limit server that speaks the Redis protocol (CL.THROTTLE as redis-cell),\nwith every decision durable in a Raft log before it is answered.\n\nUsage: redcell [flags]\n\nFlags:\n")
@@ -66,6 +78,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.port <= 0 || c.port > 65535 {
 		return c, fmt.Errorf("--port %d is not a TCP port", c.port)
+	}
+	if c.leaseTimeout > c.heartbeatTimeout {
+		return c, fmt.Errorf("--raft-lease-timeout %v exceeds --raft-heartbeat-timeout %v", c.leaseTimeout, c.heartbeatTimeout)
+	}
+	if c.heartbeatTimeout < 5*time.Millisecond || c.electionTimeout < 5*time.Millisecond || c.leaseTimeout < 5*time.Millisecond || c.writeTimeout <= 0 {
+		return c, fmt.Errorf("the Raft timeouts must be at least 5ms and --write-timeout positive")
 	}
 	if c.clusterSecret != "" && c.clusterSecretFile != "" {
 		return c, fmt.Errorf("--cluster-secret and --cluster-secret-file both given; use one")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"log/slog"
 
 	"github.com/redcell/redcell/node"
@@ -15,20 +16,28 @@ func startNode(cfg config, log *slog.Logger) (*node.Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.join != "" && secret == nil {
+		return nil, errors.New("--join needs the cluster secret (--cluster-secret-file): peers admit only nodes that prove it")
+	}
 	return node.Open(node.Config{
-		Bind:          cfg.bind,
-		Port:          cfg.port,
-		Advertise:     cfg.advertise,
-		DataDir:       cfg.dataDir,
-		NodeID:        cfg.nodeID,
-		ClusterSecret: secret,
-		EnableDebug:   cfg.enableDebug,
-		Stripes:       cfg.stripes,
-		MaxInflight:   cfg.maxInflight,
-		MaxAppend:     cfg.maxAppend,
-		SnapThresh:    cfg.snapThresh,
-		SnapEvery:     cfg.snapEvery,
-		Version:       version,
-		Logger:        log,
+		Bind:               cfg.bind,
+		Port:               cfg.port,
+		Advertise:          cfg.advertise,
+		DataDir:            cfg.dataDir,
+		NodeID:             cfg.nodeID,
+		ClusterSecret:      secret,
+		Join:               cfg.join,
+		WriteTimeout:       cfg.writeTimeout,
+		HeartbeatTimeout:   cfg.heartbeatTimeout,
+		ElectionTimeout:    cfg.electionTimeout,
+		LeaderLeaseTimeout: cfg.leaseTimeout,
+		EnableDebug:        cfg.enableDebug,
+		Stripes:            cfg.stripes,
+		MaxInflight:        cfg.maxInflight,
+		MaxAppend:          cfg.maxAppend,
+		SnapThresh:         cfg.snapThresh,
+		SnapEvery:          cfg.snapEvery,
+		Version:            version,
+		Logger:             log,
 	})
 }
