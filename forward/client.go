@@ -94,10 +94,11 @@ func (c *Client) Read(addr string, reqs []request.Request, res []request.Result,
 	return c.do(addr, cl, body, timeout)
 }
 
-// Admin sends a cluster administration call to addr.
-func (c *Client) Admin(addr string, op AdminOp, args []string, timeout time.Duration) (string, error) {
+// Admin sends a cluster administration command with its arguments to addr
+// and returns its text answer.
+func (c *Client) Admin(addr, cmd string, args []string, timeout time.Duration) (string, error) {
 	cl := &call{}
-	err := c.do(addr, cl, appendAdmin([]byte{kindAdmin}, op, args), timeout)
+	err := c.do(addr, cl, appendAdmin([]byte{kindAdmin}, append([]string{cmd}, args...)), timeout)
 	return cl.text, err
 }
 

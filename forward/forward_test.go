@@ -59,11 +59,11 @@ func (h *counterHandler) Read(reqs []request.Request, res []request.Result) erro
 	return nil
 }
 
-func (h *counterHandler) Admin(op AdminOp, args []string) (string, error) {
-	if op == AdminJoin && len(args) == 2 {
+func (h *counterHandler) Admin(cmd string, args []string) (string, error) {
+	if cmd == "join" && len(args) == 2 {
 		return "joined " + strings.Join(args, "@"), nil
 	}
-	return "", fmt.Errorf("bad admin call %d %v", op, args)
+	return "", fmt.Errorf("bad admin call %s %v", cmd, args)
 }
 
 func classify(err error) Code {
@@ -163,11 +163,11 @@ func TestMultiKeyRequestsAndAdminCalls(t *testing.T) {
 	if err := c.Propose(addr, []request.Request{del}, res, 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	text, err := c.Admin(addr, AdminJoin, []string{"n2", "127.0.0.1:7000"}, 5*time.Second)
+	text, err := c.Admin(addr, "join", []string{"n2", "127.0.0.1:7000"}, 5*time.Second)
 	if err != nil || text != "joined n2@127.0.0.1:7000" {
 		t.Fatalf("admin: %q, %v", text, err)
 	}
-	_, err = c.Admin(addr, AdminRemove, nil, 5*time.Second)
+	_, err = c.Admin(addr, "remove", nil, 5*time.Second)
 	var re *RemoteError
 	if !errors.As(err, &re) || re.Code != CodeFailed || !strings.Contains(re.Text, "bad admin call") {
 		t.Fatalf("failing admin call: %v", err)

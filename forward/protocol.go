@@ -27,7 +27,7 @@ import (
 // Request kinds and payloads:
 //
 //	kindPropose, kindRead: uvarint n, then n requests (request.Append)
-//	kindAdmin:             byte admin op, uvarint n, n × (uvarint len, bytes)
+//	kindAdmin:             uvarint n, n × (uvarint len, bytes): command, arguments
 //
 // Response statuses and payloads:
 //
@@ -85,18 +85,6 @@ type RemoteError struct {
 func (e *RemoteError) Error() string {
 	return fmt.Sprintf("forward: remote error %d: %s", e.Code, e.Text)
 }
-
-// AdminOp names a cluster administration call.
-type AdminOp byte
-
-const (
-	AdminJoin     AdminOp = 1 // args: node ID, address
-	AdminPromote  AdminOp = 2 // args: node ID
-	AdminRemove   AdminOp = 3 // args: node ID
-	AdminTransfer AdminOp = 4 // args: node ID, or none
-	AdminSnapshot AdminOp = 5 // no args
-	AdminStatus   AdminOp = 6 // no args: the receiver's own status line
-)
 
 var errFrameTooBig = errors.New("forward: frame larger than MaxFrame")
 

@@ -23,7 +23,9 @@ import (
 type Handler interface {
 	Propose(reqs []request.Request, res []request.Result) error
 	Read(reqs []request.Request, res []request.Result) error
-	Admin(op AdminOp, args []string) (string, error)
+	// Admin runs a cluster administration command (the first word, e.g.
+	// "join") with its arguments and returns its text answer.
+	Admin(cmd string, args []string) (string, error)
 }
 
 // maxCallsPerConn bounds the calls one connection may have in flight on
@@ -198,11 +200,11 @@ func (s *Server) run(kind byte, payload []byte) ([]byte, error) {
 		}
 		return appendResults([]byte{statusOK}, res), nil
 	case kindAdmin:
-		op, args, err := decodeAdmin(payload)
-		if err != nil {
-			return nil, &RemoteError{Code: CodeFailed, Text: err.Error()}
+		words, err := decodeAdmin(payload)
+		if err != nil || len(words) == 0 {
+			return nil, &RemoteError{Code: CodeFailed, Text: "corrupt admin call"}
 		}
-		text, err := s.h.Admin(op, args)
+		text, err := s.h.Admin(words[0], words[1:])
 		if err != nil {
 			return nil, err
 		}
@@ -211,33 +213,28 @@ func (s *Server) run(kind byte, payload []byte) ([]byte, error) {
 	return nil, &RemoteError{Code: CodeFailed, Text: "unknown call kind"}
 }
 
-func appendAdmin(b []byte, op AdminOp, args []string) []byte {
-	b = append(b, byte(op))
-	b = binary.AppendUvarint(b, uint64(len(args)))
-	for _, a := range args {
-		b = appendString(b, a)
+func appendAdmin(b []byte, words []string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(words)))
+	for _, w := range words {
+		b = appendString(b, w)
 	}
 	return b
 }
 
-func decodeAdmin(payload []byte) (AdminOp, []string, error) {
-	if len(payload) < 1 {
-		return 0, nil, errors.New("forward: empty admin call")
-	}
-	op := AdminOp(payload[0])
-	n, w := binary.Uvarint(payload[1:])
+func decodeAdmin(payload []byte) ([]string, error) {
+	n, w := binary.Uvarint(payload)
 	if w <= 0 || n > uint64(len(payload)) {
-		return 0, nil, errors.New("forward: corrupt admin call")
+		return nil, errors.New("forward: corrupt admin call")
 	}
-	rest := payload[1+w:]
-	args := make([]string, 0, n)
+	rest := payload[w:]
+	words := make([]string, 0, n)
 	for i := uint64(0); i < n; i++ {
-		var a string
+		var s string
 		var err error
-		if a, rest, err = readString(rest); err != nil {
-			return 0, nil, err
+		if s, rest, err = readString(rest); err != nil {
+			return nil, err
 		}
-		args = append(args, a)
+		words = append(words, s)
 	}
-	return op, args, nil
+	return words, nil
 }

@@ -134,6 +134,9 @@ func boolInt(v bool) int {
 	return 0
 }
 
+// Loading reports whether the node is still replaying at startup.
+func (l *Local) Loading() bool { return false }
+
 // Clock is the replicated clock (the state machine's).
 func (l *Local) Clock() int64 { return l.g.fsm.Clock() }
 

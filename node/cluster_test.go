@@ -122,3 +122,65 @@ func TestClusterJoinForwardAndFailover(t *testing.T) {
 		}
 	}
 }
+
+// digest sends RAFT DIGEST and returns "index hex". (do reads an array's
+// first lines only, so the bulk string's body is read here.)
+func (cl *client) digest(t *testing.T) string {
+	t.Helper()
+	got := cl.do(t, "RAFT", "DIGEST")
+	idx, hdr, ok := strings.Cut(got, " ")
+	if !ok || !strings.HasPrefix(idx, ":") || hdr != "$64" {
+		t.Fatalf("RAFT DIGEST: %q", got)
+	}
+	sum, err := cl.r.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idx[1:] + " " + strings.TrimSpace(sum)
+}
+
+// RAFT administration sent to any node: digests agree once every node has
+// applied the same entries; TRANSFER and REMOVE sent to a follower are
+// carried out by the leader; SNAPSHOT answers an index.
+func TestClusterAdministration(t *testing.T) {
+	nodes := startCluster(t, 3)
+	c0 := dial(t, nodes[0])
+	for i := 0; i < 30; i++ {
+		c0.throttle(t, fmt.Sprintf("k%d", i%7))
+	}
+	var digests []string
+	waitCond(t, 10*time.Second, "equal digests on all nodes", func() bool {
+		digests = digests[:0]
+		for _, n := range nodes {
+			digests = append(digests, dial(t, n).digest(t))
+		}
+		return digests[0] == digests[1] && digests[1] == digests[2]
+	})
+
+	l := leaderOf(nodes)
+	follower := (l + 1) % 3
+	cf := dial(t, nodes[follower])
+	if got := cf.do(t, "RAFT", "TRANSFER", nodes[follower].ID); got != "+OK" {
+		t.Fatalf("RAFT TRANSFER to %s sent to it: %q", nodes[follower].ID, got)
+	}
+	waitCond(t, 10*time.Second, "the transfer", func() bool { return nodes[follower].group.IsLeader() })
+
+	victim := (follower + 1) % 3
+	other := (follower + 2) % 3
+	if got := dial(t, nodes[other]).do(t, "RAFT", "REMOVE", nodes[victim].ID); got != "+OK" {
+		t.Fatalf("RAFT REMOVE sent to a follower: %q", got)
+	}
+	ms, err := nodes[follower].group.Members()
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("members after REMOVE: %v, %v", ms, err)
+	}
+	if got := cf.do(t, "RAFT", "SNAPSHOT"); !strings.HasPrefix(got, ":") || got == ":0" {
+		t.Errorf("RAFT SNAPSHOT: %q, want a positive index", got)
+	}
+	if got := cf.do(t, "RAFT", "REMOVE", "nobody"); !strings.HasPrefix(got, "-ERR") || !strings.Contains(got, "not a member") {
+		t.Errorf("RAFT REMOVE of a stranger: %q", got)
+	}
+	if got := cf.do(t, "RAFT", "BOGUS"); !strings.HasPrefix(got, "-ERR unknown subcommand 'BOGUS'. Try RAFT HELP.") {
+		t.Errorf("RAFT BOGUS: %q", got)
+	}
+}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/hashicorp/raft"
-
 	"github.com/redcell/redcell/forward"
 	"github.com/redcell/redcell/group"
 )
@@ -39,7 +37,7 @@ const maxRedirects = 5
 func (n *Node) join(addr string, stop <-chan struct{}) error {
 	target := addr
 	for redirects := 0; ; {
-		_, err := n.fwd.Admin(target, forward.AdminJoin, []string{n.ID, n.Advertise.String()}, adminTimeout)
+		_, err := n.fwd.Admin(target, "join", []string{n.ID, n.Advertise.String()}, adminTimeout)
 		if err == nil {
 			n.log.Info("joined the cluster as a non-voter", "via", target)
 			return nil
@@ -90,7 +88,7 @@ func (n *Node) promoteWhenCaughtUp(stop <-chan struct{}) {
 		if leaderAddr == "" || commit == 0 || n.fsm.AppliedIndex() < commit {
 			continue
 		}
-		if _, err := n.fwd.Admin(string(leaderAddr), forward.AdminPromote, []string{n.ID}, adminTimeout); err != nil {
+		if _, err := n.fwd.Admin(string(leaderAddr), "promote", []string{n.ID}, adminTimeout); err != nil {
 			n.log.Info("promotion not done yet; retrying", "err", err)
 			continue
 		}
@@ -112,50 +110,25 @@ func (n *Node) selfMember() (group.Member, bool) {
 	return group.Member{}, false
 }
 
-// admin executes a cluster administration call on this node. Calls that
-// change the configuration need the leader: on a follower they fail with
-// errNotLeaderAt carrying the leader's address, which the forwarding server
-// reports as CodeNotLeader so the sender can follow it.
-func (n *Node) admin(op forward.AdminOp, args []string) (string, error) {
-	arg := func(i int) string {
-		if i < len(args) {
-			return args[i]
-		}
-		return ""
-	}
-	var err error
-	switch op {
-	case forward.AdminJoin:
-		if len(args) != 2 || args[0] == "" || args[1] == "" {
-			return "", errors.New("join needs a node ID and an address")
-		}
-		err = n.group.AddNonvoter(args[0], args[1])
-	case forward.AdminPromote:
-		err = n.group.Promote(arg(0))
-	case forward.AdminRemove:
-		err = n.group.Remove(arg(0))
-	case forward.AdminTransfer:
-		err = n.group.Transfer(arg(0))
-	case forward.AdminSnapshot:
-		idx, serr := n.group.Snapshot()
-		if serr != nil {
-			return "", serr
-		}
-		return fmt.Sprint(idx), nil
-	default:
-		return "", fmt.Errorf("unknown administration call %d", op)
-	}
-	if errors.Is(err, group.ErrNotLeader) {
-		addr, _ := n.group.Raft().LeaderWithID()
+// admin executes a forwarded administration command with the local group
+// only. A command that needs the leader, on a node that does not lead,
+// fails with notLeaderAt carrying the leader's address, which the
+// forwarding server reports as CodeNotLeader so the sender can follow it.
+func (n *Node) admin(cmd string, args []string) (string, error) {
+	if group.LeaderOnly(cmd) && !n.group.IsLeader() {
+		addr, _ := n.group.Leader()
 		return "", &notLeaderAt{addr: addr}
 	}
-	if err != nil {
-		return "", err
+	text, err := n.local.Admin(cmd, args)
+	if errors.Is(err, group.ErrNotLeader) {
+		addr, _ := n.group.Leader()
+		return "", &notLeaderAt{addr: addr}
 	}
-	return "OK", nil
+	return text, err
 }
 
-// notLeaderAt says where the leader is (empty: unknown).
-type notLeaderAt struct{ addr raft.ServerAddress }
+// notLeaderAt says where the leader is (empty: unknown); its text is the
+// address, which a joining node follows.
+type notLeaderAt struct{ addr string }
 
-func (e *notLeaderAt) Error() string { return string(e.addr) }
+func (e *notLeaderAt) Error() string { return e.addr }

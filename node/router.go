@@ -199,6 +199,52 @@ func (h leaderHandler) Read(reqs []request.Request, res []request.Result) error 
 	return h.n.local.Read(reqs, res)
 }
 
-func (h leaderHandler) Admin(op forward.AdminOp, args []string) (string, error) {
-	return h.n.admin(op, args)
+func (h leaderHandler) Admin(cmd string, args []string) (string, error) {
+	return h.n.admin(cmd, args)
+}
+
+// Admin runs a RAFT administration command: on this node when it concerns
+// this node or this node leads, otherwise at the leader (waiting through an
+// election up to the write timeout).
+func (rt *router) Admin(cmd string, args []string) (string, error) {
+	if !group.LeaderOnly(cmd) {
+		return rt.local.Admin(cmd, args)
+	}
+	deadline := time.Now().Add(rt.timeout)
+	for {
+		wait := rt.group.LeaderChanged()
+		leaderAddr, _ := rt.group.Leader()
+		var err error
+		var text string
+		switch {
+		case rt.group.IsLeader():
+			text, err = rt.local.Admin(cmd, args)
+			if !errors.Is(err, request.ErrNoLeader) {
+				return text, err
+			}
+		case leaderAddr != "":
+			text, err = rt.fwd.Admin(leaderAddr, cmd, args, time.Until(deadline))
+			var re *forward.RemoteError
+			switch {
+			case err == nil:
+				return text, nil
+			case errors.As(err, &re) && re.Code == forward.CodeFailed:
+				return "", errors.New(re.Text)
+			case errors.As(err, &re) && re.Code != forward.CodeNotLeader && re.Code != forward.CodeNoLeader:
+				return "", err
+			case errors.Is(err, forward.ErrLost):
+				return "", request.ErrOutcomeUnknown
+			}
+		}
+		left := time.Until(deadline)
+		if left <= 0 {
+			return "", request.ErrNoLeader
+		}
+		t := time.NewTimer(min(left, retryEvery))
+		select {
+		case <-wait:
+		case <-t.C:
+		}
+		t.Stop()
+	}
 }

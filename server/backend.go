@@ -83,4 +83,19 @@ type Backend interface {
 	SetClock(unixNS int64)
 	AdvanceClock(ns int64)
 	RealClock()
+
+	// Admin runs a cluster administration command, RAFT's subcommands:
+	// "join" id addr, "remove" id, "transfer" [id] (these change the
+	// configuration and run on the leader wherever they are sent), "snapshot"
+	// (this node; answers the snapshot's index) and "digest" (this node;
+	// answers "<applied index> <hex digest>"). It returns a text answer
+	// ("OK" for the configuration changes) or an error whose text the
+	// client sees; request's batch failures keep their usual replies. It may
+	// block for as long as a write.
+	Admin(cmd string, args []string) (string, error)
+
+	// Loading reports whether the node is still replaying its log or a
+	// snapshot at startup; commands then get -LOADING, as Redis answers
+	// while it loads its dataset. Must return promptly.
+	Loading() bool
 }

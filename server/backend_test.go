@@ -51,6 +51,10 @@ func (b *stubBackend) Clock() int64          { return 42 }
 func (b *stubBackend) SetClock(unixNS int64) { b.clock = append(b.clock, fmt.Sprint("set ", unixNS)) }
 func (b *stubBackend) AdvanceClock(ns int64) { b.clock = append(b.clock, fmt.Sprint("advance ", ns)) }
 func (b *stubBackend) RealClock()            { b.clock = append(b.clock, "real") }
+func (b *stubBackend) Admin(cmd string, args []string) (string, error) {
+	return "", errors.New("no cluster here")
+}
+func (b *stubBackend) Loading() bool { return false }
 
 // stubServer is a Server in front of backend, closed when the test ends.
 func stubServer(t testing.TB, backend Backend) *Server {

@@ -17,7 +17,7 @@ func init() {
 	handlers = map[string]handler{
 		"ping": cmdPing, "echo": cmdEcho, "quit": cmdQuit, "reset": cmdReset,
 		"hello": cmdHello, "auth": cmdAuth, "select": cmdSelect, "client": cmdClient,
-		"info": cmdInfo, "time": cmdTime, "command": cmdCommand, "config": cmdConfig,
+		"info": cmdInfo, "time": cmdTime, "command": cmdCommand, "config": cmdConfig, "raft": cmdRaft,
 		"debug": cmdDebug, "cluster": cmdCluster,
 	}
 }

@@ -1,0 +1,91 @@
+package group
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strconv"
+)
+
+// Admin runs one cluster administration command on this node (see
+// server.Backend.Admin for the contract; package node's router sends the
+// ones that need the leader to it):
+//
+//	join <id> <addr>   add a non-voter (leader only; a repeat is a no-op)
+//	promote <id>       make a member a voter (leader only)
+//	remove <id>        take a member out (leader only)
+//	transfer [<id>]    hand leadership over (leader only)
+//	snapshot           snapshot this node's state now; answers the index
+//	digest             "<applied index> <hex SHA-256 of the state>" of this node
+//	status             "<applied index> <last log index> <commit index> <term>" of this node
+//
+// Leader-only commands on another node return ErrNotLeader. Goroutines:
+// any; configuration changes block until committed (about one write).
+func (l *Local) Admin(cmd string, args []string) (string, error) {
+	arg := func(i int) string {
+		if i < len(args) {
+			return args[i]
+		}
+		return ""
+	}
+	want := func(n int) error {
+		if len(args) != n {
+			return fmt.Errorf("wrong number of arguments for RAFT %s", cmd)
+		}
+		return nil
+	}
+	g := l.g
+	var err error
+	switch cmd {
+	case "join":
+		if err = want(2); err == nil {
+			err = g.AddNonvoter(arg(0), arg(1))
+		}
+	case "promote":
+		if err = want(1); err == nil {
+			err = g.Promote(arg(0))
+		}
+	case "remove":
+		if err = want(1); err == nil {
+			err = g.Remove(arg(0))
+		}
+	case "transfer":
+		if len(args) > 1 {
+			err = want(1)
+		} else {
+			err = g.Transfer(arg(0))
+		}
+	case "snapshot":
+		if err = want(0); err != nil {
+			return "", err
+		}
+		idx, err := g.Snapshot()
+		if err != nil {
+			return "", err
+		}
+		return strconv.FormatUint(idx, 10), nil
+	case "digest":
+		idx, sum, err := g.fsm.Digest()
+		if err != nil {
+			return "", err
+		}
+		return strconv.FormatUint(idx, 10) + " " + hex.EncodeToString(sum[:]), nil
+	case "status":
+		return fmt.Sprintf("%d %d %d %d", g.fsm.AppliedIndex(), g.raft.LastIndex(), g.raft.CommitIndex(), g.raft.CurrentTerm()), nil
+	default:
+		return "", fmt.Errorf("unknown RAFT subcommand %q", cmd)
+	}
+	if err != nil {
+		return "", err
+	}
+	return "OK", nil
+}
+
+// LeaderOnly reports whether an administration command must run on the
+// leader.
+func LeaderOnly(cmd string) bool {
+	switch cmd {
+	case "join", "promote", "remove", "transfer":
+		return true
+	}
+	return false
+}
