@@ -184,3 +184,34 @@ func TestClusterAdministration(t *testing.T) {
 		t.Errorf("RAFT BOGUS: %q", got)
 	}
 }
+
+// INFO replication: the leader lists every member with its last contact
+// and lag once it has polled them; a follower names its leader the way
+// Redis replicas name their master.
+func TestClusterInfoReplication(t *testing.T) {
+	nodes := startCluster(t, 3)
+	info := func(n *Node) map[string]string {
+		m := map[string]string{}
+		n.router.Info("replication", func(k string, v any) { m[k] = fmt.Sprint(v) })
+		return m
+	}
+	l := leaderOf(nodes)
+	waitCond(t, 10*time.Second, "the leader to hear from both followers", func() bool {
+		m := info(nodes[l])
+		return m["connected_slaves"] == "2"
+	})
+	m := info(nodes[l])
+	for i := 0; i < 3; i++ {
+		line := m[fmt.Sprintf("member%d", i)]
+		if strings.Contains(line, "self=1") {
+			continue
+		}
+		if !strings.Contains(line, "suffrage=voter") || !strings.Contains(line, "last_contact_ms=") || strings.Contains(line, "lag=-1") {
+			t.Errorf("leader's member%d line: %q", i, line)
+		}
+	}
+	f := info(nodes[(l+1)%3])
+	if f["master_link_status"] != "up" || f["cluster_leader_id"] != nodes[l].ID || f["master_port"] == "" {
+		t.Errorf("follower's view: %v", f)
+	}
+}

@@ -80,6 +80,7 @@ type Node struct {
 	fwd       *forward.Client // to the leader
 	fwdSrv    *forward.Server // from followers
 	router    *router
+	members   memberMonitor
 	srv       *server.Server
 	fatal     chan error
 	stop      chan struct{} // ends join and promotion
@@ -103,7 +104,7 @@ func Open(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n = &Node{log: log, fatal: make(chan error, 1), stop: make(chan struct{})}
+	n = &Node{log: log, fatal: make(chan error, 1), stop: make(chan struct{}), members: memberMonitor{views: map[string]memberView{}}}
 	var closers []func() error
 	defer func() {
 		if err != nil {
@@ -209,6 +210,7 @@ func Open(cfg Config) (n *Node, err error) {
 	})
 	n.fwdSrv = forward.NewServer(leaderHandler{n: n}, classify, log)
 	n.router = newRouter(n.local, n.group, n.fwd, cfg.WriteTimeout)
+	n.router.node = n
 	n.srv = server.New(server.Config{
 		Backend:   n.router,
 		PeerStats: n.mux.Stats,
@@ -256,7 +258,11 @@ func (n *Node) Close() error {
 // has caught up. A join the cluster refuses stops the node (Fatal).
 func (n *Node) background(join string, bootstrapped bool) {
 	existing, _ := raft.HasExistingState(n.store, n.store, n.store.SnapshotStore(1))
-	n.bg.Add(1)
+	n.bg.Add(2)
+	go func() {
+		defer n.bg.Done()
+		n.pollMembers(n.stop)
+	}()
 	go func() {
 		defer n.bg.Done()
 		if join != "" && !bootstrapped && !existing {

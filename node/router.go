@@ -29,6 +29,7 @@ type router struct {
 	server.Backend // the local group: Leading, Counters, Info, clocks
 
 	local   server.Backend
+	node    *Node // for INFO replication's member view
 	group   *group.Group
 	fwd     *forward.Client
 	timeout time.Duration

@@ -113,7 +113,8 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 			role = "slave"
 		}
 		kv("role", role)
-		kv("connected_slaves", 0)
+		// The backend's view of the cluster: leader, members, their lag.
+		s.cfg.Backend.Info(section, kv)
 	case "raft":
 		b.WriteString("# Raft\r\n")
 		// The backend's fields (raft_*, fsm_*), then the rates the server

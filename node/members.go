@@ -1,0 +1,136 @@
+package node
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The leader's view of its members for INFO replication: raft does not
+// expose its per-follower replication state, so the leader asks every other
+// member for its status (applied index) once a second over the forwarding
+// connections and remembers when each last answered. That gives, per
+// member, when the leader last heard from it and how many entries it is
+// behind, the two figures an operator needs to see a member falling away.
+
+// statusEvery is how often the leader polls its members.
+const statusEvery = time.Second
+
+type memberView struct {
+	applied     uint64
+	lastContact time.Time // zero: never answered
+}
+
+type memberMonitor struct {
+	mu    sync.Mutex
+	views map[string]memberView // by node ID
+}
+
+// pollMembers runs on every node and polls only while this node leads.
+func (n *Node) pollMembers(stop <-chan struct{}) {
+	t := time.NewTicker(statusEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-t.C:
+		}
+		if !n.group.IsLeader() {
+			continue
+		}
+		ms, err := n.group.Members()
+		if err != nil {
+			continue
+		}
+		var wg sync.WaitGroup
+		for _, m := range ms {
+			if m.ID == n.ID {
+				continue
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				text, err := n.fwd.Admin(m.Addr, "status", nil, statusEvery/2)
+				if err != nil {
+					return
+				}
+				var applied uint64
+				if _, err := fmt.Sscan(text, &applied); err != nil {
+					return
+				}
+				n.members.mu.Lock()
+				n.members.views[m.ID] = memberView{applied: applied, lastContact: time.Now()}
+				n.members.mu.Unlock()
+			}()
+		}
+		wg.Wait()
+	}
+}
+
+// Info adds the cluster's view to INFO's replication section (and passes
+// every other section to the local group): for a follower Redis's
+// master_host/master_port/master_link_status, then on every node the
+// leader and each member with its suffrage and, on the leader, its last
+// contact and lag in entries. Redis clients that read role and master_*
+// keep working; members are listed as memberN lines.
+func (rt *router) Info(section string, field func(name string, value any)) {
+	rt.local.Info(section, field)
+	if section != "replication" || rt.node == nil {
+		return
+	}
+	n := rt.node
+	leaderAddr, leaderID := n.group.Leader()
+	leading := n.group.IsLeader()
+	if !leading {
+		host, port, _ := net.SplitHostPort(leaderAddr)
+		link := "down"
+		if leaderAddr != "" {
+			link = "up"
+		}
+		field("master_host", host)
+		field("master_port", port)
+		field("master_link_status", link)
+	}
+	field("cluster_leader_id", leaderID)
+	field("cluster_leader_addr", leaderAddr)
+	ms, err := n.group.Members()
+	if err != nil {
+		return
+	}
+	field("cluster_members", len(ms))
+	last := n.group.Raft().LastIndex()
+	now := time.Now()
+	n.members.mu.Lock()
+	defer n.members.mu.Unlock()
+	connected := 0
+	for i, m := range ms {
+		var b strings.Builder
+		fmt.Fprintf(&b, "id=%s,addr=%s,suffrage=%s", m.ID, m.Addr, m.Suffrage)
+		switch {
+		case m.ID == n.ID:
+			b.WriteString(",self=1")
+		case leading:
+			v, ok := n.members.views[m.ID]
+			if ok && !v.lastContact.IsZero() {
+				lag := int64(0)
+				if last > v.applied {
+					lag = int64(last - v.applied)
+				}
+				fmt.Fprintf(&b, ",last_contact_ms=%d,lag=%d", now.Sub(v.lastContact).Milliseconds(), lag)
+				if now.Sub(v.lastContact) < 3*statusEvery {
+					connected++
+				}
+			} else {
+				b.WriteString(",last_contact_ms=-1,lag=-1")
+			}
+		}
+		field("member"+strconv.Itoa(i), b.String())
+	}
+	if leading {
+		field("connected_slaves", connected)
+	}
+}
