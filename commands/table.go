@@ -123,6 +123,10 @@ var table = []*Spec{
 		Args: []Arg{{Name: "username", Type: "string", Optional: true}, {Name: "password", Type: "string"}}},
 	{Name: "select", Arity: 2, Flags: []string{"fast", "stale", "loading"}, Group: "connection", Since: "1.0.0", Complexity: "O(1)",
 		ACL: []string{"@fast", "@connection"}, Summary: "Selects database 0, the only one.", Args: []Arg{{Name: "index", Type: "integer"}}},
+	{Name: "readonly", Arity: 1, Flags: []string{"fast", "loading", "stale"}, Group: "cluster", Since: "3.0.0", Complexity: "O(1)",
+		ACL: []string{"@fast", "@connection"}, Summary: "Reads on this connection answer from this node's own state, without asking the leader (may be stale on a follower)."},
+	{Name: "readwrite", Arity: 1, Flags: []string{"fast", "loading", "stale"}, Group: "cluster", Since: "3.0.0", Complexity: "O(1)",
+		ACL: []string{"@fast", "@connection"}, Summary: "Reads on this connection are linearizable again (the default)."},
 	{Name: "client", Arity: -2, Flags: []string{}, Group: "connection", Since: "2.4.0", Complexity: "Depends on subcommand.",
 		ACL: []string{"@slow"}, Summary: "A container for client connection commands.", Subs: []*Spec{
 			{Name: "client|id", Arity: 2, Flags: []string{"noscript", "loading", "stale"}, Group: "connection", Since: "5.0.0", Complexity: "O(1)", ACL: []string{"@slow", "@connection"}, Summary: "Returns the connection's unique ID."},

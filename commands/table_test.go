@@ -158,7 +158,7 @@ func TestSpecArities(t *testing.T) {
 		"cl.throttle": -5, "cl.peek": -5, "del": -2, "unlink": -2, "exists": -2, "pttl": 2, "ttl": 2,
 		"type": 2, "dbsize": 1, "flushall": -1, "flushdb": -1, "ping": -1, "echo": 2, "quit": -1,
 		"reset": 1, "hello": -1, "auth": -2, "select": 2, "client": -2, "info": -1, "time": 1,
-		"command": -1, "config": -2, "debug": -2, "cluster": -2, "raft": -2,
+		"command": -1, "config": -2, "debug": -2, "cluster": -2, "raft": -2, "readonly": 1, "readwrite": 1,
 	}
 	for _, s := range All() {
 		w, ok := want[s.Name]

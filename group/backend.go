@@ -61,6 +61,12 @@ func (l *Local) Read(reqs []request.Request, res []request.Result) error {
 	return l.g.Read(reqs, res)
 }
 
+// ReadLocal answers reads from this node's applied state without
+// confirming leadership (READONLY connections); see Group.ReadLocal.
+func (l *Local) ReadLocal(reqs []request.Request, res []request.Result) error {
+	return l.g.ReadLocal(reqs, res)
+}
+
 // Leading reports whether this node is a ready leader.
 func (l *Local) Leading() bool { return l.g.Ready() }
 

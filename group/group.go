@@ -325,6 +325,21 @@ func (g *Group) Read(reads []request.Request, res []request.Result) error {
 	return nil
 }
 
+// ReadLocal answers reads from the local state at once, leader or not: what
+// this node has applied, judged at max(its clock, the replicated clock).
+// Stale by the replication lag on a follower, never ahead of the log.
+func (g *Group) ReadLocal(reads []request.Request, res []request.Result) error {
+	if g.stopping.Load() {
+		return ErrShutdown
+	}
+	g.stats.reads.Add(uint64(len(reads)))
+	now := g.cfg.Clock.Now()
+	for i := range reads {
+		g.fsm.Read(&reads[i], now, &res[i])
+	}
+	return nil
+}
+
 func (g *Group) verifyLeader() error {
 	g.readGate.RLock()
 	defer g.readGate.RUnlock()

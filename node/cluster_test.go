@@ -17,6 +17,7 @@ func fastRaft(c *Config) {
 	c.HeartbeatTimeout = 100 * time.Millisecond
 	c.ElectionTimeout = 100 * time.Millisecond
 	c.LeaderLeaseTimeout = 100 * time.Millisecond
+	c.WriteTimeout = time.Second
 }
 
 // startCluster opens n nodes: the first bootstraps, the others join it.
@@ -213,5 +214,41 @@ func TestClusterInfoReplication(t *testing.T) {
 	f := info(nodes[(l+1)%3])
 	if f["master_link_status"] != "up" || f["cluster_leader_id"] != nodes[l].ID || f["master_port"] == "" {
 		t.Errorf("follower's view: %v", f)
+	}
+}
+
+// A node that has lost its quorum answers linearizable reads CLUSTERDOWN
+// after the write timeout, but a READONLY connection reads its own applied
+// state at once.
+func TestClusterReadonlyReadsLocalState(t *testing.T) {
+	nodes := startCluster(t, 3)
+	l := leaderOf(nodes)
+	dial(t, nodes[l]).throttle(t, "seen")
+	survivor := (l + 1) % 3
+	waitCond(t, 5*time.Second, "the survivor to apply the write", func() bool {
+		return nodes[survivor].fsm.AppliedIndex() >= nodes[l].fsm.AppliedIndex()
+	})
+	for i := range nodes {
+		if i != survivor {
+			nodes[i].Close()
+			nodes[i] = nil
+		}
+	}
+	c := dial(t, nodes[survivor])
+	if got := c.do(t, "CL.PEEK", "seen", "9", "1", "86400"); !strings.HasPrefix(got, "-CLUSTERDOWN") {
+		t.Errorf("linearizable read without a quorum: %q, want CLUSTERDOWN", got)
+	}
+	if got := c.do(t, "READONLY"); got != "+OK" {
+		t.Fatalf("READONLY: %q", got)
+	}
+	start := time.Now()
+	if got := c.do(t, "CL.PEEK", "seen", "9", "1", "86400"); !strings.HasPrefix(got, ":0 :10 :8 ") {
+		t.Errorf("READONLY read: %q, want the applied state (one unit taken)", got)
+	}
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Errorf("READONLY read took %v: it must not wait for a leader", d)
+	}
+	if got := c.do(t, "READWRITE"); got != "+OK" {
+		t.Fatalf("READWRITE: %q", got)
 	}
 }

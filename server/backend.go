@@ -54,6 +54,13 @@ type Backend interface {
 	// per request. Same ownership rules as Propose.
 	Read(reqs []request.Request, res []request.Result) error
 
+	// ReadLocal answers reads from this node's own applied state, without
+	// confirming leadership (a connection that sent READONLY). On a
+	// follower the answer may be stale by the replication lag; it never
+	// reflects a write that has not been committed. Same contract as Read
+	// otherwise; it does not wait on the network.
+	ReadLocal(reqs []request.Request, res []request.Result) error
+
 	// Leading reports whether this node is a leader ready to decide now
 	// (INFO's role: master when true, slave otherwise).
 	Leading() bool

@@ -55,6 +55,9 @@ func (b *stubBackend) Admin(cmd string, args []string) (string, error) {
 	return "", errors.New("no cluster here")
 }
 func (b *stubBackend) Loading() bool { return false }
+func (b *stubBackend) ReadLocal(reqs []request.Request, res []request.Result) error {
+	return b.Read(reqs, res)
+}
 
 // stubServer is a Server in front of backend, closed when the test ends.
 func stubServer(t testing.TB, backend Backend) *Server {

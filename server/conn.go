@@ -34,6 +34,7 @@ type conn struct {
 
 	tracking   bool
 	trackOptin bool
+	readonly   bool // READONLY: reads answer from this node's own state
 	closeAfter bool
 	scratch    []byte
 
@@ -171,6 +172,8 @@ func (c *conn) answerPending() {
 	switch {
 	case len(c.writes) > 0:
 		c.writes = c.answer(c.writes, c.s.cfg.Backend.Propose)
+	case len(c.reads) > 0 && c.readonly:
+		c.reads = c.answer(c.reads, c.s.cfg.Backend.ReadLocal)
 	case len(c.reads) > 0:
 		c.reads = c.answer(c.reads, c.s.cfg.Backend.Read)
 	}

@@ -17,7 +17,7 @@ func init() {
 	handlers = map[string]handler{
 		"ping": cmdPing, "echo": cmdEcho, "quit": cmdQuit, "reset": cmdReset,
 		"hello": cmdHello, "auth": cmdAuth, "select": cmdSelect, "client": cmdClient,
-		"info": cmdInfo, "time": cmdTime, "command": cmdCommand, "config": cmdConfig, "raft": cmdRaft,
+		"info": cmdInfo, "time": cmdTime, "command": cmdCommand, "config": cmdConfig, "raft": cmdRaft, "readonly": cmdReadonly, "readwrite": cmdReadwrite,
 		"debug": cmdDebug, "cluster": cmdCluster,
 	}
 }
@@ -55,7 +55,24 @@ func cmdReset(c *conn, _ *commands.Spec, _ [][]byte) {
 	c.name = ""
 	c.mu.Unlock()
 	c.tracking, c.trackOptin = false, false
+	c.readonly = false
 	c.w.simple("RESET")
+}
+
+// READONLY
+// Reads on this connection answer from this node's own state without
+// confirming leadership: cheaper, and possibly stale on a follower (it sees
+// what it has applied). Writes are unaffected.
+func cmdReadonly(c *conn, _ *commands.Spec, _ [][]byte) {
+	c.readonly = true
+	c.w.ok()
+}
+
+// READWRITE
+// Reads on this connection are linearizable again (the default).
+func cmdReadwrite(c *conn, _ *commands.Spec, _ [][]byte) {
+	c.readonly = false
+	c.w.ok()
 }
 
 // HELLO [protover [AUTH username password] [SETNAME clientname]]
