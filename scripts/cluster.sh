@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# Run a local 3-node Redcell cluster on 127.0.0.1 for trying things out.
+#
+#   scripts/cluster.sh start    build redcell, start n1 (bootstraps), n2 and n3 (join n1)
+#   scripts/cluster.sh status   each node's role, term, leader and applied index
+#   scripts/cluster.sh stop     stop every node (SIGTERM, by PID)
+#
+# Ports 7001-7003 (override with BASE_PORT=...); data, logs, PIDs and the
+# cluster secret live in ./redcell-cluster (override with CLUSTER_DIR=...).
+# Point any Redis client at any node: redis-cli -p 7002 CL.THROTTLE user123 15 30 60
+set -euo pipefail
+
+BASE_PORT=${BASE_PORT:-7000}
+DIR=${CLUSTER_DIR:-./redcell-cluster}
+BIN="$DIR/redcell"
+NODES=(1 2 3)
+
+port() { echo $((BASE_PORT + $1)); }
+
+info_field() { # port field
+  redis_cmd "$1" INFO raft 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"
+}
+
+# redis_cmd sends one command without needing redis-cli: RESP over bash's /dev/tcp.
+redis_cmd() {
+  local p=$1; shift
+  exec 3<>"/dev/tcp/127.0.0.1/$p" || return 1
+  local req="*$#\r\n" a
+  for a in "$@"; do req+="\$${#a}\r\n$a\r\n"; done
+  printf "$req" >&3
+  timeout 2 cat <&3 | head -c 65536 || true
+  exec 3<&- 3>&-
+}
+
+start() {
+  mkdir -p "$DIR"
+  echo "building redcell..."
+  go build -o "$BIN" ./cmd/redcell
+  if [ ! -f "$DIR/secret" ]; then
+    head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$DIR/secret"
+    chmod 600 "$DIR/secret"
+  fi
+  for i in "${NODES[@]}"; do
+    if [ -f "$DIR/n$i.pid" ] && kill -0 "$(cat "$DIR/n$i.pid")" 2>/dev/null; then
+      echo "n$i already running (pid $(cat "$DIR/n$i.pid"))"
+      continue
+    fi
+    local args=(--bind 127.0.0.1 --port "$(port "$i")" --data-dir "$DIR/n$i" --node-id "n$i" --cluster-secret-file "$DIR/secret")
+    # Only a node with no data joins; a restart resumes from its data dir.
+    if [ "$i" != 1 ] && [ ! -d "$DIR/n$i/raft" ]; then
+      args+=(--join "127.0.0.1:$(port 1)")
+    fi
+    "$BIN" "${args[@]}" >>"$DIR/n$i.log" 2>&1 &
+    echo $! >"$DIR/n$i.pid"
+    echo "n$i started on 127.0.0.1:$(port "$i") (pid $!, log $DIR/n$i.log)"
+    if [ "$i" = 1 ]; then wait_ready 1; fi
+  done
+  echo "waiting for three voters..."
+  for _ in $(seq 1 100); do
+    if [ "$(info_field "$(port 1)" raft_voters)" = 3 ]; then status; return 0; fi
+    sleep 0.2
+  done
+  echo "the cluster did not reach three voters; see $DIR/n*.log" >&2
+  return 1
+}
+
+wait_ready() {
+  for _ in $(seq 1 100); do
+    if [ -n "$(info_field "$(port "$1")" raft_state)" ]; then return 0; fi
+    sleep 0.1
+  done
+  echo "n$1 did not answer; see $DIR/n$1.log" >&2
+  return 1
+}
+
+status() {
+  printf '%-4s %-16s %-10s %-6s %-8s %s\n' node address state term leader applied
+  for i in "${NODES[@]}"; do
+    local p; p=$(port "$i")
+    if [ -f "$DIR/n$i.pid" ] && kill -0 "$(cat "$DIR/n$i.pid")" 2>/dev/null; then
+      printf '%-4s %-16s %-10s %-6s %-8s %s\n' "n$i" "127.0.0.1:$p" "$(info_field "$p" raft_state)" \
+        "$(info_field "$p" raft_term)" "$(info_field "$p" raft_leader_id)" "$(info_field "$p" raft_applied_index)"
+    else
+      printf '%-4s %-16s %s\n' "n$i" "127.0.0.1:$p" "stopped"
+    fi
+  done
+}
+
+stop() {
+  for i in "${NODES[@]}"; do
+    local f="$DIR/n$i.pid"
+    [ -f "$f" ] || continue
+    local pid; pid=$(cat "$f")
+    if kill -0 "$pid" 2>/dev/null; then
+      kill -TERM "$pid"
+      for _ in $(seq 1 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+      echo "n$i stopped"
+    fi
+    rm -f "$f"
+  done
+}
+
+case "${1:-}" in
+  start) start ;;
+  stop) stop ;;
+  status) status ;;
+  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+esac
