@@ -34,23 +34,55 @@ type identity struct {
 	bootstrap bool // a truly empty data dir: start a new one-node cluster
 }
 
-// dataDirWasEmpty reports whether dir held nothing a node could have
-// written: no node-id file and no Raft store files. It must be called
-// before the store is opened (opening creates Pebble's files).
+// ErrNotRedcellDir is returned for a data dir that holds files but none of
+// Redcell's: taking it over would bury someone's files under a new cluster
+// (and Pebble removes files it takes for its own).
+var ErrNotRedcellDir = errors.New("the data dir is not empty and is not a Redcell data dir")
+
+// dataDirWasEmpty inspects dir before the store is opened (opening creates
+// Pebble's files): true when it holds nothing a node wrote, so a new
+// cluster may be bootstrapped in it. It refuses, before anything is
+// created, a dir that holds files but no node-id (someone else's files, or
+// a store whose identity was lost), and a node-id whose Raft store is gone.
+// A filesystem's lost+found is ignored: a data dir is often a mount point.
 func dataDirWasEmpty(dir string) (bool, error) {
-	if _, err := os.Stat(filepath.Join(dir, nodeIDFile)); err == nil {
-		return false, nil
-	} else if !errors.Is(err, os.ErrNotExist) {
-		return false, fmt.Errorf("checking the data dir: %w", err)
-	}
-	entries, err := os.ReadDir(filepath.Join(dir, raftDir))
-	if errors.Is(err, os.ErrNotExist) {
-		return true, nil
-	}
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return false, fmt.Errorf("checking the data dir: %w", err)
 	}
-	return len(entries) == 0, nil
+	var others []string
+	hasID, hasRaft := false, false
+	for _, e := range entries {
+		switch e.Name() {
+		case nodeIDFile:
+			hasID = true
+		case nodeIDFile + ".tmp", "lost+found":
+		case raftDir:
+			inner, err := os.ReadDir(filepath.Join(dir, raftDir))
+			if err != nil {
+				return false, fmt.Errorf("checking the data dir: %w", err)
+			}
+			hasRaft = len(inner) > 0
+		default:
+			others = append(others, e.Name())
+		}
+	}
+	switch {
+	case hasID && !hasRaft:
+		id, _ := readNodeIDFile(dir)
+		return false, fmt.Errorf("%w (data dir %s, node ID %s: the %s directory is missing or empty): refusing to start a new, empty cluster over it. "+
+			"Restore the data dir from a backup, or remove it to start afresh", ErrRaftStateMissing, dir, id, raftDir)
+	case hasID, hasRaft:
+		// Redcell's: the store decides (its ID survives a lost node-id
+		// file; a store without state is refused by resolveIdentity).
+		return false, nil
+	case len(others) > 0:
+		if len(others) > 3 {
+			others = append(others[:3], "...")
+		}
+		return false, fmt.Errorf("%w: %s holds %s; give Redcell an empty or new directory", ErrNotRedcellDir, dir, strings.Join(others, ", "))
+	}
+	return true, nil
 }
 
 // resolveIdentity decides who this node is and whether it may bootstrap,

@@ -265,3 +265,33 @@ func TestStoreFilesWithoutStateAreRefused(t *testing.T) {
 		t.Fatalf("error %v, want ErrRaftStateMissing", err)
 	}
 }
+
+// A directory of someone else's files is refused before anything is
+// written into it, and left exactly as it was.
+func TestForeignDirectoryIsRefused(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "lost+found"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	n, err := openNode(t, dir, nil)
+	if err == nil {
+		n.Close()
+		t.Fatal("a directory of unrelated files was taken over")
+	}
+	if !errors.Is(err, ErrNotRedcellDir) || !strings.Contains(err.Error(), "notes.txt") {
+		t.Fatalf("error %v, want ErrNotRedcellDir naming notes.txt", err)
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) != 2 {
+		t.Errorf("the refused directory now holds %d entries, want the 2 it had", len(entries))
+	}
+	// A mount point with only lost+found is empty.
+	empty := t.TempDir()
+	if err := os.Mkdir(filepath.Join(empty, "lost+found"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	mustClose(t, mustOpen(t, empty, nil))
+}
