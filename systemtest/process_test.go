@@ -39,6 +39,10 @@ type node struct {
 	port    int
 	extra   []string // extra flags (--node-id ...)
 	logPath string   // stderr of every incarnation, appended
+	// readyWhen decides readiness from this process's INFO server+raft
+	// text; nil means a ready leader (raft_ready:1), which a follower of a
+	// cluster never is.
+	readyWhen func(info string) bool
 
 	cmd     *exec.Cmd
 	logFile *os.File
@@ -108,7 +112,8 @@ func (n *node) running() bool {
 	}
 }
 
-// start starts the node and waits until it is a ready leader. On its first
+// start starts the node and waits until it is a ready leader (or what
+// readyWhen asks for). On its first
 // start a node picks a free port and retries with another one when the port
 // was taken in between; a restart keeps its port (the Raft configuration
 // holds the address) and retries only briefly.
@@ -188,6 +193,9 @@ func (n *node) probeReady() (bool, error) {
 	// only our own process counts.
 	if pid := infoField(r.str, "process_id"); pid != strconv.Itoa(n.pid()) {
 		return false, fmt.Errorf("port %d is served by process %s, not %s's %d", n.port, pid, n.name, n.pid())
+	}
+	if n.readyWhen != nil {
+		return n.readyWhen(r.str), nil
 	}
 	return infoField(r.str, "raft_ready") == "1", nil
 }

@@ -1,0 +1,88 @@
+package systemtest
+
+import (
+	"testing"
+	"time"
+)
+
+// Bounds of the failover measurements, for Raft's default 300 ms timeouts.
+const (
+	maxFailoverGap = 2 * time.Second // no decision anywhere for longer than this
+	loadReadTimout = 8 * time.Second // --write-timeout (5 s) plus slack
+)
+
+// TestClusterLeaderKillUnderLoad kills the leader of a three-node cluster
+// with SIGKILL while six clients (two on each node's client port) send
+// decisions, and requires: no key admits more than its 100 units and no unit
+// is given twice (distinct remaining values); no acknowledged decision is
+// lost and no request answered "nothing happened" was applied (the state
+// read afterwards); every error reply is TRYAGAIN or CLUSTERDOWN; the
+// cluster as a whole is never without a successful decision for more than
+// 2 s; the killed node, restarted on its data dir, catches up and holds the
+// same state as the others.
+func TestClusterLeaderKillUnderLoad(t *testing.T) {
+	c := startCluster(t, 3)
+	leader := c.waitLeader()
+	before, err := c.status(leader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := startDecisionLoad(t, c, "failover", []int{0, 1, 2}, 2, loadReadTimout)
+	time.Sleep(1500 * time.Millisecond) // load before the kill
+
+	killedAt := time.Now()
+	c.kill(leader)
+	t.Logf("killed the leader %s (pid %d) at +%v", c.nodes[leader].id, c.nodes[leader].pid(), killedAt.Sub(load.start).Round(time.Millisecond))
+	time.Sleep(3 * time.Second) // load through and after the failover
+	stopAt := time.Now()
+	load.halt()
+
+	survivors := []int{}
+	for i := range c.nodes {
+		if i != leader {
+			survivors = append(survivors, i)
+		}
+	}
+	newLeader := c.waitLeader(survivors...)
+	after, err := c.status(newLeader)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// The gap: from the first decision to the end of the load, the longest
+	// stretch of wall-clock time in which no client got a decision.
+	ev := load.events()
+	if len(ev) == 0 {
+		t.Fatal("no successful decision at all")
+	}
+	gap, gapAt := load.longestGap(ev[0].at, stopAt)
+	firstAfter := time.Duration(-1)
+	for _, e := range ev {
+		if e.sent.After(killedAt) {
+			firstAfter = e.at.Sub(killedAt)
+			break
+		}
+	}
+	allowed, limited, unknown, failed := load.totals()
+	t.Logf("failover: longest gap without a decision %v (starting +%v, kill at +%v); first decision sent after the kill answered %v after it; new leader %s, term %d → %d (%d elections)",
+		gap.Round(time.Millisecond), gapAt.Sub(load.start).Round(time.Millisecond), killedAt.Sub(load.start).Round(time.Millisecond),
+		durOrNone(firstAfter), c.nodes[newLeader].id, before.term, after.term, after.term-before.term)
+	t.Logf("decisions: %d allowed, %d limited in %v; %d outcome unknown, %d refused; error replies: %s; broken connections per node %v, failed dials per node %v",
+		allowed, limited, stopAt.Sub(load.start).Round(time.Millisecond), unknown, failed, load.errs.String(), load.ioErrs, load.dialErrs)
+	if gap > maxFailoverGap {
+		t.Errorf("the cluster made no decision for %v (from +%v), more than %v", gap.Round(time.Millisecond), gapAt.Sub(load.start).Round(time.Millisecond), maxFailoverGap)
+	}
+	if firstAfter < 0 {
+		t.Errorf("no decision after the kill")
+	}
+	exhausted := load.verify(t, c, newLeader)
+	t.Logf("%d keys used up their 100 units", exhausted)
+	if exhausted == 0 {
+		t.Errorf("no key reached its limit: the check of over-admission tested nothing")
+	}
+
+	// The killed node restarts on its data dir and catches up.
+	c.restart(leader)
+	c.waitFormed(3)
+	c.compareReplicas("after the killed leader rejoined")
+}

@@ -1,0 +1,504 @@
+package systemtest
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// A cluster of real redcell processes on loopback for the Cluster tests.
+//
+// Node i ("n1", "n2", …) gets a port picked before it starts and a faultNet
+// proxy in front of that port; it advertises the proxy's address, so every
+// peer connection to it (Raft, forwarding, joins) crosses the proxy and can
+// be cut, while clients dial the real port. n1 bootstraps; the others start
+// with --join n1 and become voters once caught up. A restart reuses the
+// data dir, port and flags (a node with data ignores --join).
+
+// Bounds of the cluster's own waits on a loaded 2-core machine.
+const (
+	clusterFormTimeout = 30 * time.Second // three voters, a leader known everywhere
+	leaderTimeout      = 15 * time.Second // a ready leader after a fault
+	convergeTimeout    = 30 * time.Second // every node applied the same index
+	probeTimeout       = 2 * time.Second  // one INFO or RAFT call to one node
+)
+
+// clusterSecret is what every test cluster's nodes prove to each other.
+const clusterSecret = "systemtest-cluster-secret-0123456789"
+
+type cluster struct {
+	t          testing.TB
+	net        *faultNet
+	secretFile string
+	logDir     string
+	extra      []string // flags every node gets
+	nodes      []*clusterNode
+}
+
+// clusterNode is one member: the process, its ID and the address it
+// advertises (its proxy).
+type clusterNode struct {
+	*node
+	id        string
+	advertise string
+}
+
+// startCluster starts size nodes with extra flags each and waits until all
+// of them are voters that know the same leader.
+func startCluster(t testing.TB, size int, extra ...string) *cluster {
+	t.Helper()
+	dir := t.TempDir()
+	c := &cluster{t: t, net: newFaultNet(t), secretFile: filepath.Join(dir, "secret"), logDir: dir, extra: extra}
+	if err := os.WriteFile(c.secretFile, []byte(clusterSecret+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= size; i++ {
+		c.addNode(fmt.Sprintf("n%d", i), i > 1)
+	}
+	c.waitFormed(size)
+	// Raft traffic must really cross the proxies, or cutting links would
+	// test nothing: n1 led while the others joined, so it replicated to
+	// each of them through their proxy.
+	for _, n := range c.nodes[1:] {
+		if c.net.connsSeen("n1", n.id) == 0 {
+			t.Fatalf("no peer connection from n1 to %s went through %s's proxy", n.id, n.id)
+		}
+	}
+	return c
+}
+
+// addNode starts node id with an empty data dir: bootstrapping when join is
+// false, else joining through n1's real address (or any running member's
+// when n1 is down). It does not wait for the node to become a voter.
+func (c *cluster) addNode(id string, join bool) *clusterNode {
+	t := c.t
+	t.Helper()
+	port, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	realAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	adv := c.net.proxy(t, id, realAddr)
+	flags := []string{"--cluster-secret-file", c.secretFile, "--node-id", id, "--advertise", adv}
+	if join {
+		via := ""
+		for _, m := range c.nodes {
+			if m.running() {
+				via = m.addr()
+				break
+			}
+		}
+		if via == "" {
+			t.Fatalf("%s: no running member to join", id)
+		}
+		flags = append(flags, "--join", via)
+	}
+	flags = append(flags, c.extra...)
+	n := newNode(id, t.TempDir(), c.logDir, flags...)
+	n.port = port // the proxy forwards here: a retry must keep it
+	if join {
+		n.readyWhen = serving
+	}
+	registerNodeCleanup(t, n, 0)
+	if err := n.start(); err != nil {
+		t.Fatal(err)
+	}
+	// Once the node holds data it restarts as any member: ready when
+	// serving, whoever leads.
+	n.readyWhen = serving
+	cn := &clusterNode{node: n, id: id, advertise: adv}
+	c.nodes = append(c.nodes, cn)
+	return cn
+}
+
+// serving is readiness for a cluster member: its server answers INFO (the
+// caller waits for Raft conditions itself).
+func serving(string) bool { return true }
+
+// byID returns the index of node id, or -1.
+func (c *cluster) byID(id string) int {
+	for i, n := range c.nodes {
+		if n.id == id {
+			return i
+		}
+	}
+	return -1
+}
+
+// live lists the indexes of running nodes.
+func (c *cluster) live() []int {
+	var out []int
+	for i, n := range c.nodes {
+		if n.running() {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// call sends one command to node i on a fresh connection, bounded by
+// probeTimeout.
+func (c *cluster) call(i int, args ...string) (reply, error) {
+	return callAddr(c.nodes[i].addr(), probeTimeout, args...)
+}
+
+func callAddr(addr string, timeout time.Duration, args ...string) (reply, error) {
+	nc, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return reply{}, err
+	}
+	rc := newRESPConn(nc)
+	defer rc.close()
+	return rc.doWithin(timeout, args...)
+}
+
+// info is node i's INFO raft text.
+func (c *cluster) info(i int) (string, error) {
+	r, err := c.call(i, "INFO", "raft")
+	if err != nil {
+		return "", err
+	}
+	if r.isErr() {
+		return "", fmt.Errorf("INFO raft: -%s", r.str)
+	}
+	return r.str, nil
+}
+
+// raftStatus is the part of INFO raft the tests look at.
+type raftStatus struct {
+	state, leaderID       string
+	ready                 bool
+	term, voters          int64
+	commit, applied, snap int64
+}
+
+func parseRaftStatus(info string) raftStatus {
+	num := func(name string) int64 {
+		v, _ := strconv.ParseInt(infoField(info, name), 10, 64)
+		return v
+	}
+	return raftStatus{
+		state: infoField(info, "raft_state"), leaderID: infoField(info, "raft_leader_id"),
+		ready: infoField(info, "raft_ready") == "1",
+		term:  num("raft_term"), voters: num("raft_voters"),
+		commit: num("raft_commit_index"), applied: num("raft_applied_index"),
+		snap: num("raft_last_snapshot_index"),
+	}
+}
+
+func (c *cluster) status(i int) (raftStatus, error) {
+	info, err := c.info(i)
+	if err != nil {
+		return raftStatus{}, err
+	}
+	return parseRaftStatus(info), nil
+}
+
+// statuses samples every running node (absent when it did not answer).
+func (c *cluster) statuses() map[int]raftStatus {
+	out := map[int]raftStatus{}
+	for _, i := range c.live() {
+		if st, err := c.status(i); err == nil {
+			out[i] = st
+		}
+	}
+	return out
+}
+
+// waitFor polls cond every pollEvery until it holds or timeout passes, then
+// fails the test with what and the last description cond gave.
+func (c *cluster) waitFor(timeout time.Duration, what string, cond func() (bool, string)) {
+	c.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, desc := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			c.t.Fatalf("timed out after %v waiting for %s; last seen: %s", timeout, what, desc)
+		}
+		time.Sleep(pollEvery) // polling a cluster condition with a deadline
+	}
+}
+
+// waitFormed waits until every node is running, reports voters voters and
+// knows one ready leader.
+func (c *cluster) waitFormed(voters int) int {
+	c.t.Helper()
+	leader := -1
+	c.waitFor(clusterFormTimeout, fmt.Sprintf("%d voters and one leader on every node", voters), func() (bool, string) {
+		sts := c.statuses()
+		desc := describeStatuses(c, sts)
+		if len(sts) != len(c.live()) {
+			return false, desc
+		}
+		leader = -1
+		ids := map[string]bool{}
+		for i, st := range sts {
+			if st.voters != int64(voters) || st.leaderID == "" {
+				return false, desc
+			}
+			ids[st.leaderID] = true
+			if st.state == "leader" && st.ready {
+				leader = i
+			}
+		}
+		return leader >= 0 && len(ids) == 1 && c.nodes[leader].id == firstKey(ids), desc
+	})
+	return leader
+}
+
+func firstKey(m map[string]bool) string {
+	for k := range m {
+		return k
+	}
+	return ""
+}
+
+func describeStatuses(c *cluster, sts map[int]raftStatus) string {
+	var parts []string
+	for i := range c.nodes {
+		st, ok := sts[i]
+		switch {
+		case !c.nodes[i].running():
+			parts = append(parts, c.nodes[i].id+": down")
+		case !ok:
+			parts = append(parts, c.nodes[i].id+": no answer")
+		default:
+			parts = append(parts, fmt.Sprintf("%s: %s term %d leader %q ready %v voters %d commit %d applied %d snap %d",
+				c.nodes[i].id, st.state, st.term, st.leaderID, st.ready, st.voters, st.commit, st.applied, st.snap))
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+// waitLeader waits for a ready leader among the nodes in among (all running
+// nodes when among is empty) and returns its index.
+func (c *cluster) waitLeader(among ...int) int {
+	c.t.Helper()
+	leader := -1
+	c.waitFor(leaderTimeout, "a ready leader", func() (bool, string) {
+		sts := c.statuses()
+		leader = -1
+		for i, st := range sts {
+			if st.state != "leader" || !st.ready {
+				continue
+			}
+			if len(among) > 0 && !contains(among, i) {
+				continue
+			}
+			leader = i
+		}
+		return leader >= 0, describeStatuses(c, sts)
+	})
+	return leader
+}
+
+func contains(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// kill sends SIGKILL to node i and waits for it to be gone.
+func (c *cluster) kill(i int) { c.nodes[i].kill() }
+
+// restart starts node i again on its data dir and port; it is ready when
+// serving (the caller waits for Raft conditions).
+func (c *cluster) restart(i int) { c.nodes[i].mustRestart(c.t) }
+
+// stopAll sends SIGTERM to every running node at once and requires each to
+// exit with code 0.
+func (c *cluster) stopAll() {
+	c.t.Helper()
+	var wg sync.WaitGroup
+	errs := make([]error, len(c.nodes))
+	for _, i := range c.live() {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			code, err := c.nodes[i].stop()
+			if err == nil && code != 0 {
+				err = fmt.Errorf("%s exited with code %d after SIGTERM, want 0", c.nodes[i].id, code)
+			}
+			errs[i] = err
+		}(i)
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// killAll sends SIGKILL to every running node.
+func (c *cluster) killAll() {
+	for _, i := range c.live() {
+		_ = c.nodes[i].signal(syscall.SIGKILL)
+	}
+	for _, i := range c.live() {
+		c.nodes[i].kill() // waits for the exit
+	}
+}
+
+// waitConverged waits until every running node has applied the same index,
+// equal to every node's commit index, and returns that index. Writers must
+// have stopped.
+func (c *cluster) waitConverged(timeout time.Duration) int64 {
+	c.t.Helper()
+	var idx int64
+	c.waitFor(timeout, "every node to apply the same index", func() (bool, string) {
+		sts := c.statuses()
+		desc := describeStatuses(c, sts)
+		if len(sts) != len(c.live()) || len(sts) == 0 {
+			return false, desc
+		}
+		idx = -1
+		for _, st := range sts {
+			if idx < 0 {
+				idx = st.applied
+			}
+			if st.applied != idx || st.commit != idx {
+				return false, desc
+			}
+		}
+		return true, desc
+	})
+	return idx
+}
+
+// digest is a node's RAFT DIGEST answer: its applied index and the hex
+// SHA-256 of its replicated state at that index.
+type digest struct {
+	index int64
+	hex   string
+}
+
+func (c *cluster) digest(i int) (digest, error) {
+	r, err := c.call(i, "RAFT", "DIGEST")
+	if err != nil {
+		return digest{}, err
+	}
+	if r.kind != '*' || len(r.elems) != 2 || r.elems[0].kind != ':' || r.elems[1].kind != '$' || len(r.elems[1].str) != 64 {
+		return digest{}, fmt.Errorf("RAFT DIGEST on %s: got %v, want [index, hex SHA-256]", c.nodes[i].id, r)
+	}
+	return digest{index: r.elems[0].num, hex: r.elems[1].str}, nil
+}
+
+// compareReplicas checks that every running node holds the same state once
+// writes have stopped: all apply the same index, and RAFT DIGEST answers the
+// same digest at the same index on each. It returns that index.
+func (c *cluster) compareReplicas(what string) int64 {
+	c.t.Helper()
+	t := c.t
+	live := c.live()
+	// Digests are read one node at a time; an entry committed in between
+	// (a leader's no-op, a promotion) moves the index: converge again.
+	for attempt := 0; ; attempt++ {
+		c.waitConverged(convergeTimeout)
+		ds := map[int]digest{}
+		for _, i := range live {
+			d, err := c.digest(i)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			ds[i] = d
+		}
+		first := ds[live[0]]
+		same := true
+		for _, i := range live {
+			same = same && ds[i].index == first.index
+		}
+		if !same {
+			if attempt == 10 {
+				t.Fatalf("%s: RAFT DIGEST indexes keep moving: %v", what, ds)
+			}
+			continue
+		}
+		for _, i := range live {
+			if ds[i].hex != first.hex {
+				t.Errorf("%s: RAFT DIGEST differs at index %d: %s has %s, %s has %s",
+					what, first.index, c.nodes[live[0]].id, first.hex, c.nodes[i].id, ds[i].hex)
+			}
+		}
+		t.Logf("%s: %d nodes agree on RAFT DIGEST %s… at index %d", what, len(live), first.hex[:16], first.index)
+		return first.index
+	}
+}
+
+// newRESPConn wraps a connected socket.
+func newRESPConn(nc net.Conn) *respConn {
+	return &respConn{nc: nc, br: bufio.NewReaderSize(nc, 64<<10), bw: bufio.NewWriterSize(nc, 64<<10)}
+}
+
+// doWithin sends one command and waits at most d for its reply (write and
+// read). After an I/O error the connection is unusable.
+func (c *respConn) doWithin(d time.Duration, args ...string) (reply, error) {
+	c.send(args...)
+	_ = c.nc.SetWriteDeadline(time.Now().Add(d))
+	if err := c.bw.Flush(); err != nil {
+		return reply{}, err
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(d))
+	if _, err := c.br.Peek(1); err != nil {
+		return reply{}, err
+	}
+	r, err := c.parse()
+	if err != nil {
+		return reply{}, fmt.Errorf("%w: %v", errTornReply, err)
+	}
+	return r, nil
+}
+
+// isFailoverError reports whether an error reply is one a client may get
+// while leadership moves: TRYAGAIN (not ready, outcome unknown, shutting
+// down) or CLUSTERDOWN (no leader).
+func isFailoverError(text string) bool {
+	return strings.HasPrefix(text, "TRYAGAIN ") || strings.HasPrefix(text, "CLUSTERDOWN ")
+}
+
+// errorCounts counts error texts, for logs.
+type errorCounts struct {
+	mu sync.Mutex
+	m  map[string]int
+}
+
+func (e *errorCounts) add(text string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.m == nil {
+		e.m = map[string]int{}
+	}
+	e.m[text]++
+}
+
+func (e *errorCounts) String() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(e.m))
+	for k := range e.m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%d× %q", e.m[k], k)
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,345 @@
+package systemtest
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// decisionLoad sends CL.THROTTLE key 99 1 86400 (100 units, one a day: no
+// refill during a test) from workers each bound to one node's client port,
+// one request at a time, and records every reply: when each successful
+// decision arrived (for the gap without decisions), the remaining value of
+// every allowed one per key, and per key the requests whose outcome is
+// unknown (a TRYAGAIN that says so, a timeout, a broken connection).
+//
+// All workers share one key at a time, and move to the next as soon as one
+// of them is refused on it: keys run out of units one after the other all
+// through the test, whatever the throughput, failover included, so the
+// "never more than 100" check bites at every moment, with every worker
+// contending for the last units.
+type decisionLoad struct {
+	start       time.Time
+	prefix      string
+	gen         atomic.Int64 // the key in use: prefix:gen
+	readTimeout time.Duration
+
+	stop chan struct{}
+	wg   sync.WaitGroup
+
+	mu        sync.Mutex
+	successes []decisionEvent
+	allowed   map[string][]int64 // remaining of each allowed reply
+	limited   map[string]int
+	unknown   map[string]int // outcome unknown (possibly applied)
+	failed    map[string]int // error replies that say nothing happened
+	bad       []string       // malformed replies or unexpected errors
+	ioErrs    map[int]int    // per node index: timeouts, broken connections
+	dialErrs  map[int]int
+	errs      errorCounts
+	failures  []failureEvent // error replies and I/O errors, in order
+}
+
+// failureEvent is one request that got no decision.
+type failureEvent struct {
+	node     int
+	sent, at time.Time
+	what     string
+}
+
+// decisionEvent is one successful reply (allowed or limited).
+type decisionEvent struct {
+	node     int
+	sent, at time.Time
+}
+
+const (
+	decisionBurst    = 99
+	decisionCapacity = decisionBurst + 1
+)
+
+// startDecisionLoad starts perNode workers on each node index in nodes.
+func startDecisionLoad(t testing.TB, c *cluster, prefix string, nodes []int, perNode int, readTimeout time.Duration) *decisionLoad {
+	l := &decisionLoad{
+		start: time.Now(), prefix: prefix, readTimeout: readTimeout,
+		stop:    make(chan struct{}),
+		allowed: map[string][]int64{}, limited: map[string]int{}, unknown: map[string]int{}, failed: map[string]int{},
+		ioErrs: map[int]int{}, dialErrs: map[int]int{},
+	}
+	for _, i := range nodes {
+		for k := 0; k < perNode; k++ {
+			l.wg.Add(1)
+			go l.worker(i, c.nodes[i].addr())
+		}
+	}
+	t.Cleanup(l.halt)
+	return l
+}
+
+func (l *decisionLoad) stopped() bool {
+	select {
+	case <-l.stop:
+		return true
+	default:
+		return false
+	}
+}
+
+// pause waits d unless the load stops first.
+func (l *decisionLoad) pause(d time.Duration) {
+	select {
+	case <-l.stop:
+	case <-time.After(d):
+	}
+}
+
+func (l *decisionLoad) worker(node int, addr string) {
+	defer l.wg.Done()
+	var c *respConn
+	defer func() {
+		if c != nil {
+			c.close()
+		}
+	}()
+	for !l.stopped() {
+		if c == nil {
+			nc, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
+			if err != nil {
+				l.mu.Lock()
+				l.dialErrs[node]++
+				l.mu.Unlock()
+				l.pause(50 * time.Millisecond)
+				continue
+			}
+			c = newRESPConn(nc)
+		}
+		gen := l.gen.Load()
+		key := l.prefix + ":" + itoa(gen)
+		sent := time.Now()
+		r, err := c.doWithin(l.readTimeout, "CL.THROTTLE", key, itoa(decisionBurst), "1", "86400")
+		at := time.Now()
+		l.mu.Lock()
+		switch {
+		case err != nil:
+			l.failures = append(l.failures, failureEvent{node, sent, at, err.Error()})
+			l.ioErrs[node]++
+			l.unknown[key]++
+			c.close()
+			c = nil
+		case r.isErr():
+			l.failures = append(l.failures, failureEvent{node, sent, at, "-" + r.str})
+			l.errs.add(r.str)
+			switch {
+			case !isFailoverError(r.str):
+				l.bad = append(l.bad, fmt.Sprintf("node %d, %s: unexpected error -%s", node, key, r.str))
+			case strings.Contains(r.str, "may or may not"):
+				l.unknown[key]++
+			default:
+				l.failed[key]++
+			}
+		default:
+			v, ok := r.ints()
+			switch {
+			case ok && len(v) == 5 && v[0] == 0 && v[1] == decisionCapacity && v[2] >= 0 && v[2] < decisionCapacity && v[3] == -1:
+				l.allowed[key] = append(l.allowed[key], v[2])
+				l.successes = append(l.successes, decisionEvent{node: node, sent: sent, at: at})
+			case ok && len(v) == 5 && v[0] == 1 && v[1] == decisionCapacity && v[2] == 0 && v[3] > 0:
+				l.limited[key]++
+				l.gen.CompareAndSwap(gen, gen+1) // used up: on to the next key
+				l.successes = append(l.successes, decisionEvent{node: node, sent: sent, at: at})
+			default:
+				l.bad = append(l.bad, fmt.Sprintf("node %d, %s: malformed reply %v", node, key, r))
+			}
+		}
+		l.mu.Unlock()
+		if err == nil && r.isErr() {
+			l.pause(10 * time.Millisecond) // no busy loop on a refusing node
+		}
+	}
+}
+
+// halt stops the workers and waits for them (each ends its request first,
+// which readTimeout bounds).
+func (l *decisionLoad) halt() {
+	select {
+	case <-l.stop:
+	default:
+		close(l.stop)
+	}
+	l.wg.Wait()
+}
+
+// events returns the successful replies sorted by arrival.
+func (l *decisionLoad) events() []decisionEvent {
+	l.mu.Lock()
+	ev := append([]decisionEvent(nil), l.successes...)
+	l.mu.Unlock()
+	sort.Slice(ev, func(i, j int) bool { return ev[i].at.Before(ev[j].at) })
+	return ev
+}
+
+// describeFailures lists the failed requests relative to origin, for logs.
+func (l *decisionLoad) describeFailures(c *cluster, origin time.Time, max int) string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	for i, f := range l.failures {
+		if i == max {
+			fmt.Fprintf(&b, "\n\t… and %d more", len(l.failures)-i)
+			break
+		}
+		fmt.Fprintf(&b, "\n\tclient on %s: sent %+v, answered %+v: %s", c.nodes[f.node].id,
+			f.sent.Sub(origin).Round(time.Millisecond), f.at.Sub(origin).Round(time.Millisecond), f.what)
+	}
+	return b.String()
+}
+
+// longestGap is the longest time within [from, to] without a successful
+// reply anywhere, and where it started.
+func (l *decisionLoad) longestGap(from, to time.Time) (gap time.Duration, at time.Time) {
+	prev := from
+	for _, e := range l.events() {
+		if e.at.Before(from) {
+			continue
+		}
+		if e.at.After(to) {
+			break
+		}
+		if d := e.at.Sub(prev); d > gap {
+			gap, at = d, prev
+		}
+		prev = e.at
+	}
+	if d := to.Sub(prev); d > gap {
+		gap, at = to.Sub(prev), prev
+	}
+	return gap, at
+}
+
+// totals are counts for the logs.
+func (l *decisionLoad) totals() (allowed, limited, unknown, failed int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, v := range l.allowed {
+		allowed += len(v)
+	}
+	for _, v := range l.limited {
+		limited += v
+	}
+	for _, v := range l.unknown {
+		unknown += v
+	}
+	for _, v := range l.failed {
+		failed += v
+	}
+	return
+}
+
+// verify checks the replies and then the state the cluster holds, read
+// through node via (after the load halted):
+//
+//   - every reply was a decision or a TRYAGAIN/CLUSTERDOWN error;
+//   - per key, at most 100 allowed replies, and their remaining values all
+//     distinct (each allowed decision took a different unit);
+//   - per key, the units taken (CL.PEEK) are at least the acknowledged
+//     allowed decisions (none lost in a failover) and at most those plus the
+//     requests whose outcome is unknown (an error that says nothing happened
+//     did not happen).
+//
+// It returns how many keys were used up.
+func (l *decisionLoad) verify(t testing.TB, c *cluster, via int) (exhausted int) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, b := range l.bad {
+		if i == 10 {
+			t.Errorf("… and %d more unexpected replies", len(l.bad)-i)
+			break
+		}
+		t.Error(b)
+	}
+	keys := map[string]bool{}
+	for k := range l.allowed {
+		keys[k] = true
+	}
+	for k := range l.limited {
+		keys[k] = true
+	}
+	for k := range l.unknown {
+		keys[k] = true
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	for _, k := range sorted {
+		rem := l.allowed[k]
+		if len(rem) > decisionCapacity {
+			t.Errorf("key %s: %d allowed replies, the limit is %d", k, len(rem), decisionCapacity)
+		}
+		seen := map[int64]int{}
+		for _, v := range rem {
+			seen[v]++
+		}
+		for v, n := range seen {
+			if n > 1 {
+				t.Errorf("key %s: remaining %d was answered to %d allowed calls: one unit was given twice", k, v, n)
+			}
+		}
+	}
+	// The state, read linearizably (pipelined CL.PEEKs on one connection).
+	rc, err := net.DialTimeout("tcp", c.nodes[via].addr(), probeTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conn := newRESPConn(rc)
+	defer conn.close()
+	for _, k := range sorted {
+		conn.send("CL.PEEK", k, itoa(decisionBurst), "1", "86400")
+	}
+	if err := conn.flush(); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range sorted {
+		r, err := conn.read()
+		if err != nil {
+			t.Fatalf("CL.PEEK %s: %v", k, err)
+		}
+		v, ok := r.ints()
+		if !ok || len(v) != 5 || v[1] != decisionCapacity {
+			t.Errorf("CL.PEEK %s: got %v", k, r)
+			continue
+		}
+		taken := int64(decisionCapacity)
+		if v[0] == 0 {
+			taken = decisionBurst - v[2]
+		}
+		if taken == decisionCapacity {
+			exhausted++
+		}
+		acked, unknown := int64(len(l.allowed[k])), int64(l.unknown[k])
+		switch {
+		case taken < acked:
+			t.Errorf("key %s: %d units taken, but %d allowed decisions were acknowledged: %d acknowledged decisions lost",
+				k, taken, acked, acked-taken)
+		case taken > acked+unknown:
+			t.Errorf("key %s: %d units taken, but only %d were acknowledged and %d had an unknown outcome (%d error replies said nothing happened)",
+				k, taken, acked, unknown, l.failed[k])
+		}
+	}
+	return exhausted
+}
+
+// durOrNone renders a measured duration for logs; negative means never.
+func durOrNone(d time.Duration) string {
+	if d < 0 {
+		return "never"
+	}
+	return d.Round(time.Millisecond).String()
+}

@@ -1,0 +1,134 @@
+package systemtest
+
+import (
+	"testing"
+	"time"
+)
+
+// Bounds of the partition test.
+const (
+	// leaseTimeout is --raft-lease-timeout's default: a leader that has not
+	// reached a quorum for this long steps down.
+	leaseTimeout = 300 * time.Millisecond
+	// minorityMargin is added to the lease: replies already on their way when
+	// the links were cut may still arrive just after.
+	minorityMargin = 200 * time.Millisecond
+	// minorityReadTimeout bounds a request on the cut-off node: its client
+	// gives up, redials and asks again, so it keeps probing the minority.
+	minorityReadTimeout = time.Second
+	partitionFor        = 3 * time.Second
+)
+
+// TestClusterPartitionLeader cuts the leader off from the other two nodes,
+// once by closing every connection (partition) and once by holding them open
+// with nothing passing (stall, as on a dead network), while clients send
+// decisions to all three client ports. Requirements: the cut-off node
+// answers no decision from the lease time (300 ms) plus 200 ms after the cut
+// until the heal (it may answer TRYAGAIN or CLUSTERDOWN, or nothing); the
+// other two elect a leader and go on deciding; after the heal all three
+// apply the same index and hold the same state (RAFT DIGEST); and, as under
+// a kill, no key admits more than 100, no unit is given twice, no
+// acknowledged decision is lost.
+func TestClusterPartitionLeader(t *testing.T) {
+	for _, mode := range []string{"partition", "stall"} {
+		t.Run(mode, func(t *testing.T) { testPartitionLeader(t, mode) })
+	}
+}
+
+func testPartitionLeader(t *testing.T, mode string) {
+	c := startCluster(t, 3)
+	leader := c.waitLeader()
+	before, err := c.status(leader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var majority []int
+	for i := range c.nodes {
+		if i != leader {
+			majority = append(majority, i)
+		}
+	}
+	// Two clients on each majority node, two on the leader's own port.
+	load := startDecisionLoad(t, c, "part-"+mode, majority, 2, loadReadTimout)
+	minority := startDecisionLoad(t, c, "part-"+mode+"-min", []int{leader}, 2, minorityReadTimeout)
+	minority.start = load.start
+	time.Sleep(time.Second)
+
+	cutAt := time.Now()
+	if mode == "stall" {
+		c.net.stall(c.nodes[leader].id)
+	} else {
+		c.net.partition(c.nodes[leader].id)
+	}
+	// The majority elects a leader of its own.
+	newLeader := c.waitLeader(majority...)
+	electedAfter := time.Since(cutAt)
+	time.Sleep(partitionFor - electedAfter)
+	healAt := time.Now()
+	c.net.heal()
+	time.Sleep(1500 * time.Millisecond) // decisions after the heal, the old leader back
+	stopAt := time.Now()
+	load.halt()
+	minority.halt()
+
+	// The minority side: nothing decided from lease + margin to the heal.
+	quietFrom := cutAt.Add(leaseTimeout + minorityMargin)
+	var lastMinority time.Time
+	late := 0
+	for _, e := range minority.events() {
+		if e.at.Before(healAt) {
+			lastMinority = e.at
+		}
+		if e.at.After(quietFrom) && e.at.Before(healAt) {
+			late++
+			if late <= 5 {
+				t.Errorf("the cut-off node %s answered a decision %v after the cut (request sent %v after it)",
+					c.nodes[leader].id, e.at.Sub(cutAt).Round(time.Millisecond), e.sent.Sub(cutAt).Round(time.Millisecond))
+			}
+		}
+	}
+	if late > 0 {
+		t.Errorf("the cut-off node answered %d decisions later than %v after the cut", late, leaseTimeout+minorityMargin)
+	}
+	minAllowed, minLimited, minUnknown, minFailed := minority.totals()
+	t.Logf("%s: minority %s: last decision %v after the cut; %d allowed, %d limited, %d outcome unknown, %d refused; errors: %s; timeouts/broken %v; failed requests (times from the cut):%s",
+		mode, c.nodes[leader].id, lastMinority.Sub(cutAt).Round(time.Millisecond), minAllowed, minLimited, minUnknown, minFailed,
+		minority.errs.String(), minority.ioErrs, minority.describeFailures(c, cutAt, 12))
+
+	// The majority side: a new leader, and decisions while cut.
+	var firstMajority time.Duration = -1
+	majorityDuring := 0
+	for _, e := range load.events() {
+		if e.at.After(cutAt) && e.at.Before(healAt) {
+			if firstMajority < 0 && e.sent.After(cutAt) {
+				firstMajority = e.at.Sub(cutAt)
+			}
+			majorityDuring++
+		}
+	}
+	gap, gapAt := load.longestGap(load.start.Add(200*time.Millisecond), stopAt)
+	after, err := c.status(newLeader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allowed, limited, unknown, failed := load.totals()
+	t.Logf("%s: majority: leader %s ready %v after the cut, first decision sent after the cut answered %v after it, %d decisions while cut; longest gap %v (from +%v, cut at +%v); term %d → %d",
+		mode, c.nodes[newLeader].id, electedAfter.Round(time.Millisecond), durOrNone(firstMajority), majorityDuring,
+		gap.Round(time.Millisecond), gapAt.Sub(load.start).Round(time.Millisecond), cutAt.Sub(load.start).Round(time.Millisecond), before.term, after.term)
+	t.Logf("%s: majority: %d allowed, %d limited, %d outcome unknown, %d refused; errors: %s; timeouts/broken %v; failed requests (times from the cut, heal at %+v):%s",
+		mode, allowed, limited, unknown, failed, load.errs.String(), load.ioErrs,
+		healAt.Sub(cutAt).Round(time.Millisecond), load.describeFailures(c, cutAt, 20))
+	if majorityDuring == 0 {
+		t.Errorf("the majority made no decision while the leader was cut off")
+	}
+	if gap > maxFailoverGap {
+		t.Errorf("the majority made no decision for %v (from +%v), more than %v", gap.Round(time.Millisecond), gapAt.Sub(load.start).Round(time.Millisecond), maxFailoverGap)
+	}
+
+	// Both sides' replies together: keys are disjoint, so each is checked
+	// alone against the state the healed cluster holds.
+	leaderNow := c.waitFormed(3)
+	load.verify(t, c, leaderNow)
+	minority.verify(t, c, leaderNow)
+	c.compareReplicas("after the heal")
+}
