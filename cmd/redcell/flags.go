@@ -79,6 +79,24 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.port <= 0 || c.port > 65535 {
 		return c, fmt.Errorf("--port %d is not a TCP port", c.port)
 	}
+	// Every number is checked here, loudly: a zero stripe count or a
+	// negative thread count must not start a node that misbehaves later.
+	switch {
+	case c.stripes < 1 || c.stripes > 1<<16:
+		return c, fmt.Errorf("--stripes %d: want 1 to 65536", c.stripes)
+	case c.procs < 0:
+		return c, fmt.Errorf("--procs %d: want 0 (automatic) or more", c.procs)
+	case c.maxInflight < 1 || c.maxInflight > 64:
+		return c, fmt.Errorf("--max-inflight %d: want 1 to 64", c.maxInflight)
+	case c.maxAppend < 1:
+		return c, fmt.Errorf("--max-append-entries %d: want 1 or more", c.maxAppend)
+	case c.snapThresh < 1:
+		return c, fmt.Errorf("--snapshot-threshold %d: want 1 or more", c.snapThresh)
+	case c.snapEvery < time.Millisecond:
+		return c, fmt.Errorf("--snapshot-interval %v: want at least 1ms", c.snapEvery)
+	case c.dataDir == "":
+		return c, fmt.Errorf("--data-dir must not be empty")
+	}
 	if c.leaseTimeout > c.heartbeatTimeout {
 		return c, fmt.Errorf("--raft-lease-timeout %v exceeds --raft-heartbeat-timeout %v", c.leaseTimeout, c.heartbeatTimeout)
 	}
