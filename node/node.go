@@ -209,7 +209,7 @@ func Open(cfg Config) (n *Node, err error) {
 		return n.mux.Dial(addr, mux.HeaderForward, timeout)
 	})
 	n.fwdSrv = forward.NewServer(leaderHandler{n: n}, classify, log)
-	n.router = newRouter(n.local, n.group, n.fwd, cfg.WriteTimeout)
+	n.router = newRouter(n.local, n.group, n.fwd, cfg.WriteTimeout, n.stop)
 	n.router.node = n
 	n.srv = server.New(server.Config{
 		Backend:   n.router,

@@ -33,13 +33,30 @@ type router struct {
 	group   *group.Group
 	fwd     *forward.Client
 	timeout time.Duration
+	stop    <-chan struct{} // closed when the node stops
 }
 
-func newRouter(local server.Backend, g *group.Group, fwd *forward.Client, timeout time.Duration) *router {
+func newRouter(local server.Backend, g *group.Group, fwd *forward.Client, timeout time.Duration, stop <-chan struct{}) *router {
 	if timeout <= 0 {
 		timeout = DefaultWriteTimeout
 	}
-	return &router{Backend: local, local: local, group: g, fwd: fwd, timeout: timeout}
+	return &router{Backend: local, local: local, group: g, fwd: fwd, timeout: timeout, stop: stop}
+}
+
+// pause waits for the next leadership change, at most retryEvery (a known
+// leader that does not answer is tried again soon) and at most left; it
+// returns ErrShutdown at once when the node stops, so that no request holds
+// up a shutdown for the rest of its timeout.
+func (rt *router) pause(changed <-chan struct{}, left time.Duration) error {
+	t := time.NewTimer(min(left, retryEvery))
+	defer t.Stop()
+	select {
+	case <-changed:
+	case <-t.C:
+	case <-rt.stop:
+		return request.ErrShutdown
+	}
+	return nil
 }
 
 // Propose decides writes here or at the leader.
@@ -93,12 +110,9 @@ func (rt *router) route(reqs []request.Request, res []request.Result, write bool
 		}
 		// Wait for the leadership to change, but not forever on a leader
 		// that is known yet unreachable or not ready: try again soon.
-		t := time.NewTimer(min(left, retryEvery))
-		select {
-		case <-wait:
-		case <-t.C:
+		if err := rt.pause(wait, left); err != nil {
+			return err
 		}
-		t.Stop()
 	}
 }
 
@@ -241,11 +255,8 @@ func (rt *router) Admin(cmd string, args []string) (string, error) {
 		if left <= 0 {
 			return "", request.ErrNoLeader
 		}
-		t := time.NewTimer(min(left, retryEvery))
-		select {
-		case <-wait:
-		case <-t.C:
+		if err := rt.pause(wait, left); err != nil {
+			return "", err
 		}
-		t.Stop()
 	}
 }
