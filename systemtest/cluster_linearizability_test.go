@@ -26,7 +26,8 @@ const (
 // with SIGKILL (and restarted) and then the next leader is partitioned from
 // the others and healed; porcupine must find one order of all operations
 // that explains every reply (linearizability_test.go has the model). Errors,
-// timeouts and broken connections are unknown outcomes. Afterwards the three
+// timeouts and broken connections are unknown outcomes (LOADING from the
+// restarted node too, conservatively). Afterwards the three
 // nodes hold the same state.
 func TestClusterLinearizable(t *testing.T) {
 	c := startCluster(t, 3)
