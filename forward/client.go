@@ -63,14 +63,15 @@ type pool struct {
 
 // call is one request in flight.
 type call struct {
-	id    uint64
-	frame []byte
-	res   []request.Result
-	text  string
-	err   error
-	sent  atomic.Bool
-	done  chan struct{}
-	once  sync.Once
+	id      uint64
+	frame   []byte
+	res     []request.Result
+	abandon <-chan struct{} // nil: never
+	text    string
+	err     error
+	sent    atomic.Bool
+	done    chan struct{}
+	once    sync.Once
 }
 
 func (c *call) finish(err error) {
@@ -81,16 +82,22 @@ func (c *call) finish(err error) {
 }
 
 // Propose forwards write requests to addr and fills res.
-func (c *Client) Propose(addr string, reqs []request.Request, res []request.Result, timeout time.Duration) error {
+//
+// The call ends at timeout, or as soon as abandon closes (the caller's way
+// of saying the destination no longer leads: a stalled link to a deposed
+// leader must not hold a client for the whole timeout). Either way a call
+// whose frame was written ends with ErrLost. abandon may be nil.
+func (c *Client) Propose(addr string, reqs []request.Request, res []request.Result, timeout time.Duration, abandon <-chan struct{}) error {
 	body := appendRequests([]byte{kindPropose}, reqs)
-	cl := &call{res: res}
+	cl := &call{res: res, abandon: abandon}
 	return c.do(addr, cl, body, timeout)
 }
 
-// Read forwards read requests to addr and fills res.
-func (c *Client) Read(addr string, reqs []request.Request, res []request.Result, timeout time.Duration) error {
+// Read forwards read requests to addr and fills res; timeout and abandon
+// as for Propose.
+func (c *Client) Read(addr string, reqs []request.Request, res []request.Result, timeout time.Duration, abandon <-chan struct{}) error {
 	body := appendRequests([]byte{kindRead}, reqs)
-	cl := &call{res: res}
+	cl := &call{res: res, abandon: abandon}
 	return c.do(addr, cl, body, timeout)
 }
 
@@ -113,17 +120,22 @@ func (c *Client) do(addr string, cl *call, body []byte, timeout time.Duration) e
 	}
 	t := time.NewTimer(timeout)
 	defer t.Stop()
+	var why string
 	select {
 	case <-cl.done:
+		return cl.err
 	case <-t.C:
-		cc.forget(cl.id)
-		if cl.sent.Load() {
-			cl.finish(fmt.Errorf("%w: no answer within %v", ErrLost, timeout))
-		} else {
-			cl.finish(ErrNotSent)
-		}
-		<-cl.done
+		why = fmt.Sprintf("no answer within %v", timeout)
+	case <-cl.abandon:
+		why = "abandoned: the destination no longer leads"
 	}
+	cc.forget(cl.id)
+	if cl.sent.Load() {
+		cl.finish(fmt.Errorf("%w: %s", ErrLost, why))
+	} else {
+		cl.finish(ErrNotSent)
+	}
+	<-cl.done
 	return cl.err
 }
 

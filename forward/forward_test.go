@@ -127,7 +127,7 @@ func TestManyCallersShareTheConnections(t *testing.T) {
 			for i := 1; i <= perCaller; i++ {
 				reqs := []request.Request{incr(key, 1), incr("shared", 1)}
 				res := make([]request.Result, 2)
-				if err := c.Propose(addr, reqs, res, 10*time.Second); err != nil {
+				if err := c.Propose(addr, reqs, res, 10*time.Second, nil); err != nil {
 					errs <- err
 					return
 				}
@@ -144,7 +144,7 @@ func TestManyCallersShareTheConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := make([]request.Result, 1)
-	if err := c.Read(addr, []request.Request{incr("shared", 0)}, res, 10*time.Second); err != nil || res[0].Ints[0] != callers*perCaller {
+	if err := c.Read(addr, []request.Request{incr("shared", 0)}, res, 10*time.Second, nil); err != nil || res[0].Ints[0] != callers*perCaller {
 		t.Fatalf("shared counter %+v, %v; want %d", res[0], err, callers*perCaller)
 	}
 	c.mu.Lock()
@@ -160,7 +160,7 @@ func TestMultiKeyRequestsAndAdminCalls(t *testing.T) {
 	c, addr, _ := setup(t, h)
 	del := request.Request{Code: request.Del, Keys: [][]byte{[]byte("a"), []byte("bb"), nil}}
 	res := make([]request.Result, 1)
-	if err := c.Propose(addr, []request.Request{del}, res, 5*time.Second); err != nil {
+	if err := c.Propose(addr, []request.Request{del}, res, 5*time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
 	text, err := c.Admin(addr, "join", []string{"n2", "127.0.0.1:7000"}, 5*time.Second)
@@ -177,7 +177,7 @@ func TestMultiKeyRequestsAndAdminCalls(t *testing.T) {
 func TestHandlerErrorsArriveClassified(t *testing.T) {
 	h := &counterHandler{counts: map[string]int64{}, failure: fmt.Errorf("wrapped: %w", errNotLeaderForTest)}
 	c, addr, _ := setup(t, h)
-	err := c.Propose(addr, []request.Request{incr("k", 1)}, make([]request.Result, 1), 5*time.Second)
+	err := c.Propose(addr, []request.Request{incr("k", 1)}, make([]request.Result, 1), 5*time.Second, nil)
 	var re *RemoteError
 	if !errors.As(err, &re) || re.Code != CodeNotLeader {
 		t.Fatalf("got %v, want a RemoteError with CodeNotLeader", err)
@@ -191,7 +191,7 @@ func TestLostAndUnsentCalls(t *testing.T) {
 	c, addr, srv := setup(t, h)
 	done := make(chan error, 1)
 	go func() {
-		done <- c.Propose(addr, []request.Request{incr("k", 1)}, make([]request.Result, 1), 10*time.Second)
+		done <- c.Propose(addr, []request.Request{incr("k", 1)}, make([]request.Result, 1), 10*time.Second, nil)
 	}()
 	<-h.entered // the server holds the call: cut every connection
 	h.entered = nil
@@ -209,12 +209,12 @@ func TestLostAndUnsentCalls(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := ln.Addr().String()
 	ln.Close()
-	err := c.Propose(dead, []request.Request{incr("k", 1)}, make([]request.Result, 1), time.Second)
+	err := c.Propose(dead, []request.Request{incr("k", 1)}, make([]request.Result, 1), time.Second, nil)
 	if !errors.Is(err, ErrNotSent) {
 		t.Fatalf("call to a closed port: %v, want ErrNotSent", err)
 	}
 	// And the client recovers: a new connection to the live server works.
-	if err := c.Propose(addr, []request.Request{incr("k", 1)}, make([]request.Result, 1), 10*time.Second); err != nil {
+	if err := c.Propose(addr, []request.Request{incr("k", 1)}, make([]request.Result, 1), 10*time.Second, nil); err != nil {
 		t.Fatalf("call after the breakage: %v", err)
 	}
 }
@@ -223,9 +223,31 @@ func TestTimeoutIsLost(t *testing.T) {
 	h := &counterHandler{counts: map[string]int64{}, block: make(chan struct{})}
 	defer close(h.block)
 	c, addr, _ := setup(t, h)
-	err := c.Propose(addr, []request.Request{incr("k", 1)}, make([]request.Result, 1), 100*time.Millisecond)
+	err := c.Propose(addr, []request.Request{incr("k", 1)}, make([]request.Result, 1), 100*time.Millisecond, nil)
 	if !errors.Is(err, ErrLost) {
 		t.Fatalf("a call past its timeout: %v, want ErrLost", err)
 	}
 }
 
+// A call to a destination the caller gives up on (it no longer leads) ends
+// at once: lost if its frame was sent, not sent otherwise.
+func TestAbandonedCallEndsAtOnce(t *testing.T) {
+	h := &counterHandler{counts: map[string]int64{}, block: make(chan struct{}), entered: make(chan struct{}, 1)}
+	defer close(h.block)
+	c, addr, _ := setup(t, h)
+	abandon := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Propose(addr, []request.Request{incr("k", 1)}, make([]request.Result, 1), time.Minute, abandon)
+	}()
+	<-h.entered
+	close(abandon)
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrLost) {
+			t.Fatalf("abandoned call: %v, want ErrLost", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("an abandoned call did not end")
+	}
+}

@@ -136,12 +136,14 @@ func (rt *router) forward(addr string, reqs []request.Request, res []request.Res
 	if timeout <= 0 {
 		return errRetry{request.ErrNoLeader}
 	}
+	abandon, done := rt.watchLeaderMoves(addr)
 	var err error
 	if write {
-		err = rt.fwd.Propose(addr, reqs, res, timeout)
+		err = rt.fwd.Propose(addr, reqs, res, timeout, abandon)
 	} else {
-		err = rt.fwd.Read(addr, reqs, res, timeout)
+		err = rt.fwd.Read(addr, reqs, res, timeout, abandon)
 	}
+	close(done)
 	if err == nil {
 		return nil
 	}
@@ -170,6 +172,32 @@ func (rt *router) forward(addr string, reqs []request.Request, res []request.Res
 		return request.ErrOutcomeUnknown
 	}
 	return errRetry{request.ErrNoLeader}
+}
+
+// watchLeaderMoves returns a channel closed once raft here knows of a
+// leader other than addr (or this node leads): a call still waiting on addr
+// then ends at once, a write as outcome-unknown, a read to be retried. A
+// leader whose links merely stall would otherwise hold its followers'
+// clients for the whole write timeout after the majority has moved on.
+// Closing done ends the watch.
+func (rt *router) watchLeaderMoves(addr string) (abandon <-chan struct{}, done chan struct{}) {
+	moved := make(chan struct{})
+	done = make(chan struct{})
+	go func() {
+		for {
+			changed := rt.group.LeaderChanged()
+			if now, _ := rt.group.Leader(); (now != "" && now != addr) || rt.group.IsLeader() {
+				close(moved)
+				return
+			}
+			select {
+			case <-changed:
+			case <-done:
+				return
+			}
+		}
+	}()
+	return moved, done
 }
 
 // classify maps what the local group (or admin) returned for a forwarded
