@@ -78,14 +78,20 @@ func processTicks(pid int) uint64 {
 }
 
 // cpuShares splits the CPU used between two snapshots into cores (CPU
-// seconds per second of elapsed time): the measured server, and everything
-// else except the load generator, whose own CPU time is passed in.
-func cpuShares(before, after cpuSnapshot, serverPID int, loadGenCPU, elapsed time.Duration) (server, elsewhere float64) {
+// seconds per second of elapsed time): the measured server (the sum of
+// serverPIDs: one process, or every node of a cluster), and everything else
+// except the load generators, whose own CPU time is passed in.
+func cpuShares(before, after cpuSnapshot, serverPIDs []int, loadGenCPU, elapsed time.Duration) (server, elsewhere float64) {
 	if elapsed <= 0 {
 		return 0, 0
 	}
 	ticks := func(t uint64) time.Duration { return time.Duration(t) * time.Second / userHZ }
-	serverCPU := ticks(after.procs[serverPID] - before.procs[serverPID])
+	var serverCPU time.Duration
+	for _, pid := range serverPIDs {
+		if a, b := after.procs[pid], before.procs[pid]; a >= b {
+			serverCPU += ticks(a - b)
+		}
+	}
 	busy := ticks(after.machineBusy - before.machineBusy)
 	rest := busy - serverCPU - loadGenCPU
 	if rest < 0 { // tick granularity

@@ -5,6 +5,7 @@
 //	go run ./bench -mode matrix                     # clients × pipeline, SVG chart + markdown
 //	go run ./bench -mode latency                    # one client, no pipelining: p50/p99
 //	go run ./bench -mode memory                     # bytes per key, RSS under key churn
+//	go run ./bench -mode cluster                    # a local 3-node cluster against Redis-Lua
 //	go run ./bench -mode all -servers redis -quick  # smoke check without Redcell
 //
 // See bench/DESIGN.md for what is measured and why this way.
@@ -52,16 +53,16 @@ type options struct {
 	memory     memoryOptions
 }
 
-var allModes = []string{"compare", "latency", "matrix", "memory"}
+var allModes = []string{"compare", "latency", "matrix", "memory", "cluster"}
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	mode := fs.String("mode", "compare", "compare | latency | matrix | memory | all (comma-separated list allowed)")
+	mode := fs.String("mode", "compare", "compare | latency | matrix | memory | cluster | all (comma-separated list allowed)")
 	servers := fs.String("servers", "all", "servers to run: all, or a comma-separated list of redcell, redis (both Redis servers), redis-lua, redis-lua-fsync")
 	quick := fs.Bool("quick", false, "short runs and 100k keys for a smoke check (results are marked as quick)")
 	out := fs.String("out", "", "SVG chart of the matrix mode (default bench/results/throughput.svg in the repository)")
-	md := fs.String("md", "", "markdown results file (default bench/results/latest.md in the repository)")
+	md := fs.String("md", "", "markdown results file (default bench/results/latest.md in the repository; cluster.md when -mode is cluster alone)")
 	seconds := fs.Float64("seconds", 5, "target duration of each measured redis-benchmark run (1 with -quick)")
 	rounds := fs.Int("rounds", 1, "repeat every scenario this many times (alternating servers each time) and report medians")
 	tmp := fs.String("tmp", "", "parent directory for data dirs; must not be tmpfs for durable numbers (default $TMPDIR or /tmp)")
@@ -114,7 +115,7 @@ func parseModes(s string) ([]string, error) {
 				modes = append(modes, m)
 			}
 		default:
-			return nil, fmt.Errorf("unknown -mode %q (want compare, latency, matrix, memory or all)", m)
+			return nil, fmt.Errorf("unknown -mode %q (want compare, latency, matrix, memory, cluster or all)", m)
 		}
 	}
 	return modes, nil
@@ -163,7 +164,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		opts.svgPath = filepath.Join(repoRoot, "bench", "results", "throughput.svg")
 	}
 	if opts.mdPath == "" {
-		opts.mdPath = filepath.Join(repoRoot, "bench", "results", "latest.md")
+		opts.mdPath = filepath.Join(repoRoot, "bench", "results", defaultResultsName(opts.modes))
 	}
 	f, err := newFleet(repoRoot, opts.dataParent)
 	if err != nil {
@@ -263,6 +264,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			md := memoryMarkdown(rs, opts.memory)
 			fmt.Fprintf(stdout, "\n%s", md)
 			report.add("Memory", md)
+		case "cluster":
+			// The single-node servers would only sit in the cluster's way.
+			for _, s := range throughput {
+				if err := f.stop(s); err != nil {
+					return err
+				}
+			}
+			throughput = nil
+			fmt.Fprintf(stdout, "\n== Cluster: %d local Redcell nodes against Redis-Lua (%d rounds, ~%.0f s per run)\n", clusterSize, opts.rounds, opts.seconds)
+			md, err := runClusterMode(ctx, f, opts.servers, runner, opts.rounds, report.info.DataFS, stdout)
+			if err != nil {
+				return err
+			}
+			report.add(fmt.Sprintf("Cluster: %d local nodes", clusterSize), md)
 		}
 	}
 	report.loadEnd = loadAverage()
@@ -274,26 +289,44 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	return nil
 }
 
+// defaultResultsName is the results file's name in bench/results: a run of
+// the cluster mode alone writes cluster.md, so that it does not replace the
+// single-node results in latest.md that the README quotes; any other run
+// (including -mode all, whose latest.md then holds a cluster section too)
+// writes latest.md.
+func defaultResultsName(modes []string) string {
+	if slices.Equal(modes, []string{"cluster"}) {
+		return "cluster.md"
+	}
+	return "latest.md"
+}
+
 // checkThrottle makes one decision on a fresh key and checks the reply, so a
 // server that answers errors (which redis-benchmark counts as requests)
 // is caught before it is measured.
 func checkThrottle(ctx context.Context, s *server) error {
+	return checkThrottleKey(ctx, s, "bench:check")
+}
+
+// checkThrottleKey is checkThrottle on the given fresh key (the nodes of a
+// cluster share one keyspace, so each needs its own).
+func checkThrottleKey(ctx context.Context, s *server, key string) error {
 	c, err := dialRESP(ctx, s.addr())
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	c.setDeadline(time.Now().Add(5 * time.Second))
-	v, err := c.do(s.throttleCommand("bench:check", throttleArgs...)...)
+	v, err := c.do(s.throttleCommand(key, throttleArgs...)...)
 	if err != nil {
-		return fmt.Errorf("%s: check decision: %w", s.kind, err)
+		return fmt.Errorf("%s: check decision: %w", s.label(), err)
 	}
 	got, err := throttleReply(v)
 	if err != nil {
-		return fmt.Errorf("%s: check decision: %w", s.kind, err)
+		return fmt.Errorf("%s: check decision: %w", s.label(), err)
 	}
 	if want := [5]int64{0, 16, 15, -1, 2}; got != want {
-		return fmt.Errorf("%s: check decision answered %v, want %v", s.kind, got, want)
+		return fmt.Errorf("%s: check decision answered %v, want %v", s.label(), got, want)
 	}
 	return nil
 }

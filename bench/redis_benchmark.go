@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"math"
 	"os/exec"
 	"strconv"
+	"sync"
 	"time"
 )
 
@@ -48,7 +50,7 @@ type benchResult struct {
 	ElsewhereCores float64
 }
 
-// benchmarkRunner runs redis-benchmark against one server at a time.
+// benchmarkRunner runs redis-benchmark against one target at a time.
 // seconds is the target duration of a measured run; each run is preceded by
 // a short probe run (which also warms the server up) whose rate sizes -n.
 type benchmarkRunner struct {
@@ -56,17 +58,51 @@ type benchmarkRunner struct {
 	probeFloor int // smallest probe -n
 }
 
-// measure runs the probe and then the measured run of w against s.
-func (b benchmarkRunner) measure(ctx context.Context, s *server, w workload) (benchResult, error) {
-	probeN := max(b.probeFloor, w.clients*w.pipeline*4)
-	probe, err := runRedisBenchmark(ctx, s, w, probeN)
+// measure runs the probe and then the measured run of w against t. With
+// several nodes the probe sizes each node's -n from that node's own rate
+// under the same concurrent load, so the redis-benchmark processes end
+// together. It returns the combined result and, for several nodes, each
+// node's (nil for one).
+func (b benchmarkRunner) measure(ctx context.Context, t target, w workload) (benchResult, []benchResult, error) {
+	clients, err := splitClients(w.clients, len(t.nodes))
 	if err != nil {
-		return benchResult{}, fmt.Errorf("probe: %w", err)
+		return benchResult{}, nil, err
 	}
-	n := int(math.Ceil(probe.RPS * b.seconds))
-	// At least a few full pipelines per client, so every client gets going.
-	n = max(n, w.clients*w.pipeline*4, 1000)
-	return runRedisBenchmark(ctx, s, w, n)
+	probeN := max(b.probeFloor, w.clients*w.pipeline*4)
+	ns := make([]int, len(clients))
+	for i, c := range clients {
+		ns[i] = max((probeN*c+w.clients-1)/w.clients, c*w.pipeline*4)
+	}
+	_, probes, err := runTarget(ctx, t, w, ns)
+	if err != nil {
+		return benchResult{}, nil, fmt.Errorf("probe: %w", err)
+	}
+	for i, c := range clients {
+		n := int(math.Ceil(probes[i].RPS * b.seconds))
+		// At least a few full pipelines per client, so every client gets going.
+		ns[i] = max(n, c*w.pipeline*4, 1000)
+	}
+	res, parts, err := runTarget(ctx, t, w, ns)
+	if len(parts) == 1 {
+		parts = nil
+	}
+	return res, parts, err
+}
+
+// splitClients spreads clients connections over nodes as evenly as
+// possible, the first nodes taking one more (50 over 3: 17, 17, 16).
+func splitClients(clients, nodes int) ([]int, error) {
+	if nodes < 1 || clients < nodes {
+		return nil, fmt.Errorf("cannot spread %d clients over %d nodes", clients, nodes)
+	}
+	out := make([]int, nodes)
+	for i := range out {
+		out[i] = clients / nodes
+		if i < clients%nodes {
+			out[i]++
+		}
+	}
+	return out, nil
 }
 
 // redisBenchmarkArgs is the redis-benchmark command line for n requests of
@@ -85,34 +121,120 @@ func redisBenchmarkArgs(s *server, w workload, n int) []string {
 	return append(args, s.throttleCommand(key, throttleArgs...)...)
 }
 
-// runRedisBenchmark runs redis-benchmark once and parses its CSV output. It
-// blocks for the whole run; cancelling ctx kills redis-benchmark.
+// runRedisBenchmark runs redis-benchmark once against one server and parses
+// its CSV output. It blocks for the whole run; cancelling ctx kills
+// redis-benchmark.
 func runRedisBenchmark(ctx context.Context, s *server, w workload, n int) (benchResult, error) {
-	args := redisBenchmarkArgs(s, w, n)
-	cmd := exec.CommandContext(ctx, "redis-benchmark", args...)
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	before, err := takeCPUSnapshot([]int{s.pid()})
+	res, _, err := runTarget(ctx, serverTarget(s), w, []int{n})
+	return res, err
+}
+
+// runTarget runs w once against t: w's clients split over t.nodes, one
+// redis-benchmark process per node with ns[i] requests, all started at once.
+// It returns the combined result (see combineResults) and each process's.
+// CPU is measured around the whole group: the server's share is that of
+// every process in t.members, the load generators' is left out of
+// "elsewhere". If one process fails, the others are killed.
+func runTarget(ctx context.Context, t target, w workload, ns []int) (benchResult, []benchResult, error) {
+	clients, err := splitClients(w.clients, len(t.nodes))
 	if err != nil {
-		return benchResult{}, err
+		return benchResult{}, nil, err
+	}
+	if len(ns) != len(t.nodes) {
+		return benchResult{}, nil, fmt.Errorf("%d request counts for %d nodes", len(ns), len(t.nodes))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type proc struct {
+		node           *server
+		args           []string
+		cmd            *exec.Cmd
+		stdout, stderr bytes.Buffer
+		err            error
+		took           time.Duration
+	}
+	procs := make([]*proc, len(t.nodes))
+	for i, s := range t.nodes {
+		p := &proc{node: s, args: redisBenchmarkArgs(s, workload{clients: clients[i], pipeline: w.pipeline, keyspace: w.keyspace}, ns[i])}
+		p.cmd = exec.CommandContext(ctx, "redis-benchmark", p.args...)
+		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
+		procs[i] = p
+	}
+	pids := t.memberPIDs()
+	before, err := takeCPUSnapshot(pids)
+	if err != nil {
+		return benchResult{}, nil, err
 	}
 	start := time.Now()
-	if err := cmd.Run(); err != nil {
-		return benchResult{}, fmt.Errorf("redis-benchmark %v: %w: %s", args, err, stderr.String())
+	var wg sync.WaitGroup
+	for _, p := range procs {
+		if p.err = p.cmd.Start(); p.err != nil {
+			cancel()
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			p.err = p.cmd.Wait()
+			p.took = time.Since(start)
+			if p.err != nil {
+				cancel() // a failed run would leave the others' numbers meaningless
+			}
+		}()
 	}
+	wg.Wait()
 	elapsed := time.Since(start)
-	after, err := takeCPUSnapshot([]int{s.pid()})
+	after, err := takeCPUSnapshot(pids)
 	if err != nil {
-		return benchResult{}, err
+		return benchResult{}, nil, err
 	}
-	res, err := parseBenchmarkCSV(stdout.Bytes())
-	if err != nil {
-		return benchResult{}, fmt.Errorf("redis-benchmark against %s: %w (stderr: %s)", s.kind, err, stderr.String())
+	var errs []error
+	parts := make([]benchResult, len(procs))
+	var loadGenCPU time.Duration
+	for i, p := range procs {
+		if p.err != nil {
+			errs = append(errs, fmt.Errorf("redis-benchmark %v: %w: %s", p.args, p.err, p.stderr.String()))
+			continue
+		}
+		loadGenCPU += p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+		res, err := parseBenchmarkCSV(p.stdout.Bytes())
+		if err != nil {
+			errs = append(errs, fmt.Errorf("redis-benchmark against %s: %w (stderr: %s)", p.node.label(), err, p.stderr.String()))
+			continue
+		}
+		res.Requests, res.Elapsed = ns[i], p.took
+		parts[i] = res
 	}
-	res.Requests, res.Elapsed = n, elapsed
-	loadGenCPU := cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
-	res.ServerCores, res.ElsewhereCores = cpuShares(before, after, s.pid(), loadGenCPU, elapsed)
-	return res, nil
+	if len(errs) > 0 {
+		return benchResult{}, nil, errors.Join(errs...)
+	}
+	res := combineResults(parts, elapsed)
+	res.ServerCores, res.ElsewhereCores = cpuShares(before, after, pids, loadGenCPU, elapsed)
+	return res, parts, nil
+}
+
+// combineResults merges the results of concurrent redis-benchmark
+// processes into one row: rates and requests add up, the average latency is
+// weighted by requests, and p50, p99 and max are the worst process's (the
+// exact percentiles of the union cannot be had from the CSV). elapsed is
+// the wall time of the whole group. One result is returned as it is, with
+// elapsed.
+func combineResults(parts []benchResult, elapsed time.Duration) benchResult {
+	var r benchResult
+	var weighted float64
+	for _, p := range parts {
+		r.Requests += p.Requests
+		r.RPS += p.RPS
+		weighted += p.AvgMs * float64(p.Requests)
+		r.P50Ms = max(r.P50Ms, p.P50Ms)
+		r.P99Ms = max(r.P99Ms, p.P99Ms)
+		r.MaxMs = max(r.MaxMs, p.MaxMs)
+	}
+	if r.Requests > 0 {
+		r.AvgMs = weighted / float64(r.Requests)
+	}
+	r.Elapsed = elapsed
+	return r
 }
 
 // parseBenchmarkCSV reads redis-benchmark --csv output: a header row naming

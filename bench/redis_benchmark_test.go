@@ -78,6 +78,17 @@ func Test_RunRedisBenchmark_AgainstRedis(t *testing.T) {
 			t.Errorf("%s: implausible result %+v", w, res)
 		}
 	}
+	// A spread target (here the same server twice) runs one redis-benchmark
+	// per node at once and adds their rates up.
+	spread := target{kind: "spread", nodes: []*server{s, s}, members: []*server{s}}
+	res, parts, err := runTarget(ctx, spread, workload{clients: 5, pipeline: 4, keyspace: 1000}, []int{3000, 2000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(parts) != 2 || parts[0].Requests != 3000 || parts[1].Requests != 2000 || res.Requests != 5000 ||
+		res.RPS != parts[0].RPS+parts[1].RPS || res.P99Ms != max(parts[0].P99Ms, parts[1].P99Ms) {
+		t.Errorf("spread: result %+v from parts %+v", res, parts)
+	}
 	// The hot key saw 2000 decisions (plus none elsewhere): it is exhausted.
 	c := dialTest(t, s)
 	v, err := c.do(s.throttleCommand("user:hot", "15", "30", "60", "0")...)
@@ -147,12 +158,29 @@ func Test_ParseServersAndModes(t *testing.T) {
 		{in: "compare", want: []string{"compare"}},
 		{in: "all", want: allModes},
 		{in: "memory,compare,memory", want: []string{"memory", "compare"}},
+		{in: "cluster", want: []string{"cluster"}},
 		{in: "fast", wantErr: true},
 	}
 	for _, tc := range modes {
 		got, err := parseModes(tc.in)
 		if (err != nil) != tc.wantErr || !slices.Equal(got, tc.want) {
 			t.Errorf("parseModes(%q) = %v, %v; want %v (error %v)", tc.in, got, err, tc.want, tc.wantErr)
+		}
+	}
+	if !slices.Contains(allModes, "cluster") {
+		t.Errorf("-mode all = %v, want the cluster mode in it", allModes)
+	}
+	for _, tc := range []struct {
+		modes []string
+		want  string
+	}{
+		{[]string{"cluster"}, "cluster.md"},
+		{allModes, "latest.md"},
+		{[]string{"compare", "cluster"}, "latest.md"},
+		{[]string{"compare"}, "latest.md"},
+	} {
+		if got := defaultResultsName(tc.modes); got != tc.want {
+			t.Errorf("defaultResultsName(%v) = %q, want %q", tc.modes, got, tc.want)
 		}
 	}
 }
@@ -185,12 +213,12 @@ func Test_Formatting(t *testing.T) {
 func Test_CPUShares(t *testing.T) {
 	before := cpuSnapshot{machineBusy: 1000, procs: map[int]uint64{7: 100}}
 	after := cpuSnapshot{machineBusy: 1300, procs: map[int]uint64{7: 200}} // 3 s busy, 1 s server
-	server, elsewhere := cpuShares(before, after, 7, 1500*time.Millisecond, 2*time.Second)
+	server, elsewhere := cpuShares(before, after, []int{7}, 1500*time.Millisecond, 2*time.Second)
 	if server != 0.5 || elsewhere != 0.25 {
 		t.Errorf("server %v cores, elsewhere %v cores; want 0.5 and 0.25", server, elsewhere)
 	}
 	// Tick granularity can make the rest negative: clamp to zero.
-	if _, elsewhere := cpuShares(before, after, 7, 3*time.Second, 2*time.Second); elsewhere != 0 {
+	if _, elsewhere := cpuShares(before, after, []int{7}, 3*time.Second, 2*time.Second); elsewhere != 0 {
 		t.Errorf("elsewhere %v, want 0", elsewhere)
 	}
 	snap, err := takeCPUSnapshot([]int{os.Getpid(), -1})

@@ -23,31 +23,86 @@ var (
 	}
 )
 
-// measurement is the median of one workload on one server over the rounds.
+// target is what one row measures: the clients of a workload go to nodes
+// (split evenly, one redis-benchmark process per node, all at once), and
+// the CPU of members counts as the server's. A plain server is one node and
+// its own only member; a cluster row lists every node as a member, because
+// the followers' replication and fsyncs are part of serving the load.
+type target struct {
+	kind    serverKind // the row's label: a server kind or a cluster target
+	nodes   []*server
+	members []*server
+}
+
+// serverTarget is the target of one server on its own.
+func serverTarget(s *server) target {
+	return target{kind: s.kind, nodes: []*server{s}, members: []*server{s}}
+}
+
+// memberPIDs are the process ids whose CPU counts as the server's.
+func (t target) memberPIDs() []int {
+	pids := make([]int, len(t.members))
+	for i, s := range t.members {
+		pids[i] = s.pid()
+	}
+	return pids
+}
+
+// scenario is one workload and the targets it runs on, in order.
+type scenario struct {
+	work    workload
+	targets []target
+}
+
+// measurement is the median of one workload on one target over the rounds.
+// For a target spread over several nodes, nodeRuns[i] holds node i's own
+// results and nodeMedians its medians.
 type measurement struct {
-	work   workload
-	kind   serverKind
-	median benchResult
-	runs   []benchResult
+	work        workload
+	kind        serverKind
+	median      benchResult
+	runs        []benchResult
+	nodes       []*server
+	nodeRuns    [][]benchResult
+	nodeMedians []benchResult
 }
 
 // runAlternating measures every workload on every server, in the order
-// round → workload → server, so that a slow minute of the machine hits
-// every server of a workload alike instead of all of one server's runs.
+// round → workload → server; see runScenarios.
+func runAlternating(ctx context.Context, b benchmarkRunner, servers []*server, works []workload, rounds int, progress io.Writer) ([]measurement, error) {
+	targets := make([]target, len(servers))
+	for i, s := range servers {
+		targets[i] = serverTarget(s)
+	}
+	scenarios := make([]scenario, len(works))
+	for i, w := range works {
+		scenarios[i] = scenario{work: w, targets: targets}
+	}
+	return runScenarios(ctx, b, scenarios, rounds, progress)
+}
+
+// runScenarios measures every scenario on each of its targets, in the order
+// round → scenario → target, so that a slow minute of the machine hits
+// every target of a scenario alike instead of all of one target's runs.
 // Before each, it waits (up to 10 s) for the machine to go quiet, so the
 // previous server's background work does not land in the next one's run. It
-// prints one progress line per run to progress and returns one measurement
-// per (workload, server), in workload order, then servers' order.
-func runAlternating(ctx context.Context, b benchmarkRunner, servers []*server, works []workload, rounds int, progress io.Writer) ([]measurement, error) {
+// prints one progress line per run (and per node of a spread target) to
+// progress and returns one measurement per (workload, target), in scenario
+// order, then targets' order.
+func runScenarios(ctx context.Context, b benchmarkRunner, scenarios []scenario, rounds int, progress io.Writer) ([]measurement, error) {
 	byKey := make(map[string]*measurement)
 	var out []*measurement
 	for round := 1; round <= rounds; round++ {
-		for _, w := range works {
-			for _, s := range servers {
-				key := w.String() + "|" + string(s.kind)
+		for _, sc := range scenarios {
+			w := sc.work
+			for _, t := range sc.targets {
+				key := w.String() + "|" + string(t.kind)
 				m := byKey[key]
 				if m == nil {
-					m = &measurement{work: w, kind: s.kind}
+					m = &measurement{work: w, kind: t.kind, nodes: t.nodes}
+					if len(t.nodes) > 1 {
+						m.nodeRuns = make([][]benchResult, len(t.nodes))
+					}
 					byKey[key] = m
 					out = append(out, m)
 				}
@@ -58,19 +113,27 @@ func runAlternating(ctx context.Context, b benchmarkRunner, servers []*server, w
 				if waited >= time.Second {
 					fmt.Fprintf(progress, "  (waited %.1f s for the machine to go quiet)\n", waited.Seconds())
 				}
-				res, err := b.measure(ctx, s, w)
+				res, parts, err := b.measure(ctx, t, w)
 				if err != nil {
-					return nil, fmt.Errorf("%s on %s: %w", w, s.kind, err)
+					return nil, fmt.Errorf("%s on %s: %w", w, t.kind, err)
 				}
 				m.runs = append(m.runs, res)
 				fmt.Fprintf(progress, "  round %d/%d  %-32s %-16s %10.0f rps  p50 %.3f ms  p99 %.3f ms  (%d req, %.1f s; cores: server %.2f, elsewhere %.2f)\n",
-					round, rounds, w, s.kind, res.RPS, res.P50Ms, res.P99Ms, res.Requests, res.Elapsed.Seconds(), res.ServerCores, res.ElsewhereCores)
+					round, rounds, w, t.kind, res.RPS, res.P50Ms, res.P99Ms, res.Requests, res.Elapsed.Seconds(), res.ServerCores, res.ElsewhereCores)
+				for i, p := range parts {
+					m.nodeRuns[i] = append(m.nodeRuns[i], p)
+					fmt.Fprintf(progress, "      %-12s %-15s %10.0f rps  p50 %.3f ms  p99 %.3f ms  (%d req, %.1f s)\n",
+						t.nodes[i].label(), t.nodes[i].addr(), p.RPS, p.P50Ms, p.P99Ms, p.Requests, p.Elapsed.Seconds())
+				}
 			}
 		}
 	}
 	result := make([]measurement, len(out))
 	for i, m := range out {
 		m.median = medianResult(m.runs)
+		for _, runs := range m.nodeRuns {
+			m.nodeMedians = append(m.nodeMedians, medianResult(runs))
+		}
 		result[i] = *m
 	}
 	return result, nil

@@ -40,6 +40,7 @@ var allServerKinds = []serverKind{kindRedcell, kindRedisLua, kindRedisLuaFsync}
 // server is one running server process under test, bound to 127.0.0.1.
 type server struct {
 	kind    serverKind
+	name    string // Raft node ID of a cluster node ("" for a single server)
 	port    int
 	dataDir string
 	logPath string
@@ -107,15 +108,25 @@ func (f *fleet) buildRedcell(ctx context.Context) error {
 // empty data dir and returns once it answers PING (and, for Redis, once the
 // script is loaded).
 func (f *fleet) start(ctx context.Context, kind serverKind) (*server, error) {
+	return f.startNode(ctx, kind, "", nil)
+}
+
+// startNode is start with a node name (part of the data dir's name, "" for
+// none) and extra command-line arguments for Redcell (cluster flags).
+func (f *fleet) startNode(ctx context.Context, kind serverKind, name string, extra []string) (*server, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp(f.root, strings.ToLower(string(kind))+"-")
+	prefix := strings.ToLower(string(kind)) + "-"
+	if name != "" {
+		prefix += name + "-"
+	}
+	dir, err := os.MkdirTemp(f.root, prefix)
 	if err != nil {
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
-	s := &server{kind: kind, port: port, dataDir: dir, logPath: filepath.Join(dir, "server.log"), exited: make(chan struct{})}
+	s := &server{kind: kind, name: name, port: port, dataDir: dir, logPath: filepath.Join(dir, "server.log"), exited: make(chan struct{})}
 	var bin string
 	var args []string
 	switch kind {
@@ -125,7 +136,11 @@ func (f *fleet) start(ctx context.Context, kind serverKind) (*server, error) {
 		}
 		bin = f.redcellBin
 		args = []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--data-dir", filepath.Join(dir, "data")}
+		args = append(args, extra...)
 	case kindRedisLua, kindRedisLuaFsync:
+		if len(extra) > 0 {
+			return nil, fmt.Errorf("extra arguments %q are for Redcell only", extra)
+		}
 		bin = "redis-server"
 		args = redisArgs(port, dir, kind == kindRedisLuaFsync)
 	default:
@@ -220,7 +235,7 @@ func (s *server) waitReady(ctx context.Context, announced bool, limit time.Durat
 		case <-s.exited:
 			return s.exitError("before it was ready")
 		case <-ctx.Done():
-			return fmt.Errorf("%s not ready after %v: %w (log: %s)", s.kind, limit, ctx.Err(), s.logPath)
+			return fmt.Errorf("%s not ready after %v: %w (log: %s)%s", s.label(), limit, ctx.Err(), s.logPath, logTail(s.logPath, 10))
 		}
 	}
 	retry := time.NewTicker(20 * time.Millisecond)
@@ -235,7 +250,7 @@ func (s *server) waitReady(ctx context.Context, announced bool, limit time.Durat
 		case <-s.exited:
 			return s.exitError("before it was ready")
 		case <-ctx.Done():
-			return fmt.Errorf("%s not answering PING after %v: %v (log: %s)", s.kind, limit, err, s.logPath)
+			return fmt.Errorf("%s not answering PING after %v: %v (log: %s)%s", s.label(), limit, err, s.logPath, logTail(s.logPath, 10))
 		}
 	}
 }
@@ -280,7 +295,29 @@ func (s *server) loadScript(ctx context.Context, script string) error {
 }
 
 func (s *server) exitError(when string) error {
-	return fmt.Errorf("%s (pid %d) exited %s: %v (log: %s)", s.kind, s.pid(), when, s.waitErr, s.logPath)
+	return fmt.Errorf("%s (pid %d) exited %s: %v (log: %s)%s", s.label(), s.pid(), when, s.waitErr, s.logPath, logTail(s.logPath, 10))
+}
+
+// label is the server's kind, with its node name for a cluster node.
+func (s *server) label() string {
+	if s.name == "" {
+		return string(s.kind)
+	}
+	return string(s.kind) + " " + s.name
+}
+
+// logTail is the last n lines of a server log, indented, for error
+// messages: the temp dir holding the log is removed when bench exits.
+func logTail(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "\n    last log lines:\n      " + strings.Join(lines, "\n      ")
 }
 
 // stop ends the process by PID: SIGTERM, then SIGKILL if it has not exited
