@@ -130,6 +130,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	s.stats.appends.Add(1)
 	s.stats.entriesAppended.Add(uint64(len(logs)))
 	s.stats.bytesAppended.Add(bytes)
+	s.notifyAppend()
 	return nil
 }
 

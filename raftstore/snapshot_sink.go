@@ -30,6 +30,9 @@ type snapshotSink struct {
 	batch *pebble.Batch // reused for every chunk, so chunks do not each allocate
 	seq   uint32        // sequence number of the next chunk
 	size  int64         // bytes accepted by Write so far
+	// mark is the store's BytesAppended when the sink was created: the log
+	// appended after it is what a restart from this snapshot replays.
+	mark uint64
 
 	closed bool
 }
@@ -39,6 +42,7 @@ func newSnapshotSink(ss *snapshotStore, id snapshotID, meta storedSnapshotMeta) 
 		ss:    ss,
 		id:    id,
 		meta:  meta,
+		mark:  ss.s.stats.bytesAppended.Load(),
 		buf:   make([]byte, 0, snapshotChunkSize),
 		batch: ss.s.db.NewBatch(pebble.WithMaxRetainedSizeBytes(snapshotChunkSize + snapChunkKeyLen + 64)),
 	}
@@ -119,6 +123,7 @@ func (k *snapshotSink) Close() error {
 		return err
 	}
 	k.ss.s.snaps.doneWriting(k.id)
+	k.ss.s.noteSnapshot(k.mark, k.size)
 	k.ss.s.logger.Info("snapshot complete", "id", k.meta.ID, "bytes", k.size, "chunks", k.seq)
 
 	s := k.ss.s

@@ -67,6 +67,8 @@ type Store struct {
 	lastIndex  atomic.Uint64 // 0 when the log is empty
 
 	stats statCounters
+	// appendNotify is the channel NotifyAppends set, if any.
+	appendNotify appendNotifier
 
 	snaps snapshotRegistry
 }
@@ -95,6 +97,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	s.snaps.init()
 
 	if err := s.loadLogBounds(); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	if err := s.loadLogBytes(); err != nil {
 		_ = db.Close()
 		return nil, err
 	}
@@ -169,20 +175,52 @@ type Stats struct {
 	// BytesAppended counts the encoded bytes (keys and values) of the
 	// appended entries, before Pebble's own framing.
 	BytesAppended uint64
+
+	// LogBytesSinceSnapshot is the log a restart would replay on top of the
+	// newest snapshot, counted like BytesAppended: at Open, the bytes of the
+	// entries after the newest snapshot's index; then every append adds to
+	// it, and a snapshot that completes sets it back to the bytes appended
+	// since that snapshot was created (see logbytes.go). Not a cumulative
+	// counter, and not exact (see DESIGN.md); it is what package group
+	// snapshots on.
+	LogBytesSinceSnapshot uint64
+	// LastSnapshotBytes is the size of the newest snapshot's data: found at
+	// Open, then of each snapshot that completes. 0 when there is none.
+	LastSnapshotBytes uint64
+	// SnapshotsCompleted counts snapshot sinks closed successfully since
+	// Open (taken here or received from a leader).
+	SnapshotsCompleted uint64
 }
 
 type statCounters struct {
 	appends, entriesAppended, syncs, bytesAppended atomic.Uint64
+
+	// snapMark is bytesAppended at the creation of the newest completed
+	// snapshot, so LogBytesSinceSnapshot = bytesAppended - snapMark. It
+	// starts negative: minus the bytes already in the log after the newest
+	// snapshot at Open. Guarded by snapMu with lastSnapBytes and snapshots.
+	snapMu        sync.Mutex
+	snapMark      int64
+	lastSnapBytes uint64
+	snapshots     uint64
 }
 
 // Stats returns the counters. It never blocks and may be called after Close.
 // The fields are read one by one, so a snapshot taken during an append may
 // count the append in one field and not yet in another.
 func (s *Store) Stats() Stats {
-	return Stats{
+	st := Stats{
 		Appends:         s.stats.appends.Load(),
 		EntriesAppended: s.stats.entriesAppended.Load(),
 		Syncs:           s.stats.syncs.Load(),
 		BytesAppended:   s.stats.bytesAppended.Load(),
 	}
+	s.stats.snapMu.Lock()
+	if since := int64(st.BytesAppended) - s.stats.snapMark; since > 0 {
+		st.LogBytesSinceSnapshot = uint64(since)
+	}
+	st.LastSnapshotBytes = s.stats.lastSnapBytes
+	st.SnapshotsCompleted = s.stats.snapshots
+	s.stats.snapMu.Unlock()
+	return st
 }
