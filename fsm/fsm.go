@@ -66,6 +66,12 @@ type FSM struct {
 
 	entries atomic.Uint64
 	ops     atomic.Uint64
+
+	// gate holds raft's calls while the startup snapshot is restored in the
+	// background (startup.go); appliedNotify is NotifyApplied's channel.
+	gate          startupGate
+	appliedNotify atomic.Pointer[chan<- struct{}]
+	restores      atomic.Uint64
 }
 
 // New returns an empty state machine.
@@ -118,15 +124,17 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 // *Results (or an error when the node has stopped applying); other entry
 // types yield nil.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
+	f.waitStartup()
 	out := make([]interface{}, len(logs))
 	f.applyMu.Lock()
-	defer f.applyMu.Unlock()
 	for i, l := range logs {
 		if l.Type == raft.LogCommand {
 			out[i] = f.applyEntry(l)
 		}
 		f.applied.Store(l.Index)
 	}
+	f.applyMu.Unlock()
+	f.notifyApplied()
 	return out
 }
 

@@ -41,6 +41,7 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 // Snapshot implements raft.FSM. It runs on the FSM goroutine and only copies
 // the live entries (memcpy-like); sorting and writing happen in Persist.
 func (f *FSM) Snapshot() (raft.FSMSnapshot, error) {
+	f.waitStartup()
 	if f.failed.Load() {
 		// The entry that stopped the state machine may be half applied:
 		// such a state must never become a snapshot that outlives the node.
@@ -124,6 +125,16 @@ func (f *FSM) WriteSnapshot(w io.Writer) error {
 // Restore implements raft.FSM: it replaces the whole state with the snapshot
 // in rc, or leaves the state untouched if the stream is invalid.
 func (f *FSM) Restore(rc io.ReadCloser) error {
+	f.waitStartup()
+	if err := f.restore(rc); err != nil {
+		return err
+	}
+	f.restores.Add(1)
+	f.notifyApplied()
+	return nil
+}
+
+func (f *FSM) restore(rc io.ReadCloser) error {
 	defer rc.Close()
 	store, clock, err := readSnapshot(rc, f.cfg.Stripes)
 	if err != nil {
