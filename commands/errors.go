@@ -24,6 +24,9 @@ const (
 	ErrDebugDisabled = "ERR DEBUG command not allowed"
 	ErrClusterOff    = "ERR This instance has cluster support disabled"
 	ErrExecNoMulti   = "ERR EXEC without MULTI"
+	// ErrLoading answers, while the node loads its state after a restart,
+	// every command the table does not flag "loading", as Redis does.
+	ErrLoading = "LOADING Redis is loading the dataset in memory"
 
 	// Replication and availability (see spec/replication.md), one per batch
 	// failure of package request; the server maps each explicitly.

@@ -91,6 +91,14 @@ func (l *Local) Info(section string, field func(name string, value any)) {
 		field("keyspace_arena_bytes", st.ArenaBytes)
 		field("keyspace_arena_garbage", st.ArenaGarbage)
 	case "persistence":
+		if l.g.Loading() {
+			// As Redis while it loads: when it began, and (Redcell's own)
+			// how far the state machine has got towards the log's last
+			// index at start.
+			field("loading_start_time", l.g.load.began.Unix())
+			field("loading_applied_index", l.g.fsm.AppliedIndex())
+			field("loading_target_index", l.g.load.target)
+		}
 		if l.store == nil {
 			return
 		}
@@ -99,6 +107,8 @@ func (l *Local) Info(section string, field func(name string, value any)) {
 		field("log_entries_appended", ls.EntriesAppended)
 		field("log_fsyncs", ls.Syncs)
 		field("log_bytes_appended", ls.BytesAppended)
+		field("log_bytes_since_snapshot", ls.LogBytesSinceSnapshot)
+		field("last_snapshot_bytes", ls.LastSnapshotBytes)
 	case "raft":
 		gs := l.g.Stats()
 		fs := l.g.fsm.Stats()
@@ -140,8 +150,10 @@ func boolInt(v bool) int {
 	return 0
 }
 
-// Loading reports whether the node is still replaying at startup.
-func (l *Local) Loading() bool { return false }
+// Loading reports whether the node is still loading its state after a
+// restart: restoring its snapshot and replaying its log (Group.Loading; the
+// rule is in DESIGN.md). An atomic load.
+func (l *Local) Loading() bool { return l.g.Loading() }
 
 // Clock is the replicated clock (the state machine's).
 func (l *Local) Clock() int64 { return l.g.fsm.Clock() }

@@ -16,6 +16,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/redcell/redcell/fsm"
+	"github.com/redcell/redcell/raftstore"
 	"github.com/redcell/redcell/request"
 )
 
@@ -64,6 +65,12 @@ type Config struct {
 	// WaitForLeader is how long a request waits for a ready leader before it
 	// is answered CLUSTERDOWN or TRYAGAIN.
 	WaitForLeader time.Duration
+	// SnapshotLogBytes: snapshot whenever the log written since the newest
+	// snapshot reaches this many bytes, or the newest snapshot's size if
+	// that is larger (see snapshots.go; DefaultSnapshotLogBytes). 0 leaves
+	// snapshots to raft's entry count. Needs LogStore to be a
+	// *raftstore.Store, which counts the bytes.
+	SnapshotLogBytes uint64
 	// Tune, when set, adjusts the raft configuration before use (tests, flags).
 	Tune func(*raft.Config)
 }
@@ -110,6 +117,12 @@ type Group struct {
 	leaderSig *leaderSignal
 
 	stats groupStats
+
+	// load is the loading status after a restart (loading.go).
+	load loadState
+	// maxTrailingLogs is the configured TrailingLogs, the most the byte
+	// trigger lets raft keep behind a snapshot (snapshots.go).
+	maxTrailingLogs uint64
 }
 
 type groupStats struct {
@@ -156,12 +169,45 @@ func Open(cfg Config) (*Group, error) {
 	}
 
 	rc := raftConfig(cfg, g.notifyCh)
+	g.maxTrailingLogs = rc.TrailingLogs
 	existing, err := raft.HasExistingState(cfg.LogStore, cfg.Stable, cfg.Snapshots)
 	if err != nil {
 		return nil, fmt.Errorf("group: reading raft state: %w", err)
 	}
+	// With Raft state the node is loading until its state machine holds
+	// what the log held at start (loading.go). Raft does not restore the
+	// newest snapshot itself (NoSnapshotRestoreOnStart, which would block
+	// NewRaft and so the whole node for as long as it takes): the group
+	// restores that same snapshot, the first List returns, in the
+	// background, and the state machine holds raft's calls until it is done.
+	var startSnap *raft.SnapshotMeta
+	if existing {
+		snaps, err := cfg.Snapshots.List()
+		if err != nil {
+			return nil, fmt.Errorf("group: listing snapshots: %w", err)
+		}
+		if len(snaps) > 0 {
+			startSnap = snaps[0]
+		}
+		if g.load.target, err = cfg.LogStore.LastIndex(); err != nil {
+			return nil, fmt.Errorf("group: reading the log: %w", err)
+		}
+		g.load.began = time.Now()
+		g.load.restores = cfg.FSM.Restores()
+		g.load.active.Store(true)
+	}
+	g.load.done = make(chan struct{})
+	if !existing {
+		close(g.load.done)
+	}
+	if startSnap != nil {
+		cfg.FSM.HoldForStartupRestore()
+	}
 	r, err := raft.NewRaft(rc, cfg.FSM, cfg.LogStore, cfg.Stable, cfg.Snapshots, cfg.Transport)
 	if err != nil {
+		if startSnap != nil {
+			cfg.FSM.AbortStartup(nil)
+		}
 		return nil, fmt.Errorf("group: starting raft: %w", err)
 	}
 	g.raft = r
@@ -172,6 +218,24 @@ func Open(cfg Config) (*Group, error) {
 			return nil, fmt.Errorf("group: bootstrapping a one-node cluster: %w", err)
 		}
 		g.log.Info("bootstrapped a new one-node cluster", "node_id", cfg.NodeID, "addr", cfg.Addr)
+	}
+	if startSnap != nil {
+		g.wg.Add(1)
+		go g.restoreAtStart(startSnap)
+	}
+	if existing {
+		// Nothing to load (no snapshot, no command in the log): say so
+		// before anyone asks.
+		if why := g.loaded(); why != "" {
+			g.endLoading(why)
+		} else {
+			g.wg.Add(1)
+			go g.runLoading()
+		}
+	}
+	if st, ok := cfg.LogStore.(*raftstore.Store); ok && cfg.SnapshotLogBytes > 0 {
+		g.wg.Add(1)
+		go g.runSnapshotTrigger(st)
 	}
 	r.RegisterObserver(g.leaderSig.observer)
 	g.wg.Add(3)
@@ -213,6 +277,9 @@ func raftConfig(cfg Config, notify chan bool) *raft.Config {
 	rc.SnapshotThreshold = 16384
 	rc.SnapshotInterval = 30 * time.Second
 	rc.TrailingLogs = 10240
+	// The group restores the startup snapshot itself, in the background
+	// (loading.go); raft only takes its metadata.
+	rc.NoSnapshotRestoreOnStart = true
 	rc.HeartbeatTimeout = DefaultHeartbeatTimeout
 	rc.ElectionTimeout = DefaultElectionTimeout
 	rc.LeaderLeaseTimeout = DefaultLeaderLeaseTimeout
@@ -254,6 +321,9 @@ func (g *Group) setReady(v bool) {
 	defer g.readyMu.Unlock()
 	if g.ready.Load() == v {
 		return
+	}
+	if v {
+		g.endLoading("ready leader")
 	}
 	g.ready.Store(v)
 	if v {

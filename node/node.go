@@ -6,6 +6,7 @@
 package node
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -59,6 +60,11 @@ type Config struct {
 	SnapEvery   time.Duration
 	Version     string
 	Logger      *slog.Logger
+
+	// SnapshotLogBytes: snapshot once the log since the newest snapshot
+	// holds this many bytes (or the newest snapshot's size, if larger);
+	// default group.DefaultSnapshotLogBytes.
+	SnapshotLogBytes uint64
 }
 
 // Node is a running Redcell node.
@@ -199,6 +205,7 @@ func Open(cfg Config) (n *Node, err error) {
 				rc.SnapshotInterval = cfg.SnapEvery
 			}
 		},
+		SnapshotLogBytes: cmp.Or(cfg.SnapshotLogBytes, group.DefaultSnapshotLogBytes),
 	})
 	if err != nil {
 		return nil, err

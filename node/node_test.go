@@ -115,6 +115,13 @@ func TestFreshDataDirBootstrapsAndResumes(t *testing.T) {
 	if n.ID != id {
 		t.Errorf("restart: node ID %q, want %q", n.ID, id)
 	}
+	// Until the log is replayed the node answers LOADING (group's loading
+	// tests cover that); then the decision is there.
+	select {
+	case <-n.group.Loaded():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the restarted node is still loading after 10s")
+	}
 	if got := dial(t, n).throttle(t, "k"); !strings.HasPrefix(got, ":0 :10 :8 ") {
 		t.Errorf("second decision after restart: %q, want remaining 8", got)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/redcell/redcell/commands"
@@ -15,6 +16,7 @@ import (
 // CL.THROTTLE reply, Read an integer; err, when set, fails every call.
 type stubBackend struct {
 	err      error
+	loading  atomic.Bool // Loading's answer
 	proposed int
 	read     int
 	clock    []string
@@ -54,7 +56,7 @@ func (b *stubBackend) RealClock()            { b.clock = append(b.clock, "real")
 func (b *stubBackend) Admin(cmd string, args []string) (string, error) {
 	return "", errors.New("no cluster here")
 }
-func (b *stubBackend) Loading() bool { return false }
+func (b *stubBackend) Loading() bool { return b.loading.Load() }
 func (b *stubBackend) ReadLocal(reqs []request.Request, res []request.Result) error {
 	return b.Read(reqs, res)
 }

@@ -131,6 +131,11 @@ func (c *conn) exec(args [][]byte) {
 		c.fail(commands.WrongArgs(spec.Name))
 		return
 	}
+	if c.s.cfg.Backend.Loading() && !allowedWhileLoading(spec, args) {
+		c.answerPending()
+		c.fail(commands.ErrLoading)
+		return
+	}
 	switch spec.Class {
 	case commands.Write:
 		var op request.Request
@@ -159,6 +164,28 @@ func (c *conn) exec(args [][]byte) {
 		h := handlers[spec.Name]
 		h(c, spec, args)
 	}
+}
+
+// allowedWhileLoading reports whether a command runs while the node loads
+// its state: as in Redis, those the table flags "loading" (PING, INFO, HELLO,
+// CLIENT ..., COMMAND ...; for a container, its subcommand's flag decides).
+// An unknown subcommand, or one with the wrong number of arguments, is
+// allowed too, so that it gets the same error it would get otherwise: Redis
+// checks both before it checks loading.
+func allowedWhileLoading(spec *commands.Spec, args [][]byte) bool {
+	if len(spec.Subs) > 0 && len(args) > 1 {
+		sub := spec.Sub(args[1])
+		if sub == nil || !sub.CheckArity(len(args)) {
+			return true
+		}
+		spec = sub
+	}
+	for _, f := range spec.Flags {
+		if f == "loading" {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *conn) fail(text string) {

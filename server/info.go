@@ -86,7 +86,13 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 		s.cfg.Backend.Info(section, kv)
 	case "persistence":
 		b.WriteString("# Persistence\r\n")
-		kv("loading", 0)
+		// ioredis's ready check waits for loading:0 before it sends
+		// anything; the backend adds loading_* details while loading.
+		loading := 0
+		if s.cfg.Backend.Loading() {
+			loading = 1
+		}
+		kv("loading", loading)
 		kv("async_loading", 0)
 		kv("aof_enabled", 0)
 		kv("durability", "raft-log-fsync-per-entry")

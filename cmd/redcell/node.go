@@ -37,6 +37,7 @@ func startNode(cfg config, log *slog.Logger) (*node.Node, error) {
 		MaxAppend:          cfg.maxAppend,
 		SnapThresh:         cfg.snapThresh,
 		SnapEvery:          cfg.snapEvery,
+		SnapshotLogBytes:   cfg.snapBytes,
 		Version:            version,
 		Logger:             log,
 	})
