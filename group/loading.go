@@ -159,7 +159,7 @@ func (g *Group) restoreAtStart(meta *raft.SnapshotMeta) {
 	}
 	switch {
 	case err == nil:
-		g.log.Info("restored the snapshot", "id", meta.ID, "index", meta.Index, "bytes", meta.Size,
+		g.log.Info("restored from snapshot", "id", meta.ID, "index", meta.Index, "bytes", meta.Size,
 			"took", time.Since(start).Round(time.Millisecond))
 	case g.stopping.Load():
 		g.fsm.AbortStartup(nil)
