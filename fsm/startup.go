@@ -103,6 +103,19 @@ func (f *FSM) notifyApplied() {
 // not restore it itself); RestoreStartup is not counted.
 func (f *FSM) Restores() uint64 { return f.restores.Load() }
 
+// Started returns a channel that is closed once the startup restore is over
+// (at once when there is none). raft answers a barrier without calling the
+// state machine when the entries before it are no commands, so a new
+// leader must also wait for this before it serves reads.
+func (f *FSM) Started() <-chan struct{} {
+	if f.gate.holding.Load() {
+		return f.gate.done
+	}
+	return closedCh
+}
+
+var closedCh = func() chan struct{} { c := make(chan struct{}); close(c); return c }()
+
 // StartupPending reports whether the startup snapshot is still being
 // restored (HoldForStartupRestore was called and neither RestoreStartup
 // succeeded nor AbortStartup was called).

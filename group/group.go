@@ -307,6 +307,15 @@ func (g *Group) runWatcher() {
 				g.log.Warn("barrier after election failed; staying not ready", "err", err)
 				continue
 			}
+			// The barrier does not wait for the startup snapshot when no
+			// command follows it (raft applies a barrier without calling
+			// the state machine): wait for it here, or a read could see
+			// the state before the restore.
+			select {
+			case <-g.fsm.Started():
+			case <-g.stopCh:
+				return
+			}
 			if g.raft.State() != raft.Leader {
 				continue
 			}

@@ -349,3 +349,45 @@ func Test_Loading_EndsWithAnUncommittedTail(t *testing.T) {
 		t.Fatalf("DBSIZE on the new leader = %d, want the 50 committed keys", got)
 	}
 }
+
+// A restarted single node whose log after the snapshot holds no command
+// wins its election and commits its barrier while the snapshot is still
+// being restored (raft answers a barrier without the state machine when no
+// command precedes it). It must not become ready, or reads would see the
+// state before the restore.
+func Test_Loading_LeaderNotReadyBeforeTheRestore(t *testing.T) {
+	n := newTestNode(t, "node1")
+	n.clock.Set(frozenAt)
+	n.open(t, nil)
+	waitFor(t, 10*time.Second, "a ready leader", n.g.Ready)
+	writeKeys(t, n.g, "a", 10, 10)
+	if _, err := n.g.Snapshot(); err != nil {
+		t.Fatal(err)
+	}
+	snapGate := &gatedSnaps{SnapshotStore: n.store.SnapshotStore(2), release: make(chan struct{})}
+	var once sync.Once
+	release := func() { once.Do(func() { close(snapGate.release) }) }
+	n.restart(t, func(c *Config) { c.Snapshots = snapGate })
+	t.Cleanup(release)
+
+	// Leader, with its no-op and barrier committed and handed to the
+	// state machine goroutine, which did not need the state machine.
+	waitFor(t, 10*time.Second, "the barrier of the new term to be applied", func() bool {
+		last, _ := n.store.LastIndex()
+		return n.g.IsLeader() && n.g.raft.AppliedIndex() == last && n.g.raft.AppliedIndex() > n.fsm.AppliedIndex()
+	})
+	if n.g.Ready() {
+		t.Fatal("ready before the snapshot is restored")
+	}
+	if !n.g.Loading() {
+		t.Fatal("not loading before the snapshot is restored")
+	}
+	release()
+	waitFor(t, 10*time.Second, "a ready leader", n.g.Ready)
+	if n.g.Loading() {
+		t.Fatal("ready but loading")
+	}
+	if got := dbsize(t, n.g); got != 100 {
+		t.Fatalf("DBSIZE = %d, want 100", got)
+	}
+}
