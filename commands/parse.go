@@ -1,49 +1,13 @@
 package commands
 
 import (
-	"math"
-
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/internal/arg"
 	"github.com/redcell/redcell/request"
 )
 
-// ParseInt parses b exactly as strconv.ParseInt(string(b), 10, 64) would —
-// optional '+' or '-', then one or more ASCII digits, within int64 — without
-// allocating. The spec fixes this syntax for every integer argument.
-func ParseInt(b []byte) (int64, bool) {
-	if len(b) == 0 {
-		return 0, false
-	}
-	neg := false
-	switch b[0] {
-	case '+', '-':
-		neg = b[0] == '-'
-		b = b[1:]
-		if len(b) == 0 {
-			return 0, false
-		}
-	}
-	var u uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if u > (math.MaxUint64-9)/10 { // cannot take another digit without overflow
-			return 0, false
-		}
-		u = u*10 + uint64(c-'0')
-		if u > 1<<63 {
-			return 0, false
-		}
-	}
-	if neg {
-		return -int64(u), true // -(1<<63) wraps to MinInt64, which is in range
-	}
-	if u > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(u), true
-}
+// ParseInt parses an integer argument with the spec's syntax (see arg.Int).
+func ParseInt(b []byte) (int64, bool) { return arg.Int(b) }
 
 // ParseGCRA parses the arguments of CL.THROTTLE and CL.PEEK:
 //
@@ -92,23 +56,9 @@ func parseGCRARequest(code request.Code, name string, args [][]byte, r *request.
 	return ""
 }
 
-// EqualFold reports whether b equals the lower-case ASCII word w, folding only
-// A–Z as Redis's strcasecmp does (a non-ASCII look-alike never matches).
-func EqualFold(b []byte, w string) bool {
-	if len(b) != len(w) {
-		return false
-	}
-	for i := range b {
-		c := b[i]
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != w[i] {
-			return false
-		}
-	}
-	return true
-}
+// EqualFold reports whether b equals the lower-case ASCII word w (see
+// arg.EqualFold).
+func EqualFold(b []byte, w string) bool { return arg.EqualFold(b, w) }
 
 // Lower writes the ASCII-lower-case form of b into dst (reused) and returns it.
 func Lower(dst, b []byte) []byte {

@@ -1,6 +1,10 @@
 package slidinglog
 
-import "math"
+import (
+	"math"
+
+	"github.com/redcell/redcell/internal/arg"
+)
 
 // Error is a validation failure. Its text is the reply a client sees
 // (without the leading '-'), verbatim from the contract, except ErrArity
@@ -134,25 +138,25 @@ func parse(args [][]byte, hit bool) ([]byte, Params, error) {
 	if len(args) < 4 {
 		return nil, Params{}, ErrArity
 	}
-	limit, ok := parseInt(args[2])
+	limit, ok := arg.Int(args[2])
 	if !ok {
 		return nil, Params{}, ErrNotInteger
 	}
-	windowMs, ok := parseInt(args[3])
+	windowMs, ok := arg.Int(args[3])
 	if !ok {
 		return nil, Params{}, ErrNotInteger
 	}
 	cost, minGap, deniedCount := int64(1), int64(0), false
 	for i := 4; i < len(args); i++ {
 		word := args[i]
-		isCost, isGap := equalFold(word, "cost"), equalFold(word, "mingap")
+		isCost, isGap := arg.EqualFold(word, "cost"), arg.EqualFold(word, "mingap")
 		switch {
 		case isCost || isGap:
 			if i+1 == len(args) {
 				return nil, Params{}, ErrSyntax
 			}
 			i++
-			n, ok := parseInt(args[i])
+			n, ok := arg.Int(args[i])
 			if !ok {
 				return nil, Params{}, ErrNotInteger
 			}
@@ -161,15 +165,15 @@ func parse(args [][]byte, hit bool) ([]byte, Params, error) {
 			} else {
 				minGap = n
 			}
-		case hit && equalFold(word, "denied"):
+		case hit && arg.EqualFold(word, "denied"):
 			if i+1 == len(args) {
 				return nil, Params{}, ErrSyntax
 			}
 			i++
 			switch {
-			case equalFold(args[i], "free"):
+			case arg.EqualFold(args[i], "free"):
 				deniedCount = false
-			case equalFold(args[i], "count"):
+			case arg.EqualFold(args[i], "count"):
 				deniedCount = true
 			default:
 				return nil, Params{}, ErrSyntax
@@ -183,57 +187,4 @@ func parse(args [][]byte, hit bool) ([]byte, Params, error) {
 		return nil, Params{}, err
 	}
 	return args[1], p, nil
-}
-
-// parseInt parses b exactly as strconv.ParseInt(string(b), 10, 64) does —
-// an optional sign, then one or more ASCII digits, within int64 — without
-// allocating.
-func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 {
-		return 0, false
-	}
-	neg := b[0] == '-'
-	if b[0] == '+' || b[0] == '-' {
-		b = b[1:]
-		if len(b) == 0 {
-			return 0, false
-		}
-	}
-	var u uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if u > (1<<63)/10 { // another digit would exceed 2^63 (and could wrap)
-			return 0, false
-		}
-		u = u*10 + uint64(c-'0')
-		if u > 1<<63 {
-			return 0, false
-		}
-	}
-	if neg {
-		return -int64(u), true // −(1<<63) wraps to MinInt64, which is in range
-	}
-	if u > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(u), true
-}
-
-// equalFold reports whether b equals the lower-case ASCII word w, folding
-// only A–Z (Redis's strcasecmp): a non-ASCII look-alike never matches.
-func equalFold(b []byte, w string) bool {
-	if len(b) != len(w) {
-		return false
-	}
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != w[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -3,6 +3,8 @@ package tokenbucket
 import (
 	"math"
 	"math/bits"
+
+	"github.com/redcell/redcell/internal/arg"
 )
 
 // Error is a validation failure. Its text is the reply a client sees
@@ -179,7 +181,7 @@ func Parse(args [][]byte) (key []byte, p Params, err error) {
 	}
 	var v [3]int64
 	for i := range v {
-		n, ok := parseInt(args[2+i])
+		n, ok := arg.Int(args[2+i])
 		if !ok {
 			return nil, Params{}, ErrNotInteger
 		}
@@ -188,17 +190,17 @@ func Parse(args [][]byte) (key []byte, p Params, err error) {
 	cost, interval := int64(1), false
 	for i := 5; i < len(args); i++ {
 		switch {
-		case equalFold(args[i], "cost"):
+		case arg.EqualFold(args[i], "cost"):
 			if i+1 == len(args) {
 				return nil, Params{}, ErrSyntax
 			}
 			i++
-			n, ok := parseInt(args[i])
+			n, ok := arg.Int(args[i])
 			if !ok {
 				return nil, Params{}, ErrNotInteger
 			}
 			cost = n
-		case equalFold(args[i], "interval"):
+		case arg.EqualFold(args[i], "interval"):
 			interval = true
 		default:
 			return nil, Params{}, ErrSyntax
@@ -209,57 +211,4 @@ func Parse(args [][]byte) (key []byte, p Params, err error) {
 		return nil, Params{}, err
 	}
 	return args[1], p, nil
-}
-
-// parseInt parses b exactly as strconv.ParseInt(string(b), 10, 64) does —
-// an optional sign, then one or more ASCII digits, within int64 — without
-// allocating.
-func parseInt(b []byte) (int64, bool) {
-	if len(b) == 0 {
-		return 0, false
-	}
-	neg := b[0] == '-'
-	if b[0] == '+' || b[0] == '-' {
-		b = b[1:]
-		if len(b) == 0 {
-			return 0, false
-		}
-	}
-	var u uint64
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		if u > (1<<63)/10 { // another digit would exceed 2^63 (and could wrap)
-			return 0, false
-		}
-		u = u*10 + uint64(c-'0')
-		if u > 1<<63 {
-			return 0, false
-		}
-	}
-	if neg {
-		return -int64(u), true // −(1<<63) wraps to MinInt64, which is in range
-	}
-	if u > math.MaxInt64 {
-		return 0, false
-	}
-	return int64(u), true
-}
-
-// equalFold reports whether b equals the lower-case ASCII word w, folding
-// only A–Z (Redis's strcasecmp): a non-ASCII look-alike never matches.
-func equalFold(b []byte, w string) bool {
-	if len(b) != len(w) {
-		return false
-	}
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			c += 'a' - 'A'
-		}
-		if c != w[i] {
-			return false
-		}
-	}
-	return true
 }

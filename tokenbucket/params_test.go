@@ -2,7 +2,6 @@ package tokenbucket
 
 import (
 	"math"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -98,20 +97,6 @@ func TestParse(t *testing.T) {
 		p.period, p.emission, p.span = 0, 0, 0
 		if string(key) != "k" || p != tc.want {
 			t.Errorf("%s: key %q %+v, want %+v", tc.args, key, p, tc.want)
-		}
-	}
-}
-
-// TestParseInt against strconv on the syntax corners.
-func TestParseInt(t *testing.T) {
-	for _, s := range []string{"", "0", "-0", "+0", "007", "+", "-", "--1", "+-1", "1 ", " 1", "1e3", "0x10",
-		"9223372036854775807", "9223372036854775808", "-9223372036854775808", "-9223372036854775809",
-		"922337203685477580", "9223372036854775799", "9223372036854775810", "18446744073709551615",
-		"18446744073709551616", "99999999999999999999", "١", "12a"} {
-		want, werr := strconv.ParseInt(s, 10, 64)
-		got, ok := parseInt([]byte(s))
-		if ok != (werr == nil) || (ok && got != want) {
-			t.Errorf("parseInt(%q) = %d, %v; strconv says %d, %v", s, got, ok, want, werr)
 		}
 	}
 }
