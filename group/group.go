@@ -66,8 +66,8 @@ type Config struct {
 	// is answered CLUSTERDOWN or TRYAGAIN.
 	WaitForLeader time.Duration
 	// SnapshotLogBytes: snapshot whenever the log written since the newest
-	// snapshot reaches this many bytes, or the newest snapshot's size if
-	// that is larger (see snapshots.go; DefaultSnapshotLogBytes). 0 leaves
+	// snapshot reaches this many bytes, or twice the newest snapshot's
+	// size if that is larger (see snapshots.go; DefaultSnapshotLogBytes). 0 leaves
 	// snapshots to raft's entry count. Needs LogStore to be a
 	// *raftstore.Store, which counts the bytes.
 	SnapshotLogBytes uint64

@@ -12,12 +12,13 @@ import (
 // So the group also snapshots whenever the log written since the newest
 // snapshot (raftstore's LogBytesSinceSnapshot) reaches
 //
-//	max(SnapshotLogBytes, size of the newest snapshot)
+//	max(SnapshotLogBytes, 2 × size of the newest snapshot)
 //
 // The first term bounds the replay after a restart; the second keeps a large
-// keyspace from being snapshotted back to back (a snapshot never costs more
-// writing than the log it replaces). The figures behind the default are in
-// DESIGN.md.
+// keyspace from being snapshotted back to back: a snapshot costs about as
+// much full-load throughput per byte as replaying the log costs per byte, so
+// snapshots write at most half as much as the log does. The figures behind
+// both are in DESIGN.md.
 //
 // After a snapshot raft keeps TrailingLogs entries behind it for followers
 // that lag a little. The group sets TrailingLogs before each snapshot it
@@ -79,9 +80,10 @@ func (g *Group) runSnapshotTrigger(st *raftstore.Store) {
 }
 
 // snapshotLimit is how many bytes of log since the newest snapshot call for
-// the next: the configured bytes, or the newest snapshot's size if larger.
+// the next: the configured bytes, or twice the newest snapshot's size if
+// larger.
 func snapshotLimit(s raftstore.Stats, logBytes uint64) uint64 {
-	return max(logBytes, s.LastSnapshotBytes)
+	return max(logBytes, 2*s.LastSnapshotBytes)
 }
 
 // trailingLogs is the TrailingLogs that keeps about max(snapshot size,

@@ -74,8 +74,8 @@ func Test_Snapshots_ByLogBytes(t *testing.T) {
 	}
 }
 
-// The limit is the configured bytes or the newest snapshot's size, whichever
-// is larger, so a keyspace larger than the limit is not snapshotted back to
+// The limit is the configured bytes or twice the newest snapshot's size,
+// whichever is larger, so a keyspace larger than the limit is not snapshotted back to
 // back; TrailingLogs keeps about a snapshot's worth of bytes (at least a
 // quarter of the limit), between 1024 entries and the configured maximum.
 func Test_Snapshots_LimitsFollowTheSnapshotSize(t *testing.T) {
@@ -83,8 +83,9 @@ func Test_Snapshots_LimitsFollowTheSnapshotSize(t *testing.T) {
 		snapshot, logBytes, want uint64
 	}{
 		{0, 64 << 20, 64 << 20},
-		{38 << 20, 64 << 20, 64 << 20},
-		{400 << 20, 64 << 20, 400 << 20},
+		{30 << 20, 64 << 20, 64 << 20},
+		{38 << 20, 64 << 20, 76 << 20},
+		{400 << 20, 64 << 20, 800 << 20},
 	} {
 		if got := snapshotLimit(raftstore.Stats{LastSnapshotBytes: c.snapshot}, c.logBytes); got != c.want {
 			t.Errorf("snapshotLimit(snapshot %d, limit %d) = %d, want %d", c.snapshot, c.logBytes, got, c.want)

@@ -62,7 +62,7 @@ type Config struct {
 	Logger      *slog.Logger
 
 	// SnapshotLogBytes: snapshot once the log since the newest snapshot
-	// holds this many bytes (or the newest snapshot's size, if larger);
+	// holds this many bytes (or twice the newest snapshot's size, if larger);
 	// default group.DefaultSnapshotLogBytes.
 	SnapshotLogBytes uint64
 }
