@@ -40,6 +40,10 @@ type loadState struct {
 	began    time.Time     // Open
 	restores uint64        // the state machine's Restores() at Open
 	why      string        // which part of the rule ended it; written before done closes
+	// scanned: the committed entries after the last applied one, up to
+	// here, are not commands (commandsApplied; used by Open, then only by
+	// the loading watcher).
+	scanned uint64
 }
 
 // loadingRecheck is how often the loading watcher looks again when nothing
@@ -119,27 +123,42 @@ func (g *Group) loaded() string {
 		return "ready leader"
 	}
 	x, why := g.load.target, "replayed the log"
-	if c := g.raft.CommitIndex(); c > 0 && c < x {
+	c := g.raft.CommitIndex()
+	if c > 0 && c < x {
 		x, why = c, "replayed the log up to the commit index"
 	}
-	if g.commandsApplied(g.fsm.AppliedIndex(), x) {
+	if g.commandsApplied(g.fsm.AppliedIndex(), x, c) {
 		return why
 	}
 	return ""
 }
 
 // commandsApplied reports whether no command entry lies in (applied, x] of
-// the log, i.e. the state machine, having applied every command up to
-// applied, holds every command up to x. An entry it cannot read counts as a
-// command (not yet applied).
-func (g *Group) commandsApplied(applied, x uint64) bool {
-	for i := applied + 1; i <= x; i++ {
-		if i-applied > maxNoCommandScan {
+// the log (whose entries up to committed are committed), i.e. the state machine, having applied every command up to
+// applied, holds every command up to x. It reads at most maxNoCommandScan
+// entries a call, remembering how far it has found only other entries
+// among the committed ones (which cannot change), so a long run of no-ops
+// is crossed over several calls. An entry below the log's first index was
+// compacted behind a snapshot the state machine holds (loaded checks the
+// startup restore first) and is skipped; any other entry it cannot read
+// counts as a command not yet applied.
+func (g *Group) commandsApplied(applied, x, committed uint64) bool {
+	from := max(applied, g.load.scanned) + 1
+	first, err := g.cfg.LogStore.FirstIndex()
+	if err != nil {
+		return false
+	}
+	from = max(from, first)
+	for i := from; i <= x; i++ {
+		if i-from >= maxNoCommandScan {
 			return false
 		}
 		var l raft.Log
 		if err := g.cfg.LogStore.GetLog(i, &l); err != nil || l.Type == raft.LogCommand {
 			return false
+		}
+		if i <= committed {
+			g.load.scanned = i
 		}
 	}
 	return true

@@ -391,3 +391,59 @@ func Test_Loading_LeaderNotReadyBeforeTheRestore(t *testing.T) {
 		t.Fatalf("DBSIZE = %d, want 100", got)
 	}
 }
+
+// The look for commands after the last applied entry crosses any number of
+// no-ops, a bounded number of reads at a time, remembering only what is
+// committed; compacted entries count as applied, unreadable ones as not.
+func Test_Loading_CommandsAppliedScan(t *testing.T) {
+	n := newTestNode(t, "node1")
+	g := &Group{cfg: Config{LogStore: n.store}}
+	var logs []*raft.Log
+	for i := uint64(1); i <= 3000; i++ {
+		typ := raft.LogNoop
+		if i <= 5 || i == 2990 {
+			typ = raft.LogCommand
+		}
+		logs = append(logs, &raft.Log{Index: i, Term: 1, Type: typ})
+	}
+	if err := n.store.StoreLogs(logs); err != nil {
+		t.Fatal(err)
+	}
+	if g.commandsApplied(0, 10, 10) {
+		t.Fatal("commands 1..5 not applied, yet reported applied")
+	}
+	// Not committed: nothing remembered, so never more than one bounded
+	// look (the node is loading until it learns the commit index).
+	for i := 0; i < 5; i++ {
+		if g.commandsApplied(5, 2980, 0) {
+			t.Fatal("2975 no-ops crossed in one bounded look")
+		}
+	}
+	if g.load.scanned != 0 {
+		t.Fatalf("remembered %d with nothing committed", g.load.scanned)
+	}
+	// Committed: crossed in three looks of at most 1024.
+	calls := 1
+	for ; !g.commandsApplied(5, 2980, 3000); calls++ {
+		if calls > 3 {
+			t.Fatalf("not done after %d looks (scanned to %d)", calls, g.load.scanned)
+		}
+	}
+	if calls != 3 {
+		t.Errorf("crossed 2975 no-ops in %d looks, want 3", calls)
+	}
+	if g.commandsApplied(5, 3000, 3000) {
+		t.Fatal("the command at 2990 is not applied, yet reported applied")
+	}
+	if !g.commandsApplied(2990, 3000, 3000) {
+		t.Fatal("only no-ops after 2990, yet reported a command")
+	}
+	// Compacted behind a snapshot: covered.
+	g.load.scanned = 0
+	if err := n.store.DeleteRange(1, 2995); err != nil {
+		t.Fatal(err)
+	}
+	if !g.commandsApplied(0, 3000, 3000) {
+		t.Fatal("compacted entries and no-ops, yet reported a command")
+	}
+}
