@@ -82,17 +82,21 @@ func (n *Node) promoteWhenCaughtUp(stop <-chan struct{}) {
 		if me.Suffrage == group.Voter {
 			return
 		}
+		// raft's applied index, not the state machine's: no-op and barrier
+		// entries never reach the state machine, so on an idle cluster
+		// whose last entry is one, the state machine's index would stay
+		// below the commit index until the next write.
 		r := n.group.Raft()
 		leaderAddr, _ := r.LeaderWithID()
 		commit := r.CommitIndex()
-		if leaderAddr == "" || commit == 0 || n.fsm.AppliedIndex() < commit {
+		if leaderAddr == "" || commit == 0 || r.AppliedIndex() < commit {
 			continue
 		}
 		if _, err := n.fwd.Admin(string(leaderAddr), "promote", []string{n.ID}, adminTimeout); err != nil {
 			n.log.Info("promotion not done yet; retrying", "err", err)
 			continue
 		}
-		n.log.Info("promoted to voter", "applied_index", n.fsm.AppliedIndex())
+		n.log.Info("promoted to voter", "applied_index", r.AppliedIndex())
 		return
 	}
 }
