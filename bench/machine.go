@@ -20,7 +20,8 @@ type machineInfo struct {
 	GoVersion   string
 	RedisServer string
 	Commit      string
-	DataFS      string // filesystem type holding the data dirs (fsync cost depends on it)
+	DataFS      string     // filesystem type holding the data dirs (fsync cost depends on it)
+	Fsync       fsyncSpeed // measured append+fdatasync latency where the data dirs live
 	Date        string
 	LoadStart   string // 1/5/15-minute load averages when the run began
 }
@@ -37,6 +38,9 @@ func collectMachineInfo(ctx context.Context, repoRoot, dataDir string) machineIn
 		DataFS:      filesystemType(dataDir),
 		Date:        time.Now().UTC().Format("2006-01-02 15:04 UTC"),
 		LoadStart:   loadAverage(),
+	}
+	if fs, err := measureFsync(dataDir); err == nil {
+		m.Fsync = fs
 	}
 	return m
 }
