@@ -3,6 +3,8 @@ package commands
 import (
 	"bytes"
 	"strconv"
+
+	"github.com/redcell/redcell/internal/arg"
 )
 
 // The error vocabulary of Redcell, in one place. Texts are the protocol: the
@@ -11,8 +13,8 @@ import (
 // read by its users' code. Every text here appears verbatim in the spec,
 // except those marked as Redcell's own.
 const (
-	ErrSyntax        = "ERR syntax error"
-	ErrNotInteger    = "ERR value is not an integer or out of range"
+	ErrSyntax        = string(arg.ErrSyntax)
+	ErrNotInteger    = string(arg.ErrNotInteger)
 	ErrWrongType     = "WRONGTYPE Operation against a key holding the wrong kind of value"
 	ErrNoProto       = "NOPROTO unsupported protocol version"
 	ErrProtoNotInt   = "ERR Protocol version is not an integer or out of range"

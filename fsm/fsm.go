@@ -14,6 +14,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/internal/expiry"
 	"github.com/redcell/redcell/request"
 	"github.com/redcell/redcell/shard"
 )
@@ -317,7 +318,7 @@ func gcraExpire(now, tat int64) int64 {
 // current millisecond (0 in the key's last millisecond).
 func gcraPTTL(expire, now int64) int64 {
 	if expire == math.MaxInt64 {
-		return msUp(expire - now)
+		return expiry.MsUp(expire - now)
 	}
 	return expire/1e6 - 1 - floorDiv(now, 1e6)
 }
@@ -376,7 +377,7 @@ func (f *FSM) read(r *request.Request, now int64, res *request.Result) {
 			res.SetInt(-2)
 			return
 		}
-		ms := msUp(st.Expire - now)
+		ms := expiry.MsUp(st.Expire - now)
 		if st.Kind == shard.KindGCRA {
 			ms = gcraPTTL(st.Expire, now)
 		}
@@ -408,14 +409,6 @@ func keyType(k shard.Kind) int64 {
 		return request.KeySlidingLog
 	}
 	return request.KeyNone
-}
-
-// msUp is ⌈d / 1 ms⌉ for d > 0 and 0 otherwise.
-func msUp(d int64) int64 {
-	if d <= 0 {
-		return 0
-	}
-	return (d-1)/1e6 + 1
 }
 
 // Stats is what INFO shows about the state machine.

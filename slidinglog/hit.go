@@ -13,6 +13,8 @@
 // See DESIGN.md.
 package slidinglog
 
+import "github.com/redcell/redcell/internal/expiry"
+
 // State is one key's log as the keyspace keeps it.
 //
 // The key exists iff now < Expire; at or after Expire it is equivalent to a
@@ -106,24 +108,10 @@ func Peek(st State, now int64, p Params) (Reply, error) {
 }
 
 // Live reports whether a key whose state expires at expire exists at now.
-func Live(expire, now int64) bool { return now < expire }
+func Live(expire, now int64) bool { return expiry.Live(expire, now) }
 
-// PTTL is the key's PTTL at now: ms_up(expire − now) while it exists (so
-// ≥ 1), −2 once it is gone.
-func PTTL(expire, now int64) int64 {
-	if now >= expire {
-		return -2
-	}
-	return msUp(expire - now)
-}
-
-// msUp is ⌈x / 10^6⌉ for x > 0 and 0 for x ≤ 0; it never overflows.
-func msUp(x int64) int64 {
-	if x <= 0 {
-		return 0
-	}
-	return (x-1)/nanosPerMilli + 1
-}
+// PTTL is the key's PTTL at now (see expiry.PTTL).
+func PTTL(expire, now int64) int64 { return expiry.PTTL(expire, now) }
 
 // view is what a call sees of the stored log under its own window: c live
 // entries, the newest at h.newest, and the first live older run (where
@@ -219,7 +207,7 @@ func decide(st State, now int64, p Params, dst []byte, peek bool) (Reply, State,
 					}
 					wait = max(wait, t+window-now)
 				}
-				r.RetryAfter = msUp(wait)
+				r.RetryAfter = expiry.MsUp(wait)
 			}
 		}
 		return r, State{Expire: now + window, Log: out}, Store
@@ -228,7 +216,7 @@ func decide(st State, now int64, p Params, dst []byte, peek bool) (Reply, State,
 	// Denied and nothing written (DENIED FREE, or any SL.PEEK denial).
 	r := Reply{1, limit, max(0, limit-v.c), -1, 0}
 	if v.c > 0 {
-		r.ResetAfter = msUp(v.h.newest + window - now)
+		r.ResetAfter = expiry.MsUp(v.h.newest + window - now)
 	}
 	if n <= limit {
 		wait := int64(0)
@@ -242,7 +230,7 @@ func decide(st State, now int64, p Params, dst []byte, peek bool) (Reply, State,
 			}
 			wait = max(wait, t+window-now)
 		}
-		r.RetryAfter = msUp(wait)
+		r.RetryAfter = expiry.MsUp(wait)
 	}
 	return r, st, Keep
 }

@@ -11,9 +11,7 @@ import (
 // (whose wire text names the command) and ErrCorrupt (Redcell's own).
 // Errors are constants: comparing with == and returning them never
 // allocates.
-type Error string
-
-func (e Error) Error() string { return string(e) }
+type Error = arg.Error
 
 // The error vocabulary of SL.HIT and SL.PEEK, in the order the contract
 // checks them (limiters.md rule 5).
@@ -22,14 +20,14 @@ const (
 	// command in lower case, so the command layer answers "ERR wrong number
 	// of arguments for 'sl.hit' command" (its WrongArgs(name)) instead of
 	// this text.
-	ErrArity Error = "ERR wrong number of arguments"
+	ErrArity = arg.ErrArity
 	// ErrNotInteger: a positional parameter, COST's or MINGAP's value does
 	// not parse as strconv.ParseInt(s, 10, 64), or the window's nanoseconds
 	// do not fit in int64 (rules 8 and 12).
-	ErrNotInteger Error = "ERR value is not an integer or out of range"
+	ErrNotInteger = arg.ErrNotInteger
 	// ErrSyntax: an unknown option, an option missing its value, a DENIED
 	// value other than FREE/COUNT, or DENIED on SL.PEEK.
-	ErrSyntax Error = "ERR syntax error"
+	ErrSyntax       = arg.ErrSyntax
 	ErrLimit  Error = "ERR limit must be positive"
 	ErrWindow Error = "ERR window_ms must be positive"
 	ErrCost   Error = "ERR COST must be positive"

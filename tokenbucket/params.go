@@ -12,9 +12,7 @@ import (
 // (whose wire text names the command) and ErrCorrupt (Redcell's own).
 // Errors are constants: comparing with == and returning them never
 // allocates.
-type Error string
-
-func (e Error) Error() string { return string(e) }
+type Error = arg.Error
 
 // The error vocabulary of TB.TAKE and TB.PEEK, in the order the contract
 // checks them (limiters.md rule 5).
@@ -23,14 +21,14 @@ const (
 	// The reply names the command in lower case, so the command layer
 	// answers "ERR wrong number of arguments for 'tb.take' command" (its
 	// WrongArgs(name)) instead of this text.
-	ErrArity Error = "ERR wrong number of arguments"
+	ErrArity = arg.ErrArity
 	// ErrNotInteger: a positional parameter or COST's value does not parse
 	// as strconv.ParseInt(s, 10, 64), or the nanosecond arithmetic of the
 	// parameters does not fit in int64 (rules 8–11).
-	ErrNotInteger Error = "ERR value is not an integer or out of range"
+	ErrNotInteger = arg.ErrNotInteger
 	// ErrSyntax: an unknown option (a stray number, an SL option, a
 	// non-ASCII look-alike) or COST without a value.
-	ErrSyntax       Error = "ERR syntax error"
+	ErrSyntax             = arg.ErrSyntax
 	ErrCapacity     Error = "ERR capacity must be positive"
 	ErrRefillTokens Error = "ERR refill_tokens must be positive"
 	ErrRefillPeriod Error = "ERR refill_period_ms must be positive"

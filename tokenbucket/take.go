@@ -12,7 +12,11 @@
 // from math/bits). See DESIGN.md.
 package tokenbucket
 
-import "math/bits"
+import (
+	"math/bits"
+
+	"github.com/redcell/redcell/internal/expiry"
+)
 
 // State is one key's bucket, three int64s that fit the keyspace's fixed
 // record (shard.State: Expire → Expire, Tokens → A, Anchor → B; the Kind
@@ -123,24 +127,10 @@ func Peek(st State, now int64, p Params) (Reply, error) {
 }
 
 // Live reports whether a key whose state expires at expire exists at now.
-func Live(expire, now int64) bool { return now < expire }
+func Live(expire, now int64) bool { return expiry.Live(expire, now) }
 
-// PTTL is the key's PTTL at now: ms_up(expire − now) while it exists (so
-// ≥ 1), −2 once it is gone.
-func PTTL(expire, now int64) int64 {
-	if now >= expire {
-		return -2
-	}
-	return msUp(expire - now)
-}
-
-// msUp is ⌈x / 10^6⌉ for x > 0 and 0 for x ≤ 0; it never overflows.
-func msUp(x int64) int64 {
-	if x <= 0 {
-		return 0
-	}
-	return (x-1)/nanosPerMilli + 1
-}
+// PTTL is the key's PTTL at now (see expiry.PTTL).
+func PTTL(expire, now int64) int64 { return expiry.PTTL(expire, now) }
 
 // takeGreedy is rules 13–17. The state is one instant, full_at (= Expire);
 // d = full_at − now is the debt in ns (0 for a missing or full key).
@@ -157,18 +147,18 @@ func takeGreedy(st State, now int64, p Params) (Reply, State, Outcome) {
 	}
 	switch {
 	case n > capacity: // rule 15: can never fit
-		return Reply{1, capacity, greedyAvailable(d, capacity, t), -1, msUp(d)}, st, Keep
+		return Reply{1, capacity, greedyAvailable(d, capacity, t), -1, expiry.MsUp(d)}, st, Keep
 
 	case n >= 0: // rule 14
 		room := capT - n*t // n·T ≤ capacity·T fits; room ≥ 0
 		if d > room {
-			return Reply{1, capacity, greedyAvailable(d, capacity, t), msUp(d - room), msUp(d)}, st, Keep
+			return Reply{1, capacity, greedyAvailable(d, capacity, t), expiry.MsUp(d - room), expiry.MsUp(d)}, st, Keep
 		}
 		if n == 0 {
-			return Reply{0, capacity, greedyAvailable(d, capacity, t), -1, msUp(d)}, st, Keep
+			return Reply{0, capacity, greedyAvailable(d, capacity, t), -1, expiry.MsUp(d)}, st, Keep
 		}
 		d += n * t // ≤ capacity·T, and now + capacity·T fits
-		return Reply{0, capacity, greedyAvailable(d, capacity, t), -1, msUp(d)}, State{Expire: now + d}, Store
+		return Reply{0, capacity, greedyAvailable(d, capacity, t), -1, expiry.MsUp(d)}, State{Expire: now + d}, Store
 
 	default: // rule 16: refund; NewParams checked |n|·T ≤ 2^63−1
 		back := int64(magnitude(n) * uint64(t))
@@ -180,7 +170,7 @@ func takeGreedy(st State, now int64, p Params) (Reply, State, Outcome) {
 			return full, st, Keep // a refund on a missing key creates nothing
 		}
 		d -= back
-		return Reply{0, capacity, greedyAvailable(d, capacity, t), -1, msUp(d)}, State{Expire: now + d}, Store
+		return Reply{0, capacity, greedyAvailable(d, capacity, t), -1, expiry.MsUp(d)}, State{Expire: now + d}, Store
 	}
 }
 
@@ -229,7 +219,7 @@ func takeInterval(st State, now int64, p Params) (Reply, State, Outcome) {
 		if tokens >= capacity {
 			return 0
 		}
-		return msUp(periodsFor(capacity-tokens, p)*p.period - sinceGrid)
+		return expiry.MsUp(periodsFor(capacity-tokens, p)*p.period - sinceGrid)
 	}
 
 	switch {
@@ -242,7 +232,7 @@ func takeInterval(st State, now int64, p Params) (Reply, State, Outcome) {
 	case n > 0:
 		if n > a { // rule 20; a full bucket always has room, so g is defined
 			retry := periodsFor(n-a, p)*p.period - sinceGrid
-			return Reply{1, capacity, a, msUp(retry), resetAfter(a)}, st, Keep
+			return Reply{1, capacity, a, expiry.MsUp(retry), resetAfter(a)}, st, Keep
 		}
 		// Rule 19: from a full bucket the anchor is now (sinceGrid = 0),
 		// otherwise the current grid point g. Either way anchor = now −
@@ -250,7 +240,7 @@ func takeInterval(st State, now int64, p Params) (Reply, State, Outcome) {
 		tokens := a - n
 		anchor := now - sinceGrid
 		expire := anchor + periodsFor(capacity-tokens, p)*p.period
-		return Reply{0, capacity, tokens, -1, msUp(expire - now)},
+		return Reply{0, capacity, tokens, -1, expiry.MsUp(expire - now)},
 			State{Expire: expire, Tokens: tokens, Anchor: anchor}, Store
 
 	default: // rule 22: refund, no nanosecond arithmetic
@@ -267,7 +257,7 @@ func takeInterval(st State, now int64, p Params) (Reply, State, Outcome) {
 		tokens := a + int64(magnitude(n))
 		anchor := now - sinceGrid
 		expire := anchor + periodsFor(capacity-tokens, p)*p.period
-		return Reply{0, capacity, tokens, -1, msUp(expire - now)},
+		return Reply{0, capacity, tokens, -1, expiry.MsUp(expire - now)},
 			State{Expire: expire, Tokens: tokens, Anchor: anchor}, Store
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/redcell/redcell/internal/expiry"
 )
 
 func mustParams(t testing.TB, capacity, rt, periodMs, cost int64, interval bool) Params {
@@ -30,10 +32,10 @@ func TestTake_Cases(t *testing.T) {
 	}{
 		{"greedy full_at = 2^63−1, COST 0 still allowed",
 			State{Expire: math.MaxInt64}, now, mustParams(t, math.MaxInt64-now, 1_000_000, 1, 0, false),
-			Reply{0, math.MaxInt64 - now, 0, -1, msUp(math.MaxInt64 - now)}, State{Expire: math.MaxInt64}, Keep},
+			Reply{0, math.MaxInt64 - now, 0, -1, expiry.MsUp(math.MaxInt64 - now)}, State{Expire: math.MaxInt64}, Keep},
 		{"greedy full_at = 2^63−1, one more is limited by 1 ns",
 			State{Expire: math.MaxInt64}, now, mustParams(t, math.MaxInt64-now, 1_000_000, 1, 1, false),
-			Reply{1, math.MaxInt64 - now, 0, 1, msUp(math.MaxInt64 - now)}, State{Expire: math.MaxInt64}, Keep},
+			Reply{1, math.MaxInt64 - now, 0, 1, expiry.MsUp(math.MaxInt64 - now)}, State{Expire: math.MaxInt64}, Keep},
 		{"greedy debt beyond capacity·T: COST 0 limited",
 			State{Expire: now + 900}, now, mustParams(t, 2, 1_000_000, 1, 0, false), // T = 1 ns
 			Reply{1, 2, 0, 1, 1}, State{Expire: now + 900}, Keep},
@@ -102,7 +104,7 @@ func TestTake_Cases(t *testing.T) {
 func TestPTTL(t *testing.T) {
 	for _, tc := range []struct{ expire, now, want int64 }{
 		{100, 100, -2}, {100, 101, -2}, {0, 0, -2}, {101, 100, 1}, {100 + 1e6, 100, 1},
-		{101 + 1e6, 100, 2}, {math.MaxInt64, 0, msUp(math.MaxInt64)},
+		{101 + 1e6, 100, 2}, {math.MaxInt64, 0, expiry.MsUp(math.MaxInt64)},
 	} {
 		if got := PTTL(tc.expire, tc.now); got != tc.want {
 			t.Errorf("PTTL(%d, %d) = %d, want %d", tc.expire, tc.now, got, tc.want)

@@ -61,3 +61,20 @@ func EqualFold(b []byte, w string) bool {
 	}
 	return true
 }
+
+// Error is a validation failure whose text is the reply a client sees
+// (without the leading '-'). Errors are constants: comparing them with ==
+// and returning them never allocates. The limiter packages share this type
+// and the texts below, which every family answers alike.
+type Error string
+
+func (e Error) Error() string { return string(e) }
+
+// The texts every limiter family's parser shares (Redis's own).
+const (
+	// ErrArity is the stem of Redis's arity error; the command layer
+	// answers the full "ERR wrong number of arguments for '<cmd>' command".
+	ErrArity      Error = "ERR wrong number of arguments"
+	ErrNotInteger Error = "ERR value is not an integer or out of range"
+	ErrSyntax     Error = "ERR syntax error"
+)
