@@ -26,6 +26,15 @@ const (
 	ErrDebugDisabled = "ERR DEBUG command not allowed"
 	ErrClusterOff    = "ERR This instance has cluster support disabled"
 	ErrExecNoMulti   = "ERR EXEC without MULTI"
+	// Transactions, as Redis 7 answers them.
+	ErrDiscardNoMulti = "ERR DISCARD without MULTI"
+	ErrMultiNested    = "ERR MULTI calls can not be nested"
+	ErrExecAbort      = "EXECABORT Transaction discarded because of previous errors."
+	ErrWatchInMulti   = "ERR WATCH inside MULTI is not allowed"
+	// Redcell's own: WATCH needs optimistic locking across round trips,
+	// which Redcell does not offer; a transaction is one log entry.
+	ErrWatchUnsupported   = "ERR WATCH is not supported by Redcell: MULTI/EXEC runs its commands atomically in one log entry, without optimistic locking"
+	ErrUnwatchUnsupported = "ERR UNWATCH is not supported by Redcell: WATCH is not supported, so nothing is ever watched"
 	// ErrLoading answers, while the node loads its state after a restart,
 	// every command the table does not flag "loading", as Redis does.
 	ErrLoading = "LOADING Redis is loading the dataset in memory"
@@ -56,6 +65,14 @@ const (
 func RequestTooLarge(n int) string {
 	return "ERR request too large for the replicated log: " + strconv.Itoa(n) +
 		" bytes, the limit is " + strconv.Itoa(MaxRequestLogBytes)
+}
+
+// TransactionTooLarge answers a command that would make a queued
+// transaction hold n bytes, more than MaxRequestLogBytes: its requests are
+// one batch of one log entry (Redcell's own text).
+func TransactionTooLarge(n int) string {
+	return "ERR transaction too large: " + strconv.Itoa(n) +
+		" bytes queued, the limit is " + strconv.Itoa(MaxRequestLogBytes)
 }
 
 // redis-cell's errors carry its own prefix and no ERR.

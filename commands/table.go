@@ -127,6 +127,19 @@ var table = []*Spec{
 		ACL: []string{"@fast", "@connection"}, Summary: "Reads on this connection answer from this node's own state, without asking the leader (may be stale on a follower)."},
 	{Name: "readwrite", Arity: 1, Flags: []string{"fast", "loading", "stale"}, Group: "cluster", Since: "3.0.0", Complexity: "O(1)",
 		ACL: []string{"@fast", "@connection"}, Summary: "Reads on this connection are linearizable again (the default)."},
+	// Transactions (server/multi.go): the queued requests are decided in one
+	// log entry. WATCH and UNWATCH answer that they are not supported.
+	{Name: "multi", Arity: 1, Flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, Group: "transactions", Since: "1.2.0", Complexity: "O(1)",
+		ACL: []string{"@fast", "@transaction"}, Summary: "Starts a transaction: the commands until EXEC are queued and then run atomically, at one instant, in one log entry."},
+	{Name: "exec", Arity: 1, Flags: []string{"noscript", "loading", "stale", "skip_slowlog"}, Group: "transactions", Since: "1.2.0", Complexity: "Depends on commands in the transaction",
+		ACL: []string{"@slow", "@transaction"}, Summary: "Runs the queued commands as one log entry and answers an array of their replies."},
+	{Name: "discard", Arity: 1, Flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, Group: "transactions", Since: "2.0.0", Complexity: "O(N), when N is the number of queued commands",
+		ACL: []string{"@fast", "@transaction"}, Summary: "Discards the queued commands of a transaction."},
+	{Name: "watch", Arity: -2, Flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, FirstKey: 1, LastKey: -1, Step: 1, Group: "transactions", Since: "2.2.0", Complexity: "O(1)",
+		ACL: []string{"@fast", "@transaction"}, Summary: "Not supported: answers an error (a transaction is one log entry; there is no optimistic locking).",
+		Args: []Arg{{Name: "key", Type: "key", Multiple: true}}},
+	{Name: "unwatch", Arity: 1, Flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, Group: "transactions", Since: "2.2.0", Complexity: "O(1)",
+		ACL: []string{"@fast", "@transaction"}, Summary: "Not supported: answers an error, as WATCH does."},
 	{Name: "client", Arity: -2, Flags: []string{}, Group: "connection", Since: "2.4.0", Complexity: "Depends on subcommand.",
 		ACL: []string{"@slow"}, Summary: "A container for client connection commands.", Subs: []*Spec{
 			{Name: "client|id", Arity: 2, Flags: []string{"noscript", "loading", "stale"}, Group: "connection", Since: "5.0.0", Complexity: "O(1)", ACL: []string{"@slow", "@connection"}, Summary: "Returns the connection's unique ID."},

@@ -31,9 +31,11 @@ import (
 // state machine and failed there is not an error of the call: it is a
 // request.Result of kind KindError in res.
 type Backend interface {
-	// Propose commits reqs, all of write codes and in order, through the
-	// replicated log and fills res[i] with the answer to reqs[i]; len(res)
-	// must be at least len(reqs). It blocks until every request has been
+	// Propose commits reqs, in order, through the replicated log and fills
+	// res[i] with the answer to reqs[i]; len(res) must be at least
+	// len(reqs). The requests are of write codes, except for a transaction
+	// (EXEC), whose read requests travel with its writes and are answered by
+	// the state machine inside the same entry. It blocks until every request has been
 	// committed on a quorum and applied (a reply must never leave before its
 	// decision is durable), or until the call fails, in which case no
 	// element of res is valid. The requests of one call are decided in one

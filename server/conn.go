@@ -34,7 +34,8 @@ type conn struct {
 
 	tracking   bool
 	trackOptin bool
-	readonly   bool // READONLY: reads answer from this node's own state
+	readonly   bool        // READONLY: reads answer from this node's own state
+	tx         transaction // MULTI ... EXEC (multi.go)
 	closeAfter bool
 	scratch    []byte
 
@@ -121,19 +122,20 @@ func (c *conn) exec(args [][]byte) {
 			c.closeAfter = true
 			return
 		}
-		c.answerPending()
-		c.fail(commands.UnknownCommand(args))
+		c.reject(commands.UnknownCommand(args))
 		return
 	}
 	c.lastCmd.Store(spec)
 	if !spec.OwnArity && !spec.CheckArity(len(args)) {
-		c.answerPending()
-		c.fail(commands.WrongArgs(spec.Name))
+		c.reject(commands.WrongArgs(spec.Name))
 		return
 	}
 	if c.s.cfg.Backend.Loading() && !allowedWhileLoading(spec, args) {
-		c.answerPending()
-		c.fail(commands.ErrLoading)
+		c.reject(commands.ErrLoading)
+		return
+	}
+	if c.tx.active && !runsInsideMulti(spec) {
+		c.enqueue(spec, args) // multi.go
 		return
 	}
 	switch spec.Class {

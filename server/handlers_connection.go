@@ -19,6 +19,7 @@ func init() {
 		"hello": cmdHello, "auth": cmdAuth, "select": cmdSelect, "client": cmdClient,
 		"info": cmdInfo, "time": cmdTime, "command": cmdCommand, "config": cmdConfig, "raft": cmdRaft, "readonly": cmdReadonly, "readwrite": cmdReadwrite,
 		"debug": cmdDebug, "cluster": cmdCluster,
+		"multi": cmdMulti, "exec": cmdExec, "discard": cmdDiscard, "watch": cmdWatch, "unwatch": cmdUnwatch,
 	}
 }
 
@@ -56,6 +57,7 @@ func cmdReset(c *conn, _ *commands.Spec, _ [][]byte) {
 	c.mu.Unlock()
 	c.tracking, c.trackOptin = false, false
 	c.readonly = false
+	c.tx.reset()
 	c.w.simple("RESET")
 }
 

@@ -1,0 +1,238 @@
+package server
+
+import (
+	"github.com/redcell/redcell/commands"
+	"github.com/redcell/redcell/request"
+)
+
+// transaction is a connection's MULTI state. Between MULTI and EXEC every
+// command is validated and queued; EXEC hands all queued requests, writes
+// and reads alike, to the backend as one Propose call. One call is one batch,
+// and the group never splits a batch across log entries (a follower forwards
+// it to the leader as one frame, which the leader proposes as one batch), so
+// the transaction is decided in one log entry: atomically, in order, at the
+// entry's one instant of the replicated clock. Reads inside it are answered
+// by the state machine inside that entry, so they see the transaction's own
+// earlier writes and nothing else.
+//
+// Only the connection's goroutine touches it.
+type transaction struct {
+	active bool
+	// dirty: a command was refused while queueing (unknown, wrong arity,
+	// invalid arguments, too large, LOADING), so EXEC answers EXECABORT.
+	dirty bool
+	items []txItem
+	reqs  []request.Request // the queued requests, in order; keys copied
+	res   []request.Result
+	bytes int // what the queue holds: encoded requests and copied arguments
+}
+
+// txItem is one queued command: a request (an index into reqs) or a
+// connection command, run by its handler when EXEC writes its reply.
+type txItem struct {
+	spec *commands.Spec
+	req  int      // index into transaction.reqs; -1 for a connection command
+	args [][]byte // a connection command's arguments, copied
+}
+
+// maxTransactionBytes bounds what a transaction may queue: its requests
+// become one batch of one log entry, which MaxRequestLogBytes bounds for a
+// single request for the same reasons (one fsync and one replication
+// message, stalling every other write behind it), and the queue lives in
+// the connection's memory until EXEC.
+const maxTransactionBytes = commands.MaxRequestLogBytes
+
+// runsInsideMulti reports whether a command acts at once inside MULTI
+// instead of being queued: those that end or reset the transaction, QUIT,
+// and WATCH, as in Redis (processCommand's exceptions).
+func runsInsideMulti(s *commands.Spec) bool {
+	switch s.Name {
+	case "multi", "exec", "discard", "watch", "quit", "reset":
+		return true
+	}
+	return false
+}
+
+func (t *transaction) reset() {
+	clear(t.items) // drop the copied arguments
+	t.items = t.items[:0]
+	clear(t.reqs)
+	t.reqs = t.reqs[:0]
+	t.active, t.dirty, t.bytes = false, false, 0
+}
+
+// reject answers a command refused before it runs (unknown, wrong arity,
+// invalid arguments, LOADING) and, inside MULTI, marks the transaction so
+// that EXEC discards it, as Redis does for errors at queue time.
+func (c *conn) reject(text string) {
+	c.answerPending()
+	c.fail(text)
+	if c.tx.active {
+		c.tx.dirty = true
+	}
+}
+
+// enqueue validates a command inside MULTI and queues it, answering +QUEUED,
+// or rejects it. Limiter and keyspace commands are parsed now, exactly as
+// outside a transaction, so an invalid one aborts the transaction and none
+// reaches the log; their keys are copied, because the read buffer they alias
+// is reused before EXEC.
+func (c *conn) enqueue(spec *commands.Spec, args [][]byte) {
+	switch spec.Class {
+	case commands.Write, commands.Read:
+		var r request.Request
+		var e string
+		if spec.Class == commands.Write {
+			e = commands.ParseWrite(spec, args, &r)
+		} else {
+			e = commands.ParseRead(spec, args, &r)
+		}
+		if e != "" {
+			c.reject(e)
+			return
+		}
+		n := request.EncodedLen(&r)
+		if c.tx.bytes+n > maxTransactionBytes {
+			c.reject(commands.TransactionTooLarge(c.tx.bytes + n))
+			return
+		}
+		c.tx.bytes += n
+		copyKeys(&r)
+		c.tx.items = append(c.tx.items, txItem{spec: spec, req: len(c.tx.reqs)})
+		c.tx.reqs = append(c.tx.reqs, r)
+	default:
+		n := 0
+		for _, a := range args {
+			n += len(a) + 16 // the slice header it costs, roughly
+		}
+		if c.tx.bytes+n > maxTransactionBytes {
+			c.reject(commands.TransactionTooLarge(c.tx.bytes + n))
+			return
+		}
+		c.tx.bytes += n
+		c.tx.items = append(c.tx.items, txItem{spec: spec, req: -1, args: copyArgs(args)})
+	}
+	c.w.simple("QUEUED")
+}
+
+// copyKeys makes r's keys its own, in one allocation.
+func copyKeys(r *request.Request) {
+	n := len(r.Key)
+	for _, k := range r.Keys {
+		n += len(k)
+	}
+	buf := make([]byte, 0, n)
+	if r.Key != nil {
+		buf = append(buf, r.Key...)
+		r.Key = buf[:len(r.Key):len(r.Key)]
+	}
+	if r.Keys != nil {
+		keys := make([][]byte, len(r.Keys))
+		for i, k := range r.Keys {
+			at := len(buf)
+			buf = append(buf, k...)
+			keys[i] = buf[at:len(buf):len(buf)]
+		}
+		r.Keys = keys
+	}
+}
+
+// copyArgs copies a command's arguments, in one allocation for the bytes.
+func copyArgs(args [][]byte) [][]byte {
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	buf := make([]byte, 0, n)
+	out := make([][]byte, len(args))
+	for i, a := range args {
+		at := len(buf)
+		buf = append(buf, a...)
+		out[i] = buf[at:len(buf):len(buf)]
+	}
+	return out
+}
+
+// MULTI
+// Marks the start of a transaction: the following commands are queued
+// (answered +QUEUED) and run by EXEC atomically, in one log entry.
+func cmdMulti(c *conn, _ *commands.Spec, _ [][]byte) {
+	if c.tx.active {
+		c.fail(commands.ErrMultiNested)
+		return
+	}
+	c.tx.active = true
+	c.w.ok()
+}
+
+// EXEC
+// Runs the queued commands as one log entry and answers an array with the
+// reply of each, in order; EXECABORT when a command was refused while
+// queueing (nothing runs then).
+func cmdExec(c *conn, _ *commands.Spec, _ [][]byte) {
+	if !c.tx.active {
+		c.fail(commands.ErrExecNoMulti)
+		return
+	}
+	if c.tx.dirty {
+		c.tx.reset()
+		c.fail(commands.ErrExecAbort)
+		return
+	}
+	reqs := c.tx.reqs
+	if cap(c.tx.res) < len(reqs) {
+		c.tx.res = make([]request.Result, len(reqs))
+	}
+	res := c.tx.res[:len(reqs)]
+	if len(reqs) > 0 {
+		if err := c.s.cfg.Backend.Propose(reqs, res); err != nil {
+			// The whole transaction failed as one batch: one error,
+			// telling the client what it may assume (nothing happened,
+			// or the outcome is unknown), for all of it.
+			c.tx.reset()
+			c.fail(backendErrText(err))
+			return
+		}
+	}
+	items := c.tx.items
+	c.tx.active = false // connection commands inside run as outside
+	c.w.array(len(items))
+	for i := range items {
+		it := &items[i]
+		if it.req >= 0 {
+			c.writeResult(&res[it.req])
+			continue
+		}
+		handlers[it.spec.Name](c, it.spec, it.args)
+	}
+	c.tx.reset()
+}
+
+// DISCARD
+// Drops the queued commands and leaves the transaction.
+func cmdDiscard(c *conn, _ *commands.Spec, _ [][]byte) {
+	if !c.tx.active {
+		c.fail(commands.ErrDiscardNoMulti)
+		return
+	}
+	c.tx.reset()
+	c.w.ok()
+}
+
+// WATCH key [key ...]
+// Not supported: a transaction is one log entry, decided at once, and there
+// is no optimistic locking across round trips. Inside MULTI it answers as
+// Redis does.
+func cmdWatch(c *conn, _ *commands.Spec, _ [][]byte) {
+	if c.tx.active {
+		c.fail(commands.ErrWatchInMulti)
+		return
+	}
+	c.fail(commands.ErrWatchUnsupported)
+}
+
+// UNWATCH
+// Not supported, as WATCH is not.
+func cmdUnwatch(c *conn, _ *commands.Spec, _ [][]byte) {
+	c.fail(commands.ErrUnwatchUnsupported)
+}
