@@ -60,6 +60,16 @@ const (
 	ErrInvalidOp = "ERR the state machine refused this request as invalid; nothing was changed"
 )
 
+// Authentication (Redis 7.0's texts, verbatim).
+const (
+	// ErrHelloNoAuth answers HELLO without AUTH on a connection that must
+	// authenticate first.
+	ErrHelloNoAuth = "NOAUTH HELLO must be called with the client already authenticated, otherwise the HELLO AUTH <user> <pass> option can be used to authenticate the client and select the RESP protocol version at the same time"
+	// ErrMaxClients is written to a connection refused because maxclients
+	// are connected; the server then closes it.
+	ErrMaxClients = "ERR max number of clients reached"
+)
+
 // RequestTooLarge answers a write request that would take n bytes of the
 // replicated log, more than MaxRequestLogBytes (Redcell's own text).
 func RequestTooLarge(n int) string {

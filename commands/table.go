@@ -108,17 +108,17 @@ var table = []*Spec{
 		ACL: []string{"@fast", "@connection"}, Summary: "Returns PONG, or the message.", Args: []Arg{{Name: "message", Type: "string", Optional: true}}},
 	{Name: "echo", Arity: 2, Flags: []string{"fast", "stale", "loading"}, Group: "connection", Since: "1.0.0", Complexity: "O(1)",
 		ACL: []string{"@fast", "@connection"}, Summary: "Returns the message.", Args: []Arg{{Name: "message", Type: "string"}}},
-	{Name: "quit", Arity: -1, Flags: []string{"fast", "stale", "loading", "noauth", "allow_busy"}, Group: "connection", Since: "1.0.0", Complexity: "O(1)",
+	{Name: "quit", Arity: -1, Flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, Group: "connection", Since: "1.0.0", Complexity: "O(1)",
 		ACL: []string{"@fast", "@connection"}, Summary: "Answers OK and closes the connection."},
-	{Name: "reset", Arity: 1, Flags: []string{"fast", "stale", "loading", "noauth", "allow_busy"}, Group: "connection", Since: "6.2.0", Complexity: "O(1)",
+	{Name: "reset", Arity: 1, Flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, Group: "connection", Since: "6.2.0", Complexity: "O(1)",
 		ACL: []string{"@fast", "@connection"}, Summary: "Resets the connection: RESP2, no name, no tracking."},
-	{Name: "hello", Arity: -1, Flags: []string{"fast", "stale", "loading", "noauth", "allow_busy"}, Group: "connection", Since: "6.0.0", Complexity: "O(1)",
+	{Name: "hello", Arity: -1, Flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, Group: "connection", Since: "6.0.0", Complexity: "O(1)",
 		ACL: []string{"@fast", "@connection"}, Summary: "Handshake: protocol version, optional AUTH and SETNAME.",
 		Args: []Arg{{Name: "arguments", Type: "block", Optional: true, Args: []Arg{
 			{Name: "protover", Type: "integer"},
 			{Name: "username-password", Type: "block", Token: "AUTH", Optional: true, Args: []Arg{{Name: "username", Type: "string"}, {Name: "password", Type: "string"}}},
 			{Name: "clientname", Type: "string", Token: "SETNAME", Optional: true}}}}},
-	{Name: "auth", Arity: -2, Flags: []string{"fast", "stale", "loading", "noauth", "allow_busy", "no_auth"}, Group: "connection", Since: "1.0.0", Complexity: "O(N)",
+	{Name: "auth", Arity: -2, Flags: []string{"noscript", "loading", "stale", "fast", "no_auth", "allow_busy"}, Group: "connection", Since: "1.0.0", Complexity: "O(N)",
 		ACL: []string{"@fast", "@connection"}, Summary: "Authenticates the connection.",
 		Args: []Arg{{Name: "username", Type: "string", Optional: true}, {Name: "password", Type: "string"}}},
 	{Name: "select", Arity: 2, Flags: []string{"fast", "stale", "loading"}, Group: "connection", Since: "1.0.0", Complexity: "O(1)",
@@ -179,6 +179,8 @@ var table = []*Spec{
 		ACL: []string{"@slow"}, Summary: "A container for server configuration commands.", Subs: []*Spec{
 			{Name: "config|get", Arity: -3, Flags: []string{"admin", "noscript", "loading", "stale"}, Group: "server", Since: "2.0.0", Complexity: "O(N) when N is the number of configuration parameters provided", ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Returns the parameters matching the glob patterns.",
 				Args: []Arg{{Name: "parameter", Type: "string", Multiple: true}}},
+			{Name: "config|set", Arity: -4, Flags: []string{"admin", "noscript", "loading", "stale"}, Group: "server", Since: "2.0.0", Complexity: "O(N) when N is the number of configuration parameters provided", ACL: []string{"@admin", "@slow", "@dangerous"}, Summary: "Sets runtime parameters of this node (requirepass, maxclients, timeout, loglevel); all or none.",
+				Args: []Arg{{Name: "data", Type: "block", Multiple: true, Args: []Arg{{Name: "parameter", Type: "string"}, {Name: "value", Type: "string"}}}}},
 			{Name: "config|help", Arity: 2, Flags: []string{"loading", "stale"}, Group: "server", Since: "5.0.0", Complexity: "O(1)", ACL: []string{"@slow"}, Summary: "Shows helpful text about the different subcommands."},
 		}},
 	{Name: "debug", Arity: -2, Flags: []string{"admin", "noscript", "loading", "stale"}, Group: "server", Since: "1.0.0", Complexity: "Depends on subcommand.",
@@ -236,6 +238,16 @@ func All() []*Spec {
 	out := append([]*Spec(nil), table...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// HasFlag reports whether the spec carries flag f (as COMMAND lists it).
+func (s *Spec) HasFlag(f string) bool {
+	for _, g := range s.Flags {
+		if g == f {
+			return true
+		}
+	}
+	return false
 }
 
 // CheckArity reports whether n words (name included) fit the spec's arity.

@@ -53,6 +53,10 @@ type Config struct {
 	LeaderLeaseTimeout time.Duration
 
 	EnableDebug bool
+	// RequirePass is the password Redis clients must give before anything
+	// else (server.Config.RequirePass); "" for none. Peers are admitted by
+	// ClusterSecret, not by this.
+	RequirePass string
 	Stripes     int
 	MaxInflight int
 	MaxAppend   int
@@ -223,6 +227,7 @@ func Open(cfg Config) (n *Node, err error) {
 		PeerStats: n.mux.Stats,
 		NodeID:    n.ID, Addr: ln.Addr().String(), DataDir: cfg.DataDir,
 		EnableDebug: cfg.EnableDebug, RedcellVer: cfg.Version, Logger: log,
+		RequirePass: cfg.RequirePass,
 	})
 	go n.mux.Run()
 	go func() {

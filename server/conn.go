@@ -36,6 +36,7 @@ type conn struct {
 	trackOptin bool
 	readonly   bool        // READONLY: reads answer from this node's own state
 	tx         transaction // MULTI ... EXEC (multi.go)
+	authed     bool        // gave the password, or none was required (auth.go)
 	closeAfter bool
 	scratch    []byte
 
@@ -61,6 +62,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 	c.w.proto = 2
 	c.proto.Store(2)
 	c.lastActive.Store(c.created.UnixNano())
+	c.initAuth()
 	return c
 }
 
@@ -128,6 +130,10 @@ func (c *conn) exec(args [][]byte) {
 	c.lastCmd.Store(spec)
 	if !spec.OwnArity && !spec.CheckArity(len(args)) {
 		c.reject(commands.WrongArgs(spec.Name))
+		return
+	}
+	if c.deniedBeforeAuth(spec, args) {
+		c.reject(commands.ErrNoAuth)
 		return
 	}
 	if c.s.cfg.Backend.Loading() && !allowedWhileLoading(spec, args) {

@@ -49,9 +49,11 @@ func cmdQuit(c *conn, _ *commands.Spec, _ [][]byte) {
 }
 
 // RESET
-// Resets the connection to its initial state: RESP2, no name, no tracking.
+// Resets the connection to its initial state: RESP2, no name, no tracking,
+// and not authenticated if a password is set.
 func cmdReset(c *conn, _ *commands.Spec, _ [][]byte) {
 	c.setProto(2)
+	c.authed = !c.s.auth.required()
 	c.mu.Lock()
 	c.name = ""
 	c.mu.Unlock()
@@ -110,10 +112,15 @@ func cmdHello(c *conn, _ *commands.Spec, args [][]byte) {
 		}
 	}
 	if user != nil {
-		if e := authenticate(user, pass); e != "" {
-			c.fail(e)
+		if !c.s.auth.check(user, pass) {
+			c.fail(commands.ErrWrongPass)
 			return
 		}
+		c.authed = true
+	}
+	if c.authRequired() {
+		c.fail(commands.ErrHelloNoAuth)
+		return
 	}
 	if setName {
 		if !validClientName(name) {
@@ -142,33 +149,6 @@ func cmdHello(c *conn, _ *commands.Spec, args [][]byte) {
 	c.w.bulkString("master")
 	c.w.bulkString("modules")
 	c.w.array(0)
-}
-
-// authenticate checks credentials. No password is configured (the default
-// user has nopass, as in a default Redis), so "default" with any password is
-// accepted and any other user is refused.
-func authenticate(user, _ []byte) string {
-	if string(user) == "default" {
-		return ""
-	}
-	return commands.ErrWrongPass
-}
-
-// AUTH [username] password
-// Authenticates the connection.
-func cmdAuth(c *conn, _ *commands.Spec, args [][]byte) {
-	switch len(args) {
-	case 2:
-		c.fail(commands.ErrAuthNoPass)
-	case 3:
-		if e := authenticate(args[1], args[2]); e != "" {
-			c.fail(e)
-			return
-		}
-		c.w.ok()
-	default:
-		c.fail(commands.ErrSyntax)
-	}
 }
 
 // SELECT index

@@ -2,8 +2,6 @@ package server
 
 import (
 	"fmt"
-	"sort"
-	"strconv"
 	"time"
 
 	"github.com/redcell/redcell/commands"
@@ -58,66 +56,6 @@ func cmdDebug(c *conn, _ *commands.Spec, args [][]byte) {
 		c.w.ok()
 	default:
 		c.fail(commands.ErrSyntax)
-	}
-}
-
-// CONFIG <GET parameter [parameter ...] | HELP>
-// CONFIG GET answers the parameters matching the glob patterns
-// (redis-benchmark asks for save and appendonly).
-func cmdConfig(c *conn, s *commands.Spec, args [][]byte) {
-	sub := s.Sub(args[1])
-	if sub == nil {
-		c.fail(commands.UnknownSubcommand(args[1], "CONFIG"))
-		return
-	}
-	if !sub.CheckArity(len(args)) {
-		c.fail(commands.WrongArgs(sub.Name))
-		return
-	}
-	if sub.Name == "config|help" {
-		writeHelp(c, "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
-			"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
-			"HELP", "    Print this help.")
-		return
-	}
-	params := c.s.configParams()
-	names := make([]string, 0, len(params))
-	for name := range params {
-		for _, pat := range args[2:] {
-			if commands.GlobMatch(pat, []byte(name), true) {
-				names = append(names, name)
-				break
-			}
-		}
-	}
-	sort.Strings(names)
-	c.w.mapHeader(len(names))
-	for _, n := range names {
-		c.w.bulkString(n)
-		c.w.bulkString(params[n])
-	}
-}
-
-// configParams are the parameters CONFIG GET reports. Persistence is Raft's
-// log, not RDB/AOF, so save is empty and appendonly is no.
-func (s *Server) configParams() map[string]string {
-	host, port := splitHostPort(s.cfg.Addr)
-	return map[string]string{
-		"save":                 "",
-		"appendonly":           "no",
-		"appendfsync":          "no",
-		"databases":            "1",
-		"bind":                 host,
-		"port":                 port,
-		"dir":                  s.cfg.DataDir,
-		"maxmemory":            "0",
-		"maxmemory-policy":     "noeviction",
-		"timeout":              "0",
-		"requirepass":          "",
-		"maxclients":           "10000",
-		"cluster-enabled":      "no",
-		"proto-max-bulk-len":   strconv.Itoa(maxBulkLen),
-		"enable-debug-command": map[bool]string{true: "yes", false: "no"}[s.cfg.EnableDebug],
 	}
 }
 

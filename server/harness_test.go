@@ -99,15 +99,20 @@ func startTestNode(t testing.TB) *testNode {
 // before the group shuts down.
 func (n *testNode) serve(enableDebug bool) (*Server, string) {
 	n.t.Helper()
+	return n.serveConfig(Config{EnableDebug: enableDebug})
+}
+
+// serveConfig is serve with more settings: cfg's backend, addresses,
+// version and logger are filled in.
+func (n *testNode) serveConfig(cfg Config) (*Server, string) {
+	n.t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		n.t.Fatalf("listen: %v", err)
 	}
-	srv := New(Config{
-		Backend: n.backend,
-		NodeID:  "node1", Addr: ln.Addr().String(), DataDir: "/data/redcell",
-		EnableDebug: enableDebug, RedcellVer: "test", Logger: quietLogger(),
-	})
+	cfg.Backend, cfg.NodeID, cfg.Addr, cfg.DataDir = n.backend, "node1", ln.Addr().String(), "/data/redcell"
+	cfg.RedcellVer, cfg.Logger = "test", quietLogger()
+	srv := New(cfg)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	n.t.Cleanup(func() {

@@ -58,6 +58,10 @@ type reader struct {
 	mb   multibulkProgress
 	// authRequired applies Redis's limits for unauthenticated clients.
 	authRequired func() bool
+	// stopAfter reports whether next must return after this command: it
+	// may change what authRequired answers (AUTH, HELLO, RESET), and
+	// Redis executes each command before it parses the next.
+	stopAfter func(args [][]byte) bool
 }
 
 // multibulkProgress is how far parseMultibulk got into a command that has
@@ -70,7 +74,7 @@ type multibulkProgress struct {
 }
 
 func newReader(rd io.Reader) *reader {
-	return &reader{rd: rd, buf: make([]byte, initialReadBuffer), authRequired: func() bool { return false }}
+	return &reader{rd: rd, buf: make([]byte, initialReadBuffer), authRequired: func() bool { return false }, stopAfter: func([][]byte) bool { return false }}
 }
 
 // next returns every complete command that has arrived, reading from the
@@ -140,9 +144,14 @@ func (r *reader) fill() error {
 	return err
 }
 
-// parse consumes complete commands from buf[start:end].
+// parse consumes complete commands from buf[start:end]. It stops after a
+// command for which stopAfter is true, so that the command after it is
+// parsed under the state that command leaves (see stopAfter).
 func (r *reader) parse() error {
 	for r.start < r.end {
+		if n := len(r.cmds); n > 0 && r.stopAfter(r.cmds[n-1].args) {
+			return errIncompleteCommand
+		}
 		var err error
 		if r.buf[r.start] == '*' {
 			err = r.parseMultibulk()

@@ -30,6 +30,10 @@ type Config struct {
 	EnableDebug bool   // DEBUG CLOCK ... (testing hook)
 	RedcellVer  string // build version for INFO
 	Logger      *slog.Logger
+
+	// RequirePass is the password clients must give (AUTH, HELLO AUTH)
+	// before anything else; "" for none. CONFIG SET requirepass changes it.
+	RequirePass string
 }
 
 // Server serves Redis clients. Serve runs one goroutine per connection.
@@ -43,6 +47,7 @@ type Server struct {
 	closed bool
 	wg     sync.WaitGroup
 
+	auth   authState
 	nextID atomic.Int64
 	stats  serverStats
 	rates  *rates
@@ -63,6 +68,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, started: time.Now(), conns: make(map[*conn]struct{})}
 	s.rates = newRates(s.sampleCounters, time.Second)
+	s.auth.set(cfg.RequirePass)
 	return s
 }
 

@@ -38,7 +38,10 @@ type node struct {
 	dataDir string
 	port    int
 	extra   []string // extra flags (--node-id ...)
-	logPath string   // stderr of every incarnation, appended
+	// password, when the node requires one (--requirepass-file), is what
+	// the readiness probe authenticates with.
+	password string
+	logPath  string // stderr of every incarnation, appended
 	// readyWhen decides readiness from this process's INFO server+raft
 	// text; nil means a ready leader (raft_ready:1), which a follower of a
 	// cluster never is.
@@ -181,9 +184,17 @@ func (n *node) probeReady() (bool, error) {
 	c := &respConn{nc: nc, br: bufio.NewReader(nc), bw: bufio.NewWriter(nc)}
 	defer c.close()
 	_ = nc.SetDeadline(time.Now().Add(2 * time.Second))
+	if n.password != "" {
+		c.send("AUTH", n.password)
+	}
 	c.send("INFO", "server", "raft")
 	if err := c.bw.Flush(); err != nil {
 		return false, err
+	}
+	if n.password != "" {
+		if r, err := c.parse(); err != nil || r.kind != '+' {
+			return false, fmt.Errorf("AUTH: %v %v", r, err)
+		}
 	}
 	r, err := c.parse()
 	if err != nil {

@@ -11,68 +11,89 @@ import (
 // TestMalformedInputOverTCP sends every row of protocol.md's "Malformed
 // input" table over a raw connection and checks the exact reply bytes, that
 // the connection is closed after every Protocol error, and that it keeps
-// working otherwise.
+// working otherwise — on a node without a password and on one started with
+// --requirepass-file, where an unauthenticated client gets NOAUTH for what
+// it may not run and Redis's unauthenticated limits. The replies with a
+// password were recorded from Redis 7.0.15 with requirepass set.
 func TestMalformedInputOverTCP(t *testing.T) {
 	n := sharedNode(t)
+	authed := startPasswordNode(t)
 	const (
 		closes = true
 		stays  = false
 	)
+	const noauth = "-NOAUTH Authentication required.\r\n"
 	big := func(prefix string, b byte, size int) string { return prefix + strings.Repeat(string(b), size) }
 	rows := []struct {
 		name   string
 		input  string
-		reply  string // exact bytes; "" for no reply
+		reply  string // exact bytes without a password; "" for no reply
 		closed bool
-		skip   string
+		// withPass is the reply when a password is set and the client has
+		// not given it, if it differs from reply; onlyPass rows need one.
+		withPass string
+		onlyPass bool
 	}{
-		{"empty_line", "\r\n", "", stays, ""},
-		{"negative_multibulk", "*-10\r\n", "", stays, ""},
-		{"zero_multibulk", "*0\r\n", "", stays, ""},
-		{"multibulk_too_long", "*3000000000\r\n", "-ERR Protocol error: invalid multibulk length\r\n", closes, ""},
-		{"multibulk_not_a_number", "*abc\r\n", "-ERR Protocol error: invalid multibulk length\r\n", closes, ""},
-		{"expected_dollar_after_args", "*3\r\n$3\r\nSET\r\n$1\r\nx\r\nfooz\r\n", "-ERR Protocol error: expected '$', got 'f'\r\n", closes, ""},
-		{"expected_dollar_first", "*1\r\nfoo\r\n", "-ERR Protocol error: expected '$', got 'f'\r\n", closes, ""},
-		{"bulk_length_minus_one", "*1\r\n$-1\r\n", "-ERR Protocol error: invalid bulk length\r\n", closes, ""},
-		{"bulk_length_negative", "*1\r\n$-10\r\n", "-ERR Protocol error: invalid bulk length\r\n", closes, ""},
-		{"bulk_length_over_512MB", "*1\r\n$536870913\r\n", "-ERR Protocol error: invalid bulk length\r\n", closes, ""},
-		{"bulk_length_not_a_number", "*1\r\n$abc\r\n", "-ERR Protocol error: invalid bulk length\r\n", closes, ""},
-		{"inline_over_64KB", big("", 'a', 70_000), "-ERR Protocol error: too big inline request\r\n", closes, ""},
-		{"mbulk_count_over_64KB", big("*", '1', 70_000), "-ERR Protocol error: too big mbulk count string\r\n", closes, ""},
-		{"bulk_count_over_64KB", big("*1\r\n$", '1', 70_000), "-ERR Protocol error: too big bulk count string\r\n", closes, ""},
-		{"unbalanced_quotes", "set \"\"\"test-key\"\"\" test-value\r\n", "-ERR Protocol error: unbalanced quotes in request\r\n", closes, ""},
-		{"commands_before_an_error_are_answered", "PING\r\n*abc\r\n", "+PONG\r\n-ERR Protocol error: invalid multibulk length\r\n", closes, ""},
-		{"empty_command_name", "*1\r\n$0\r\n\r\n", "-ERR unknown command '', with args beginning with: \r\n", stays, ""},
-		{"ping_arity", "PING x y z\r\n", "-ERR wrong number of arguments for 'ping' command\r\n", stays, ""},
-		{"http_post", "POST / HTTP/1.1\r\n", "", closes, ""},
-		{"http_host_header", "Host: example.com\r\n", "", closes, ""},
-		// These need a password configured before AUTH; Redcell has no
-		// requirepass yet.
-		{"unauthenticated_multibulk", "*11\r\n", "-ERR Protocol error: unauthenticated multibulk length\r\n", closes, "no requirepass yet"},
-		{"unauthenticated_bulk", "*1\r\n$16385\r\n", "-ERR Protocol error: unauthenticated bulk length\r\n", closes, "no requirepass yet"},
+		{"empty_line", "\r\n", "", stays, "", false},
+		{"negative_multibulk", "*-10\r\n", "", stays, "", false},
+		{"zero_multibulk", "*0\r\n", "", stays, "", false},
+		{"multibulk_too_long", "*3000000000\r\n", "-ERR Protocol error: invalid multibulk length\r\n", closes, "", false},
+		{"multibulk_not_a_number", "*abc\r\n", "-ERR Protocol error: invalid multibulk length\r\n", closes, "", false},
+		{"expected_dollar_after_args", "*3\r\n$3\r\nSET\r\n$1\r\nx\r\nfooz\r\n", "-ERR Protocol error: expected '$', got 'f'\r\n", closes, "", false},
+		{"expected_dollar_first", "*1\r\nfoo\r\n", "-ERR Protocol error: expected '$', got 'f'\r\n", closes, "", false},
+		{"bulk_length_minus_one", "*1\r\n$-1\r\n", "-ERR Protocol error: invalid bulk length\r\n", closes, "", false},
+		{"bulk_length_negative", "*1\r\n$-10\r\n", "-ERR Protocol error: invalid bulk length\r\n", closes, "", false},
+		{"bulk_length_over_512MB", "*1\r\n$536870913\r\n", "-ERR Protocol error: invalid bulk length\r\n", closes, "", false},
+		{"bulk_length_not_a_number", "*1\r\n$abc\r\n", "-ERR Protocol error: invalid bulk length\r\n", closes, "", false},
+		{"inline_over_64KB", big("", 'a', 70_000), "-ERR Protocol error: too big inline request\r\n", closes, "", false},
+		{"mbulk_count_over_64KB", big("*", '1', 70_000), "-ERR Protocol error: too big mbulk count string\r\n", closes, "", false},
+		{"bulk_count_over_64KB", big("*1\r\n$", '1', 70_000), "-ERR Protocol error: too big bulk count string\r\n", closes, "", false},
+		{"unbalanced_quotes", "set \"\"\"test-key\"\"\" test-value\r\n", "-ERR Protocol error: unbalanced quotes in request\r\n", closes, "", false},
+		{"commands_before_an_error_are_answered", "PING\r\n*abc\r\n", "+PONG\r\n-ERR Protocol error: invalid multibulk length\r\n", closes,
+			noauth + "-ERR Protocol error: invalid multibulk length\r\n", false},
+		{"empty_command_name", "*1\r\n$0\r\n\r\n", "-ERR unknown command '', with args beginning with: \r\n", stays, "", false},
+		{"ping_arity", "PING x y z\r\n", "-ERR wrong number of arguments for 'ping' command\r\n", stays, noauth, false},
+		{"http_post", "POST / HTTP/1.1\r\n", "", closes, "", false},
+		{"http_host_header", "Host: example.com\r\n", "", closes, "", false},
+		{"unauthenticated_multibulk", "*11\r\n", "", closes, "-ERR Protocol error: unauthenticated multibulk length\r\n", true},
+		{"unauthenticated_bulk", "*1\r\n$16385\r\n", "", closes, "-ERR Protocol error: unauthenticated bulk length\r\n", true},
+		{"unauthenticated_bulk_second_arg", "*2\r\n$4\r\nECHO\r\n$16385\r\n", "", closes, "-ERR Protocol error: unauthenticated bulk length\r\n", true},
+		{"unauthenticated_limits_after_a_command", "PING\r\n*11\r\n", "", closes, noauth + "-ERR Protocol error: unauthenticated multibulk length\r\n", true},
 	}
-	for _, row := range rows {
-		t.Run(row.name, func(t *testing.T) {
-			if row.skip != "" {
-				t.Skip(row.skip)
+	for _, pass := range []bool{false, true} {
+		addr, suffix := n.addr(), ""
+		if pass {
+			addr, suffix = authed.addr(), "_requirepass"
+		}
+		for _, row := range rows {
+			if row.onlyPass && !pass {
+				continue
 			}
-			c := mustDial(t, n.addr())
-			input := row.input
-			if !row.closed {
-				input += "PING\r\n" // the connection must still answer
-			}
-			if err := c.writeRaw([]byte(input)); err != nil {
-				t.Fatalf("writing: %v", err)
-			}
-			expectBytes(t, c, row.reply)
-			if row.closed {
-				if err := c.expectClosed(); err != nil {
-					t.Errorf("after %q: %v", abbreviate(row.input), err)
+			t.Run(row.name+suffix, func(t *testing.T) {
+				c := mustDial(t, addr)
+				input, reply, after := row.input, row.reply, "+PONG\r\n"
+				if pass {
+					after = noauth
+					if row.withPass != "" {
+						reply = row.withPass
+					}
 				}
-				return
-			}
-			expectBytes(t, c, "+PONG\r\n")
-		})
+				if !row.closed {
+					input += "PING\r\n" // the connection must still answer
+				}
+				if err := c.writeRaw([]byte(input)); err != nil {
+					t.Fatalf("writing: %v", err)
+				}
+				expectBytes(t, c, reply)
+				if row.closed {
+					if err := c.expectClosed(); err != nil {
+						t.Errorf("after %q: %v", abbreviate(row.input), err)
+					}
+					return
+				}
+				expectBytes(t, c, after)
+			})
+		}
 	}
 
 	t.Run("split_across_reads", func(t *testing.T) {

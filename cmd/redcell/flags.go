@@ -35,6 +35,8 @@ type config struct {
 
 	clusterSecret     string
 	clusterSecretFile string
+	requirePass       string
+	requirePassFile   string
 	join              string
 	writeTimeout      time.Duration
 	heartbeatTimeout  time.Duration
@@ -62,6 +64,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.IntVar(&c.procs, "procs", 0, "OS threads running Go code at once (GOMAXPROCS); 0 = half the available CPUs, at least 1 (GOMAXPROCS in the environment wins)")
 	fs.StringVar(&c.clusterSecretFile, "cluster-secret-file", "", "file holding the cluster secret (at least 16 bytes; one trailing newline is ignored). Peers must prove it\nin a challenge-response handshake before Raft sees a byte; without a secret the node accepts no peers")
 	fs.StringVar(&c.clusterSecret, "cluster-secret", "", "the cluster secret itself (visible in the process list: prefer --cluster-secret-file or REDCELL_CLUSTER_SECRET)")
+	fs.StringVar(&c.requirePassFile, "requirepass-file", "", "file holding the password Redis clients must give (AUTH, HELLO AUTH) before any other command\n(one trailing newline is ignored); empty: no password, as Redis without requirepass. CONFIG SET requirepass changes it at runtime")
+	fs.StringVar(&c.requirePass, "requirepass", "", "the client password itself (visible in the process list: prefer --requirepass-file or REDCELL_REQUIREPASS)")
 	fs.StringVar(&c.join, "join", "", "host:port of any member of an existing cluster: a node with an empty data dir joins it\n(as a non-voter, promoted to voter once caught up) instead of bootstrapping; ignored once the node has data")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", node.DefaultWriteTimeout, "how long a request waits for a leader that can decide it before it is answered TRYAGAIN or CLUSTERDOWN")
 	fs.DurationVar(&c.heartbeatTimeout, "raft-heartbeat-timeout", group.DefaultHeartbeatTimeout, "Raft: a follower that hears nothing from the leader for this long (randomised up to 2x) starts an election")
@@ -110,7 +114,31 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	if c.clusterSecret != "" && c.clusterSecretFile != "" {
 		return c, fmt.Errorf("--cluster-secret and --cluster-secret-file both given; use one")
 	}
+	if c.requirePass != "" && c.requirePassFile != "" {
+		return c, fmt.Errorf("--requirepass and --requirepass-file both given; use one")
+	}
 	return c, nil
+}
+
+// password returns the client password from --requirepass, the file of
+// --requirepass-file, or the REDCELL_REQUIREPASS environment variable, in
+// that order; "" if none.
+func (c config) password() (string, error) {
+	switch {
+	case c.requirePass != "":
+		return c.requirePass, nil
+	case c.requirePassFile != "":
+		data, err := os.ReadFile(c.requirePassFile)
+		if err != nil {
+			return "", fmt.Errorf("--requirepass-file: %w", err)
+		}
+		p := bytes.TrimSuffix(bytes.TrimSuffix(data, []byte("\n")), []byte("\r"))
+		if len(p) == 0 {
+			return "", fmt.Errorf("--requirepass-file %s is empty", c.requirePassFile)
+		}
+		return string(p), nil
+	}
+	return os.Getenv("REDCELL_REQUIREPASS"), nil
 }
 
 // secret returns the cluster secret from the flag, the file, or the

@@ -2,6 +2,8 @@ package main
 
 import (
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -17,7 +19,7 @@ func TestFlagsAreValidatedLoudly(t *testing.T) {
 		{"--max-inflight", "0"}, {"--max-append-entries", "0"}, {"--snapshot-threshold", "0"},
 		{"--snapshot-interval", "0s"}, {"--data-dir", ""}, {"--write-timeout", "0s"},
 		{"--raft-lease-timeout", "1s"}, {"--raft-heartbeat-timeout", "1ms"},
-		{"--cluster-secret", "x", "--cluster-secret-file", "y"}, {"extra"},
+		{"--cluster-secret", "x", "--cluster-secret-file", "y"}, {"--requirepass", "x", "--requirepass-file", "y"}, {"extra"},
 	} {
 		_, err := parseFlags(args, io.Discard)
 		if err == nil {
@@ -30,5 +32,42 @@ func TestFlagsAreValidatedLoudly(t *testing.T) {
 	}
 	if _, err := (config{clusterSecret: "short"}).secret(); err == nil {
 		t.Error("a 5-byte cluster secret was accepted")
+	}
+}
+
+// The client password comes from the flag, the file (one trailing newline
+// dropped) or REDCELL_REQUIREPASS, in that order; an empty file is refused
+// rather than read as "no password".
+func TestRequirePassSources(t *testing.T) {
+	t.Setenv("REDCELL_REQUIREPASS", "from-env")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "pass")
+	if err := os.WriteFile(file, []byte("from-file\r\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		c    config
+		want string
+	}{
+		{config{requirePass: "from-flag"}, "from-flag"},
+		{config{requirePassFile: file}, "from-file"},
+		{config{}, "from-env"},
+	} {
+		if got, err := tt.c.password(); err != nil || got != tt.want {
+			t.Errorf("%+v: %q, %v; want %q", tt.c, got, err, tt.want)
+		}
+	}
+	for _, c := range []config{{requirePassFile: empty}, {requirePassFile: filepath.Join(dir, "missing")}} {
+		if _, err := c.password(); err == nil || !strings.Contains(err.Error(), "--requirepass-file") {
+			t.Errorf("%+v: %v", c, err)
+		}
+	}
+	t.Setenv("REDCELL_REQUIREPASS", "")
+	if got, err := (config{}).password(); err != nil || got != "" {
+		t.Errorf("no password anywhere: %q, %v", got, err)
 	}
 }

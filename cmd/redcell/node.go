@@ -16,6 +16,10 @@ func startNode(cfg config, log *slog.Logger) (*node.Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	pass, err := cfg.password()
+	if err != nil {
+		return nil, err
+	}
 	if cfg.join != "" && secret == nil {
 		return nil, errors.New("--join needs the cluster secret (--cluster-secret-file): peers admit only nodes that prove it")
 	}
@@ -32,6 +36,7 @@ func startNode(cfg config, log *slog.Logger) (*node.Node, error) {
 		ElectionTimeout:    cfg.electionTimeout,
 		LeaderLeaseTimeout: cfg.leaseTimeout,
 		EnableDebug:        cfg.enableDebug,
+		RequirePass:        pass,
 		Stripes:            cfg.stripes,
 		MaxInflight:        cfg.maxInflight,
 		MaxAppend:          cfg.maxAppend,
