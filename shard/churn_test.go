@@ -136,7 +136,7 @@ func Test_Store_ClearReleasesMemory(t *testing.T) {
 		t.Fatal("cleared store not empty")
 	}
 	s.Put([]byte("k1"), State{Kind: KindSlidingLog, Expire: 5, A: 1, B: 2})
-	if st, ok := s.Get([]byte("k1"), 4); !ok || st != (State{Kind: KindSlidingLog, Expire: 5, A: 1, B: 2}) {
+	if st, ok := s.Get([]byte("k1"), 4); !ok || !st.Equal(State{Kind: KindSlidingLog, Expire: 5, A: 1, B: 2}) {
 		t.Fatalf("after Clear and Put: %+v %v", st, ok)
 	}
 	s.checkInvariants(t)

@@ -16,7 +16,7 @@ func consistentState(x int64) State {
 
 func isConsistent(st State) bool {
 	x := st.Expire - 1<<40
-	return st == consistentState(x)
+	return st.Equal(consistentState(x))
 }
 
 // One writer updates, inserts, deletes, sweeps and snapshots while readers

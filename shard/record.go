@@ -11,6 +11,7 @@ import "encoding/binary"
 //	+24  Kind    uint8
 //	+25  uvarint(len(key)<<1 | dead)
 //	+25+h key bytes (h = 1 for keys shorter than 64 bytes)
+//	     only when Kind has hasValue set: uvarint(len(value)), value bytes
 //
 // The state and the key sit side by side, so an update touches one or two
 // cache lines of the arena after the index probe; a key like "user:0000012345"
@@ -18,6 +19,12 @@ import "encoding/binary"
 // (uvarint stores the low 7 bits of the value first), so marking a record dead
 // is a single byte write that leaves its length readable: sequential scans
 // (Sweep, Snapshot, Len, index rebuilds) step over dead records.
+//
+// The value is the variable-length part of a state (State.Val: the sliding
+// log's runs). It follows the key and exists only in records whose Kind byte
+// has hasValue set, so a record without one (CL and TB keys) is byte for
+// byte what it was before values existed: no length byte, no padding. A
+// record whose value changes length is moved (see stripe.put).
 const (
 	recExpire = 0
 	recA      = 8
@@ -25,11 +32,19 @@ const (
 	recKind   = 24
 	recFixed  = 25 // bytes before the key header
 	deadBit   = 1
+	// hasValue is set in the stored Kind byte when a value follows the key.
+	// Kinds are below 128 (New families append small numbers).
+	hasValue = 0x80
 )
 
-// recordSize is the arena footprint of a record holding a key of keyLen bytes.
-func recordSize(keyLen int) int {
-	return recFixed + uvarintLen(uint64(keyLen)<<1) + keyLen
+// recordSize is the arena footprint of a record holding a key of keyLen
+// bytes and a value of valLen bytes (0: no value part at all).
+func recordSize(keyLen, valLen int) int {
+	n := recFixed + uvarintLen(uint64(keyLen)<<1) + keyLen
+	if valLen > 0 {
+		n += uvarintLen(uint64(valLen)) + valLen
+	}
+	return n
 }
 
 // uvarintLen is the length of v encoded by binary.AppendUvarint.
@@ -42,26 +57,62 @@ func uvarintLen(v uint64) int {
 	return n
 }
 
-// appendRecord appends a live record for key and st to a. The caller makes
-// sure cap(a) suffices when it must not allocate.
+// kindByte is the stored Kind byte of st: its Kind, with hasValue when it
+// carries a value.
+func kindByte(st State) byte {
+	if len(st.Val) > 0 {
+		return byte(st.Kind) | hasValue
+	}
+	return byte(st.Kind)
+}
+
+// appendRecord appends a live record for key and st (its value included) to
+// a. The caller makes sure cap(a) suffices when it must not allocate.
 func appendRecord(a []byte, key []byte, st State) []byte {
 	a = binary.LittleEndian.AppendUint64(a, uint64(st.Expire))
 	a = binary.LittleEndian.AppendUint64(a, uint64(st.A))
 	a = binary.LittleEndian.AppendUint64(a, uint64(st.B))
-	a = append(a, byte(st.Kind))
+	a = append(a, kindByte(st))
 	a = binary.AppendUvarint(a, uint64(len(key))<<1)
-	return append(a, key...)
+	a = append(a, key...)
+	if len(st.Val) > 0 {
+		a = binary.AppendUvarint(a, uint64(len(st.Val)))
+		a = append(a, st.Val...)
+	}
+	return a
 }
 
-// readState decodes the fixed part of the record at off.
+// readState decodes the fixed part of the record at off, without its value
+// (Val nil).
 func readState(a []byte, off int) State {
 	r := a[off : off+recFixed : off+recFixed]
 	return State{
 		Expire: int64(binary.LittleEndian.Uint64(r[recExpire:])),
 		A:      int64(binary.LittleEndian.Uint64(r[recA:])),
 		B:      int64(binary.LittleEndian.Uint64(r[recB:])),
-		Kind:   Kind(r[recKind]),
+		Kind:   Kind(r[recKind] &^ hasValue),
 	}
+}
+
+// readFullState decodes the record at off with its value: Val aliases a
+// (capacity clipped), so it is valid only while a is (under the stripe's
+// lock, or for the life of an immutable snapshot).
+func readFullState(a []byte, off int) State {
+	st := readState(a, off)
+	st.Val = recordValue(a, off)
+	return st
+}
+
+// recordValue is the value of the record at off (nil when it has none),
+// aliasing a with its capacity clipped.
+func recordValue(a []byte, off int) []byte {
+	if a[off+recKind]&hasValue == 0 {
+		return nil
+	}
+	_, end, _ := recordKeyOnly(a, off)
+	n, w := binary.Uvarint(a[end:])
+	start := end + w
+	return a[start : start+int(n) : start+int(n)]
 }
 
 // readExpire decodes only the Expire field of the record at off.
@@ -69,19 +120,42 @@ func readExpire(a []byte, off int) int64 {
 	return int64(binary.LittleEndian.Uint64(a[off+recExpire:]))
 }
 
-// writeState overwrites the fixed part of the record at off in place.
+// writeState overwrites the record at off in place: the fixed part and the
+// value, whose length must be the record's (see valueFits).
 func writeState(a []byte, off int, st State) {
 	r := a[off : off+recFixed : off+recFixed]
 	binary.LittleEndian.PutUint64(r[recExpire:], uint64(st.Expire))
 	binary.LittleEndian.PutUint64(r[recA:], uint64(st.A))
 	binary.LittleEndian.PutUint64(r[recB:], uint64(st.B))
-	r[recKind] = byte(st.Kind)
+	r[recKind] = kindByte(st)
+	if len(st.Val) > 0 {
+		copy(recordValue(a, off), st.Val) // copy handles st.Val aliasing it
+	}
+}
+
+// valueFits reports whether st's value has exactly the length of the value
+// part of the record at off (both absent counts), so writeState can update
+// the record in place.
+func valueFits(a []byte, off int, st State) bool {
+	return len(recordValue(a, off)) == len(st.Val)
 }
 
 // recordKey returns the key of the record at off (aliasing a, capacity
 // clipped so an append by the holder cannot overwrite the next record), the
-// offset just past the record, and whether the record is dead.
+// offset just past the record (its value included), and whether the record
+// is dead.
 func recordKey(a []byte, off int) (key []byte, end int, dead bool) {
+	key, end, dead = recordKeyOnly(a, off)
+	if a[off+recKind]&hasValue != 0 {
+		n, w := binary.Uvarint(a[end:])
+		end += w + int(n)
+	}
+	return key, end, dead
+}
+
+// recordKeyOnly is recordKey with end just past the key (where a value
+// starts, if the record has one).
+func recordKeyOnly(a []byte, off int) (key []byte, end int, dead bool) {
 	p := off + recFixed
 	h := uint64(a[p])
 	if h < 0x80 {

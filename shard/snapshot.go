@@ -86,14 +86,14 @@ func (sn *Snapshot) Bytes() int {
 // Range calls fn for each entry in ascending bytes.Compare order of keys,
 // until fn returns false. The first call sorts (16 bytes per entry for the
 // order plus as much scratch, two allocations in all, none per key); later
-// calls reuse the order. key aliases
-// the snapshot: it is valid only during the call and must not be modified.
+// calls reuse the order. key and st.Val alias the snapshot: they are valid
+// only during the call and must not be modified.
 // Any goroutine; concurrent Ranges are safe.
 func (sn *Snapshot) Range(fn func(key []byte, st State) bool) {
 	sn.sortOnce.Do(sn.sort)
 	for _, e := range sn.order {
 		key, _, _ := recordKey(sn.data, e.off)
-		if !fn(key, readState(sn.data, e.off)) {
+		if !fn(key, readFullState(sn.data, e.off)) {
 			return
 		}
 	}

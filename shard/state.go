@@ -9,20 +9,28 @@ const (
 	KindGCRA               // CL.* (redis-cell); A is the TAT, Expire redis-cell's millisecond expiry
 	KindTokenGreedy        // TB.* greedy
 	KindTokenInterval      // TB.* INTERVAL
-	KindSlidingLog         // SL.* (future: A/B will reference an external log)
+	KindSlidingLog         // SL.*: the log's runs in Val, A and B unused
 )
 
-// State is one key's limiter state: 25 meaningful bytes, no pointers.
+// State is one key's limiter state: 25 fixed bytes and, for families whose
+// state has no fixed size, a variable-length value.
 //
 // The key exists iff now < Expire. At or after Expire the key is equivalent to
 // a fresh one: every method of Store behaves as if it were absent (Update
 // passes the zero State with live=false, Get reports false, Len, Delete and
 // Snapshot ignore it). That is what makes results independent of when the
 // sweeper happens to reclaim the entry.
+//
+// Val is the value part (nil or empty: none; CL and TB keys have none and
+// cost no byte for it). In a State that the Store hands out (Update's cur,
+// Snapshot.Range) Val aliases the Store's memory and is valid only during
+// the callback; a State given to the Store (Update's next, Put) is copied,
+// Val included. A Kind is below 128.
 type State struct {
 	Kind   Kind
 	Expire int64 // Unix ns at which the key becomes equivalent to fresh
 	A, B   int64 // family-specific
+	Val    []byte
 }
 
 // Action tells Update what to do with the key after the callback.
@@ -41,3 +49,10 @@ const (
 
 // live reports whether st makes its key exist at now.
 func (st State) live(now int64) bool { return now < st.Expire }
+
+// Equal reports whether two states are the same, values compared by content
+// (nil and empty are the same: no value).
+func (st State) Equal(o State) bool {
+	return st.Kind == o.Kind && st.Expire == o.Expire && st.A == o.A && st.B == o.B &&
+		string(st.Val) == string(o.Val)
+}

@@ -39,6 +39,9 @@ type Store struct {
 	seed    maphash.Seed
 
 	sweepStripe int // stripe where Sweep resumes; writer only
+
+	// moving holds a value while its record moves (put); writer only.
+	moving []byte
 }
 
 // New makes a store with stripes stripes, rounded up to a power of two and
@@ -74,6 +77,9 @@ func (s *Store) locate(key []byte) (uint64, *stripe) {
 // live=false, so fn's input never depends on whether the sweeper has
 // reclaimed it yet; an expired entry is reused in place by Put.
 //
+// cur.Val aliases the stripe's memory: fn may read it, and may return it as
+// next.Val, but must not keep it. next (its Val included) is copied.
+//
 // Writer goroutine only. fn runs with the key's stripe locked exclusively: it
 // must be quick and must not call back into the Store. The key bytes are
 // copied on Put; the caller keeps ownership of key. No allocation in steady
@@ -87,9 +93,12 @@ func (s *Store) Update(key []byte, now int64, fn func(cur State, live bool) (nex
 	var cur State
 	live := false
 	if found {
-		cur = readState(st.arena, st.offsetAt(p))
+		off := st.offsetAt(p)
+		cur = readState(st.arena, off)
 		if live = cur.live(now); !live {
 			cur = State{}
+		} else if st.arena[off+recKind]&hasValue != 0 {
+			cur.Val = recordValue(st.arena, off)
 		}
 	}
 	next, act := fn(cur, live)
@@ -98,11 +107,7 @@ func (s *Store) Update(key []byte, now int64, fn func(cur State, live bool) (nex
 	}
 	switch act {
 	case Put:
-		if found {
-			writeState(st.arena, st.offsetAt(p), next)
-		} else {
-			st.insert(h, key, next, p, want)
-		}
+		s.put(st, h, key, next, p, want, found)
 	case Delete:
 		if found {
 			st.remove(p)
@@ -110,23 +115,45 @@ func (s *Store) Update(key []byte, now int64, fn func(cur State, live bool) (nex
 	}
 }
 
+// put stores next under key in stripe st, where a find left p, want and
+// found. A record whose value keeps its length is overwritten in place (the
+// fixed-size families always are); otherwise the record moves: the old one
+// dies and a new one is appended, with the value copied aside first, since
+// it may alias the old record, which compaction could overwrite. Caller
+// holds st.mu exclusively; writer goroutine only.
+func (s *Store) put(st *stripe, h uint64, key []byte, next State, p, want uint64, found bool) {
+	if found {
+		off := st.offsetAt(p)
+		if valueFits(st.arena, off, next) {
+			writeState(st.arena, off, next)
+			return
+		}
+		s.moving = append(s.moving[:0], next.Val...)
+		next.Val = s.moving
+		st.remove(p)
+		p, want, _ = st.find(h, key) // remove may have rebuilt the index
+	}
+	st.insert(h, key, next, p, want)
+	if cap(s.moving) > 64<<10 {
+		s.moving = nil // do not keep a huge value's buffer
+	}
+}
+
 // Put stores st under key, replacing any entry, without looking at the
 // clock; it stores st even if it is already expired. It is the restore
-// path (loading a snapshot). Writer goroutine only. The key bytes are copied.
+// path (loading a snapshot). Writer goroutine only. The key bytes and the
+// value are copied.
 func (s *Store) Put(key []byte, st State) {
 	h, sp := s.locate(key)
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	p, want, found := sp.find(h, key)
-	if found {
-		writeState(sp.arena, sp.offsetAt(p), st)
-		return
-	}
-	sp.insert(h, key, st, p, want)
+	s.put(sp, h, key, st, p, want, found)
 }
 
-// Get returns the state of key if it is live at now. Any goroutine; takes
-// the stripe's read lock. Does not allocate.
+// Get returns the state of key if it is live at now, without its value (Val
+// nil; see GetValue). Any goroutine; takes the stripe's read lock. Does not
+// allocate.
 func (s *Store) Get(key []byte, now int64) (State, bool) {
 	h, st := s.locate(key)
 	st.mu.RLock()
@@ -138,6 +165,28 @@ func (s *Store) Get(key []byte, now int64) (State, bool) {
 	st.mu.RUnlock()
 	if !found || !cur.live(now) {
 		return State{}, false
+	}
+	return cur, true
+}
+
+// GetValue is Get with the value: st.Val is the value appended to buf[:0]
+// (nil when the key has none), so it stays valid after the lock is released.
+// It allocates only when buf is too small. Any goroutine.
+func (s *Store) GetValue(key []byte, now int64, buf []byte) (State, bool) {
+	h, st := s.locate(key)
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	p, _, found := st.find(h, key)
+	if !found {
+		return State{}, false
+	}
+	off := st.offsetAt(p)
+	cur := readState(st.arena, off)
+	if !cur.live(now) {
+		return State{}, false
+	}
+	if v := recordValue(st.arena, off); v != nil {
+		cur.Val = append(buf[:0], v...)
 	}
 	return cur, true
 }

@@ -42,9 +42,10 @@ type differential struct {
 	keys     [][]byte // universe of keys operations draw from
 	now      int64
 	steps    int
-	fullScan int   // compare every key of the universe every fullScan steps
-	ttl      int64 // states expire within ~ttl of being written
-	clearOdd int   // Clear happens on 1 in 100*clearOdd steps
+	fullScan int    // compare every key of the universe every fullScan steps
+	ttl      int64  // states expire within ~ttl of being written
+	clearOdd int    // Clear happens on 1 in 100*clearOdd steps
+	buf      []byte // GetValue's buffer, reused
 }
 
 func newDifferential(t *testing.T, seed uint64, stripes []int, keys [][]byte, fullScan int) *differential {
@@ -66,13 +67,28 @@ func newDifferential(t *testing.T, seed uint64, stripes []int, keys [][]byte, fu
 
 // randomState returns a state whose Expire is near now: some already
 // expired, most live for a short while, so time advancing expires them.
+// A third carry a value of random length (0 to 300 bytes), so records grow,
+// shrink, move and compact.
 func (d *differential) randomState() State {
-	return State{
-		Kind:   Kind(d.rng.IntN(256)),
+	st := State{
+		Kind:   Kind(d.rng.IntN(128)),
 		Expire: d.now + d.rng.Int64N(d.ttl) - d.ttl/10,
 		A:      int64(d.rng.Uint64()),
 		B:      int64(d.rng.Uint64()),
 	}
+	if d.rng.IntN(3) == 0 {
+		st.Val = make([]byte, d.rng.IntN(301))
+		for i := range st.Val {
+			st.Val[i] = byte(d.rng.Uint32())
+		}
+	}
+	return st
+}
+
+// fixed is st without its value: what Get answers.
+func fixed(st State) State {
+	st.Val = nil
+	return st
 }
 
 func (d *differential) key() []byte { return d.keys[d.rng.IntN(len(d.keys))] }
@@ -150,7 +166,7 @@ func (d *differential) update(key []byte) {
 		calls := 0
 		s.Update(buf, d.now, func(cur State, live bool) (State, Action) {
 			calls++
-			if cur != wantCur || live != wantLive {
+			if !cur.Equal(wantCur) || live != wantLive {
 				d.t.Fatalf("step %d store %d: Update(%q) saw (%+v, %v), want (%+v, %v)",
 					d.steps, i, key, cur, live, wantCur, wantLive)
 			}
@@ -190,10 +206,16 @@ func (d *differential) checkKey(key []byte, now int64) {
 	want, wantLive := d.m.get(string(key), now)
 	for i, s := range d.stores {
 		got, live := s.Get(key, now)
-		if got != want || live != wantLive {
+		if !got.Equal(fixed(want)) || live != wantLive {
 			d.t.Fatalf("step %d store %d: Get(%q, %d) = (%+v, %v), want (%+v, %v)",
 				d.steps, i, key, now, got, live, want, wantLive)
 		}
+		got, live = s.GetValue(key, now, d.buf)
+		if !got.Equal(want) || live != wantLive {
+			d.t.Fatalf("step %d store %d: GetValue(%q, %d) = (%+v, %v), want (%+v, %v)",
+				d.steps, i, key, now, got, live, want, wantLive)
+		}
+		d.buf = got.Val
 	}
 }
 
@@ -219,7 +241,7 @@ func (d *differential) checkSnapshots() {
 		}
 		j := 0
 		sn.Range(func(key []byte, st State) bool {
-			if j >= len(keys) || string(key) != keys[j] || st != states[j] {
+			if j >= len(keys) || string(key) != keys[j] || !st.Equal(states[j]) {
 				d.t.Fatalf("step %d store %d: snapshot entry %d = (%q, %+v), want (%q, %+v)",
 					d.steps, i, j, key, st, keys[min(j, len(keys)-1)], states[min(j, len(keys)-1)])
 			}

@@ -55,7 +55,7 @@ func (st *stripe) offsetAt(p uint64) int { return int(st.idx.load(p) >> offShift
 // the key absent, with no change to the stripe since. Caller holds mu
 // exclusively.
 func (st *stripe) insert(h uint64, key []byte, s State, p, want uint64) {
-	need := recordSize(len(key))
+	need := recordSize(len(key), len(s.Val))
 	rebuilt := false
 	if len(st.arena)+need > cap(st.arena) {
 		rebuilt = st.makeRoom(need)
