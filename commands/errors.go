@@ -5,6 +5,9 @@ import (
 	"strconv"
 
 	"github.com/redcell/redcell/internal/arg"
+	"github.com/redcell/redcell/request"
+	"github.com/redcell/redcell/slidinglog"
+	"github.com/redcell/redcell/tokenbucket"
 )
 
 // The error vocabulary of Redcell, in one place. Texts are the protocol: the
@@ -69,6 +72,26 @@ const (
 	// are connected; the server then closes it.
 	ErrMaxClients = "ERR max number of clients reached"
 )
+
+// ResultErrText is the reply to a request the state machine answered with
+// a deterministic error code (request.Result of KindError).
+func ResultErrText(code request.ErrCode) string {
+	switch code {
+	case request.ErrWrongType:
+		return ErrWrongType
+	case request.ErrExpire:
+		return ErrCellExpir
+	case request.ErrInvalidOp:
+		return ErrInvalidOp
+	case request.ErrNotInteger:
+		return ErrNotInteger
+	case request.ErrCorruptBucket:
+		return string(tokenbucket.ErrCorrupt)
+	case request.ErrCorruptLog:
+		return string(slidinglog.ErrCorrupt)
+	}
+	return ErrInternal
+}
 
 // RequestTooLarge answers a write request that would take n bytes of the
 // replicated log, more than MaxRequestLogBytes (Redcell's own text).

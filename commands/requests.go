@@ -31,43 +31,66 @@ func ParseWrite(s *Spec, args [][]byte, r *request.Request) string {
 }
 
 func parseWrite(s *Spec, args [][]byte, r *request.Request) string {
-	switch s.Name {
-	case "cl.throttle":
-		return ParseThrottle(args, r)
-	case "del", "unlink":
-		*r = request.Request{Code: request.Del, Keys: args[1:]}
-		return ""
-	case "flushall", "flushdb":
-		// FLUSHALL [ASYNC|SYNC]: both flush at once here (the keyspace is
-		// freed in one step); the mode is accepted for compatibility.
-		if len(args) > 2 || (len(args) == 2 && !EqualFold(args[1], "async") && !EqualFold(args[1], "sync")) {
-			return ErrSyntax
-		}
-		*r = request.Request{Code: request.FlushAll}
-		return ""
+	if s.Class != Write || s.Parse == nil {
+		return ErrInternal
 	}
-	return ErrInternal
+	return s.Parse(args, r)
 }
 
 // ParseRead turns a Read-class command into its request (a read code). r's
 // keys alias args.
 func ParseRead(s *Spec, args [][]byte, r *request.Request) string {
-	switch s.Name {
-	case "cl.peek":
-		return ParsePeek(args, r)
-	case "exists":
-		*r = request.Request{Code: request.Exists, Keys: args[1:]}
-	case "pttl":
-		*r = request.Request{Code: request.PTTL, Key: args[1]}
-	case "ttl":
-		*r = request.Request{Code: request.TTL, Key: args[1]}
-	case "type":
-		*r = request.Request{Code: request.Type, Key: args[1]}
-	case "dbsize":
-		*r = request.Request{Code: request.DBSize}
-	default:
+	if s.Class != Read || s.Parse == nil {
 		*r = request.Request{}
 		return ErrInternal
 	}
+	if e := s.Parse(args, r); e != "" {
+		*r = request.Request{}
+		return e
+	}
+	return ""
+}
+
+// The keyspace commands' parse functions (their table entries are in
+// table.go). Arity has been checked against the table.
+
+func parseDel(args [][]byte, r *request.Request) string {
+	*r = request.Request{Code: request.Del, Keys: args[1:]}
+	return ""
+}
+
+// parseFlush is FLUSHALL and FLUSHDB [ASYNC|SYNC]: both flush at once here
+// (the keyspace is freed in one step); the mode is accepted for
+// compatibility.
+func parseFlush(args [][]byte, r *request.Request) string {
+	if len(args) > 2 || (len(args) == 2 && !EqualFold(args[1], "async") && !EqualFold(args[1], "sync")) {
+		return ErrSyntax
+	}
+	*r = request.Request{Code: request.FlushAll}
+	return ""
+}
+
+func parseExists(args [][]byte, r *request.Request) string {
+	*r = request.Request{Code: request.Exists, Keys: args[1:]}
+	return ""
+}
+
+func parsePTTL(args [][]byte, r *request.Request) string {
+	*r = request.Request{Code: request.PTTL, Key: args[1]}
+	return ""
+}
+
+func parseTTL(args [][]byte, r *request.Request) string {
+	*r = request.Request{Code: request.TTL, Key: args[1]}
+	return ""
+}
+
+func parseType(args [][]byte, r *request.Request) string {
+	*r = request.Request{Code: request.Type, Key: args[1]}
+	return ""
+}
+
+func parseDBSize(args [][]byte, r *request.Request) string {
+	*r = request.Request{Code: request.DBSize}
 	return ""
 }

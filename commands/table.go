@@ -5,7 +5,11 @@
 // command's parsing is testable without sockets. See DESIGN.md.
 package commands
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/redcell/redcell/request"
+)
 
 // Class says where a command executes.
 type Class uint8
@@ -41,7 +45,12 @@ type Spec struct {
 	Class                   Class
 	// OwnArity: the handler checks arity itself (redis-cell answers its own
 	// usage error instead of Redis's arity error).
-	OwnArity   bool
+	OwnArity bool
+	// Parse turns a Read or Write command's arguments (args[0] the name)
+	// into its request, validated completely, or returns the error text to
+	// answer instead. It is the one place a command's syntax lives: a new
+	// command is a table entry with its Parse. r's keys alias args.
+	Parse      func(args [][]byte, r *request.Request) string
 	Group      string
 	Since      string
 	Summary    string
@@ -57,51 +66,54 @@ var table = []*Spec{
 		Group: "module", Since: "1.0.0", Complexity: "O(1)", ACL: []string{"@write", "@fast"},
 		Summary: "Rate-limits key with GCRA (redis-cell): answers [limited, limit, remaining, retry_after, reset_after].",
 		Args: []Arg{{Name: "key", Type: "key"}, {Name: "max_burst", Type: "integer"}, {Name: "count", Type: "integer"},
-			{Name: "period", Type: "integer"}, {Name: "quantity", Type: "integer", Optional: true}}},
+			{Name: "period", Type: "integer"}, {Name: "quantity", Type: "integer", Optional: true}}, Parse: ParseThrottle},
 	{Name: "cl.peek", Arity: -5, OwnArity: true, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Class: Read,
 		Group: "module", Since: "1.0.0", Complexity: "O(1)", ACL: []string{"@read", "@fast"},
 		Summary: "Answers what CL.THROTTLE would at this instant, with no effect.",
 		Args: []Arg{{Name: "key", Type: "key"}, {Name: "max_burst", Type: "integer"}, {Name: "count", Type: "integer"},
-			{Name: "period", Type: "integer"}, {Name: "quantity", Type: "integer", Optional: true}}},
+			{Name: "period", Type: "integer"}, {Name: "quantity", Type: "integer", Optional: true}}, Parse: ParsePeek},
+
+	// Token bucket (tb.go) and sliding log (sl.go).
+	tbTake, tbPeek, slHit, slPeek,
 
 	// Keyspace.
 	{Name: "del", Arity: -2, Flags: []string{"write"}, FirstKey: 1, LastKey: -1, Step: 1, Class: Write,
 		Group: "generic", Since: "1.0.0", Complexity: "O(N) where N is the number of keys", ACL: []string{"@keyspace", "@write", "@slow"},
 		Summary: "Deletes keys (resets their limiters). Returns the number of keys removed.",
-		Args:    []Arg{{Name: "key", Type: "key", Multiple: true}}},
+		Args:    []Arg{{Name: "key", Type: "key", Multiple: true}}, Parse: parseDel},
 	{Name: "unlink", Arity: -2, Flags: []string{"write", "fast"}, FirstKey: 1, LastKey: -1, Step: 1, Class: Write,
 		Group: "generic", Since: "4.0.0", Complexity: "O(N) where N is the number of keys", ACL: []string{"@keyspace", "@write", "@fast"},
 		Summary: "Deletes keys, like DEL.",
-		Args:    []Arg{{Name: "key", Type: "key", Multiple: true}}},
+		Args:    []Arg{{Name: "key", Type: "key", Multiple: true}}, Parse: parseDel},
 	{Name: "exists", Arity: -2, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: -1, Step: 1, Class: Read,
 		Group: "generic", Since: "1.0.0", Complexity: "O(N) where N is the number of keys", ACL: []string{"@keyspace", "@read", "@fast"},
 		Summary: "Counts the arguments that exist (repeats count again).",
-		Args:    []Arg{{Name: "key", Type: "key", Multiple: true}}},
+		Args:    []Arg{{Name: "key", Type: "key", Multiple: true}}, Parse: parseExists},
 	{Name: "pttl", Arity: 2, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Class: Read,
 		Group: "generic", Since: "2.6.0", Complexity: "O(1)", ACL: []string{"@keyspace", "@read", "@fast"},
 		Summary: "Milliseconds until the key's limiter is equivalent to fresh; -2 when missing.",
-		Args:    []Arg{{Name: "key", Type: "key"}}},
+		Args:    []Arg{{Name: "key", Type: "key"}}, Parse: parsePTTL},
 	{Name: "ttl", Arity: 2, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Class: Read,
 		Group: "generic", Since: "1.0.0", Complexity: "O(1)", ACL: []string{"@keyspace", "@read", "@fast"},
 		Summary: "Seconds until the key's limiter is equivalent to fresh; -2 when missing.",
-		Args:    []Arg{{Name: "key", Type: "key"}}},
+		Args:    []Arg{{Name: "key", Type: "key"}}, Parse: parseTTL},
 	{Name: "type", Arity: 2, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Class: Read,
 		Group: "generic", Since: "1.0.0", Complexity: "O(1)", ACL: []string{"@keyspace", "@read", "@fast"},
 		Summary: "The limiter family of the key: string (CL), tokenbucket, slidinglog or none.",
-		Args:    []Arg{{Name: "key", Type: "key"}}},
+		Args:    []Arg{{Name: "key", Type: "key"}}, Parse: parseType},
 	{Name: "dbsize", Arity: 1, Flags: []string{"readonly", "fast"}, Class: Read,
 		Group: "server", Since: "1.0.0", Complexity: "O(N)", ACL: []string{"@keyspace", "@read", "@fast"},
-		Summary: "The number of live keys."},
+		Summary: "The number of live keys.", Parse: parseDBSize},
 	{Name: "flushall", Arity: -1, Flags: []string{"write"}, Class: Write,
 		Group: "server", Since: "1.0.0", Complexity: "O(N)", ACL: []string{"@keyspace", "@write", "@slow", "@dangerous"},
 		Summary: "Removes every key.",
 		Args: []Arg{{Name: "flush-type", Type: "oneof", Optional: true, Args: []Arg{
-			{Name: "async", Type: "pure-token", Token: "ASYNC"}, {Name: "sync", Type: "pure-token", Token: "SYNC"}}}}},
+			{Name: "async", Type: "pure-token", Token: "ASYNC"}, {Name: "sync", Type: "pure-token", Token: "SYNC"}}}}, Parse: parseFlush},
 	{Name: "flushdb", Arity: -1, Flags: []string{"write"}, Class: Write,
 		Group: "server", Since: "1.0.0", Complexity: "O(N)", ACL: []string{"@keyspace", "@write", "@slow", "@dangerous"},
 		Summary: "Removes every key (there is one database).",
 		Args: []Arg{{Name: "flush-type", Type: "oneof", Optional: true, Args: []Arg{
-			{Name: "async", Type: "pure-token", Token: "ASYNC"}, {Name: "sync", Type: "pure-token", Token: "SYNC"}}}}},
+			{Name: "async", Type: "pure-token", Token: "ASYNC"}, {Name: "sync", Type: "pure-token", Token: "SYNC"}}}}, Parse: parseFlush},
 
 	// Connection.
 	{Name: "ping", Arity: -1, Flags: []string{"fast", "stale", "loading"}, Group: "connection", Since: "1.0.0", Complexity: "O(1)",

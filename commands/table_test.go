@@ -137,6 +137,17 @@ func TestTableSanity(t *testing.T) {
 	}
 }
 
+// TestParseOnlyOnKeyspaceCommands: a Read or Write command has its Parse
+// (dispatch has no other way to build its request), a Connection command
+// none.
+func TestParseOnlyOnKeyspaceCommands(t *testing.T) {
+	for _, s := range All() {
+		if (s.Class == Connection) != (s.Parse == nil) {
+			t.Errorf("%s: class %d with Parse set %v", s.Name, s.Class, s.Parse != nil)
+		}
+	}
+}
+
 // TestCheckArity: Redis's convention, n = exactly n words, -n = at least n.
 func TestCheckArity(t *testing.T) {
 	for _, tt := range []struct {
@@ -162,6 +173,7 @@ func TestSpecArities(t *testing.T) {
 		"reset": 1, "hello": -1, "auth": -2, "select": 2, "client": -2, "info": -1, "time": 1,
 		"command": -1, "config": -2, "debug": -2, "cluster": -2, "raft": -2, "readonly": 1, "readwrite": 1,
 		"multi": 1, "exec": 1, "discard": 1, "watch": -2, "unwatch": 1,
+		"tb.take": -5, "tb.peek": -5, "sl.hit": -4, "sl.peek": -4,
 	}
 	for _, s := range All() {
 		w, ok := want[s.Name]

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-var allCodes = []Code{Throttle, Del, FlushAll, Peek, Exists, PTTL, TTL, Type, DBSize}
+var allCodes = []Code{Throttle, Del, FlushAll, TBTake, SLHit, Peek, Exists, PTTL, TTL, Type, DBSize, TBPeek, SLPeek}
 
 var edgeInts = []int64{0, 1, -1, 127, 128, -129, math.MaxInt64, math.MinInt64, math.MaxInt32, math.MinInt32}
 
@@ -167,6 +167,12 @@ func FuzzDecode(f *testing.F) {
 	f.Add(Append(nil, &r))
 	f.Add(Append(nil, &Request{Code: Del, Keys: [][]byte{[]byte("a"), nil}}))
 	f.Add([]byte{byte(DBSize), 0, 0})
+	tb := Request{Code: TBTake, Key: []byte("bucket")}
+	tb.SetArgs(10, 1, 1000, -3, 1)
+	f.Add(Append(nil, &tb))
+	sl := Request{Code: SLPeek, Key: []byte("log")}
+	sl.SetArgs(math.MaxInt64, 1, 1, 0, 0)
+	f.Add(Append(nil, &sl))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var dec, dec2 Decoder
 		var got Request

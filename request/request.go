@@ -19,6 +19,12 @@ const (
 	Del Code = 2
 	// FlushAll removes every key (FLUSHALL, FLUSHDB).
 	FlushAll Code = 3
+	// TBTake is TB.TAKE on Key. Args: capacity, refill_tokens,
+	// refill_period_ms, COST, INTERVAL (1) or greedy (0).
+	TBTake Code = 4
+	// SLHit is SL.HIT on Key. Args: limit, window_ms, COST, MINGAP,
+	// DENIED COUNT (1) or FREE (0).
+	SLHit Code = 5
 
 	// Peek is CL.PEEK on Key, with Throttle's Args.
 	Peek Code = 64
@@ -30,6 +36,10 @@ const (
 	Type Code = 68
 	// DBSize counts live keys.
 	DBSize Code = 69
+	// TBPeek is TB.PEEK on Key, with TBTake's Args.
+	TBPeek Code = 70
+	// SLPeek is SL.PEEK on Key, with SLHit's Args (the last one 0).
+	SLPeek Code = 71
 )
 
 // firstRead splits the code space.
@@ -45,7 +55,7 @@ func (c Code) MultiKey() bool { return c == Del || c == Exists }
 // Known reports whether this build knows the code.
 func (c Code) Known() bool {
 	switch c {
-	case Throttle, Del, FlushAll, Peek, Exists, PTTL, TTL, Type, DBSize:
+	case Throttle, Del, FlushAll, TBTake, SLHit, Peek, Exists, PTTL, TTL, Type, DBSize, TBPeek, SLPeek:
 		return true
 	}
 	return false
@@ -85,7 +95,7 @@ func (r *Request) SetArgs(args ...int64) {
 type Kind uint8
 
 const (
-	KindThrottle Kind = iota + 1 // five integers in Ints
+	KindThrottle Kind = iota + 1 // five integers in Ints (every limiter's reply)
 	KindInt                      // one integer in Ints[0]
 	KindType                     // a key type (Key*) in Ints[0]; TypeName names it
 	KindOK                       // +OK
@@ -103,6 +113,14 @@ const (
 	// ErrInvalidOp: the request decoded but its arguments are outside what
 	// the parser produces and apply can honour. Nothing changed.
 	ErrInvalidOp
+	// ErrNotInteger: the value is not an integer or out of range; TB/SL
+	// answer it at apply when an instant would pass int64 at the entry's
+	// now (limiters.md rules 10-12).
+	ErrNotInteger
+	// ErrCorruptBucket, ErrCorruptLog: a stored TB or SL state the algorithm
+	// never writes (a bug or a damaged snapshot). Nothing changed.
+	ErrCorruptBucket
+	ErrCorruptLog
 )
 
 // Key types: what a Type request answers, in Ints[0] of a KindType result.

@@ -244,16 +244,7 @@ func (c *conn) writeResult(r *request.Result) {
 	case request.KindOK:
 		c.w.ok()
 	case request.KindError:
-		switch r.Err {
-		case request.ErrWrongType:
-			c.fail(commands.ErrWrongType)
-		case request.ErrExpire:
-			c.fail(commands.ErrCellExpir)
-		case request.ErrInvalidOp:
-			c.fail(commands.ErrInvalidOp)
-		default:
-			c.fail(commands.ErrInternal)
-		}
+		c.fail(commands.ResultErrText(r.Err))
 	default:
 		c.fail(commands.ErrInternal)
 	}
