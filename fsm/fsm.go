@@ -7,13 +7,11 @@ package fsm
 import (
 	"fmt"
 	"log/slog"
-	"math"
 	"sync"
 	"sync/atomic"
 
 	"github.com/hashicorp/raft"
 
-	"github.com/redcell/redcell/gcra"
 	"github.com/redcell/redcell/internal/expiry"
 	"github.com/redcell/redcell/request"
 	"github.com/redcell/redcell/shard"
@@ -61,9 +59,10 @@ type FSM struct {
 	failed  atomic.Bool
 
 	// Owned by the FSM goroutine.
-	dec  Decoder
-	req  request.Request
-	pool sync.Pool // *Results
+	dec    Decoder
+	req    request.Request
+	pool   sync.Pool // *Results
+	logBuf []byte    // the new sliding log of the call being applied (sl.go)
 
 	entries atomic.Uint64
 	ops     atomic.Uint64
@@ -204,15 +203,6 @@ func (f *FSM) fatal(l *raft.Log, err error) interface{} {
 	return err
 }
 
-// gcraArgs is how many arguments Throttle and Peek carry: the GCRA
-// parameters Interval, Limit, Quantity.
-const gcraArgs = 3
-
-// gcraParams rebuilds the parameters a Throttle or Peek request carries.
-func gcraParams(r *request.Request) gcra.Params {
-	return gcra.Params{Interval: r.Args[0], Limit: r.Args[1], Quantity: r.Args[2]}
-}
-
 // validRequest says why apply or Read cannot honour r, or "" when it can. It
 // refuses only what the parser never produces, so a request accepted by
 // commands is never refused here; a refused request changes nothing and
@@ -220,29 +210,22 @@ func gcraParams(r *request.Request) gcra.Params {
 // every replica must run the same ones, so a change here needs the care of a
 // format change (see DESIGN.md).
 func validRequest(r *request.Request) string {
-	switch r.Code {
-	case request.Throttle, request.Peek:
-		if r.NArgs != gcraArgs {
-			return fmt.Sprintf("%d arguments, not the %d GCRA parameters", r.NArgs, gcraArgs)
-		}
-		// gcra.NewParams never returns T = 0 (that is redis-cell's zero
-		// rate error, answered at parse time). Any other Interval, Limit
-		// and Quantity, negative ones included, is a valid request with
-		// the spec's wrapping arithmetic.
-		if r.Args[0] == 0 {
-			return "GCRA emission interval 0"
-		}
-		// A throttled key is stored, so it must fit a snapshot record, or
-		// the next snapshot could never be restored.
-		if r.Code == request.Throttle && len(r.Key) > maxSnapshotKey {
-			return "key longer than a snapshot can hold"
-		}
-	default:
+	fam := familyOf(r.Code)
+	if fam == nil {
 		// No other code takes arguments: a newer leader that gave one
 		// meaning would be misread if it were ignored.
 		if r.NArgs != 0 {
 			return fmt.Sprintf("%d arguments to a request that takes none", r.NArgs)
 		}
+		return ""
+	}
+	if why := fam.valid(r); why != "" {
+		return why
+	}
+	// A written key is stored, so it must fit a snapshot record, or the
+	// next snapshot could never be restored.
+	if r.Code.IsWrite() && len(r.Key) > maxSnapshotKey {
+		return "key longer than a snapshot can hold"
 	}
 	return ""
 }
@@ -250,8 +233,6 @@ func validRequest(r *request.Request) string {
 // apply runs one valid write at now. Caller holds applyMu.
 func (f *FSM) apply(r *request.Request, now int64, res *request.Result) {
 	switch r.Code {
-	case request.Throttle:
-		f.throttle(r, now, res)
 	case request.Del:
 		var n int64
 		for _, k := range r.Keys {
@@ -263,72 +244,9 @@ func (f *FSM) apply(r *request.Request, now int64, res *request.Result) {
 	case request.FlushAll:
 		f.store.Clear()
 		res.Kind = request.KindOK
+	default:
+		familyOf(r.Code).apply(f, r, now, res)
 	}
-}
-
-func setThrottle(res *request.Result, rep gcra.Reply) {
-	res.Kind = request.KindThrottle
-	res.Ints = [5]int64{rep.Limited, rep.Limit, rep.Remaining, rep.RetryAfter, rep.ResetAfter}
-}
-
-func (f *FSM) throttle(r *request.Request, now int64, res *request.Result) {
-	p := gcraParams(r)
-	f.store.Update(r.Key, now, func(cur shard.State, live bool) (shard.State, shard.Action) {
-		if live && cur.Kind != shard.KindGCRA {
-			res.SetErr(request.ErrWrongType)
-			return cur, shard.Keep
-		}
-		rep, tat, outcome := gcra.Throttle(cur.A, live, now, p)
-		switch outcome {
-		case gcra.Store:
-			setThrottle(res, rep)
-		case gcra.StoreExpireError:
-			res.SetErr(request.ErrExpire)
-		default:
-			setThrottle(res, rep)
-			return cur, shard.Keep
-		}
-		// A TAT at or before now is the same as no key (a refund into the
-		// past, or quantity 0 on a fresh key).
-		if tat > now {
-			return shard.State{Kind: shard.KindGCRA, Expire: gcraExpire(now, tat), A: tat}, shard.Put
-		}
-		if live {
-			return cur, shard.Delete
-		}
-		return cur, shard.Keep
-	})
-}
-
-// gcraExpire is when a CL key written at now with TAT tat stops existing, as
-// redis-cell stores it: Redis expires the key at ms(now) + trunc_ms(tat-now)
-// (RedisModule_SetExpire with a whole-millisecond TTL) and a key lives while
-// the millisecond clock has not passed that instant. So the key can vanish up
-// to ~1 ms before its TAT, which the replies of fast rates show. Returned as
-// the first nanosecond at which the key is gone.
-func gcraExpire(now, tat int64) int64 {
-	ms := floorDiv(now, 1e6) + (tat-now)/1e6 + 1
-	if ms > math.MaxInt64/1_000_000 {
-		return math.MaxInt64
-	}
-	return ms * 1e6
-}
-
-// gcraPTTL is Redis's PTTL of a live CL key: its expiry millisecond minus the
-// current millisecond (0 in the key's last millisecond).
-func gcraPTTL(expire, now int64) int64 {
-	if expire == math.MaxInt64 {
-		return expiry.MsUp(expire - now)
-	}
-	return expire/1e6 - 1 - floorDiv(now, 1e6)
-}
-
-func floorDiv(a, b int64) int64 {
-	q := a / b
-	if (a%b != 0) && (a < 0) != (b < 0) {
-		q--
-	}
-	return q
 }
 
 // Read answers a read request (a code that is not a write) against the
@@ -351,18 +269,6 @@ func (f *FSM) Read(r *request.Request, now int64, res *request.Result) {
 // way: Read for reading, apply for writing).
 func (f *FSM) read(r *request.Request, now int64, res *request.Result) {
 	switch r.Code {
-	case request.Peek:
-		st, live := f.store.Get(r.Key, now)
-		if live && st.Kind != shard.KindGCRA {
-			res.SetErr(request.ErrWrongType)
-			return
-		}
-		rep, err := gcra.Peek(st.A, live, now, gcraParams(r))
-		if err != nil {
-			res.SetErr(request.ErrExpire)
-			return
-		}
-		setThrottle(res, rep)
 	case request.Exists:
 		var n int64
 		for _, k := range r.Keys {
@@ -378,8 +284,8 @@ func (f *FSM) read(r *request.Request, now int64, res *request.Result) {
 			return
 		}
 		ms := expiry.MsUp(st.Expire - now)
-		if st.Kind == shard.KindGCRA {
-			ms = gcraPTTL(st.Expire, now)
+		if fam := kindFamily(st.Kind); fam != nil && fam.pttl != nil {
+			ms = fam.pttl(st, now)
 		}
 		if r.Code == request.TTL {
 			ms = (ms + 500) / 1000 // Redis rounds TTL to the nearest second
@@ -393,6 +299,8 @@ func (f *FSM) read(r *request.Request, now int64, res *request.Result) {
 		}
 	case request.DBSize:
 		res.SetInt(int64(f.store.Len(now)))
+	default:
+		familyOf(r.Code).peek(f, r, now, res)
 	}
 }
 
