@@ -48,7 +48,8 @@ func encodeV1Entry(stamp int64, ops []request.Request) []byte {
 // v1op is a random request of a code version 1 had.
 func (g *opGen) v1op() request.Request {
 	for {
-		if r := g.op(); r.Code.IsWrite() {
+		switch r := g.op(); r.Code {
+		case request.Throttle, request.Del, request.FlushAll:
 			return r
 		}
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/redcell/redcell/gcra"
 	"github.com/redcell/redcell/request"
+	"github.com/redcell/redcell/slidinglog"
+	"github.com/redcell/redcell/tokenbucket"
 )
 
 // opGen makes random but valid requests over a small key pool, so keys
@@ -62,8 +64,12 @@ func (g *opGen) params() gcra.Params {
 // an entry may carry too (MULTI/EXEC) and apply answers at the entry's now.
 func (g *opGen) op() request.Request {
 	switch r := g.rng.IntN(100); {
-	case r < 78:
+	case r < 46:
 		return throttleReq(g.key(), g.params())
+	case r < 62:
+		return g.tbReq(request.TBTake)
+	case r < 78:
+		return g.slReq(request.SLHit)
 	case r < 94:
 		keys := make([][]byte, 1+g.rng.IntN(3))
 		for i := range keys {
@@ -72,8 +78,13 @@ func (g *opGen) op() request.Request {
 		return request.Request{Code: request.Del, Keys: keys}
 	case r < 95:
 		return request.Request{Code: request.FlushAll}
-	case r < 97:
+	case r < 96:
 		return peekReq(g.key(), g.params())
+	case r < 97:
+		if g.rng.IntN(2) == 0 {
+			return g.tbReq(request.TBPeek)
+		}
+		return g.slReq(request.SLPeek)
 	default:
 		switch g.rng.IntN(5) {
 		case 0:
@@ -86,6 +97,43 @@ func (g *opGen) op() request.Request {
 			return request.Request{Code: request.Type, Key: g.key()}
 		}
 		return request.Request{Code: request.DBSize}
+	}
+}
+
+// tbReq is a TB.TAKE or TB.PEEK with small random parameters (so buckets
+// empty, refill and expire within the log), as commands builds it.
+func (g *opGen) tbReq(code request.Code) request.Request {
+	for {
+		cost := int64(1)
+		if g.rng.IntN(4) == 0 {
+			cost = g.rng.Int64N(8) - 3 // refunds and COST 0 too
+		}
+		p, err := tokenbucket.NewParams(1+g.rng.Int64N(6), 1+g.rng.Int64N(3), 1+g.rng.Int64N(2000), cost, g.rng.IntN(2) == 0)
+		if err != nil {
+			continue
+		}
+		r := request.Request{Code: code, Key: g.key()}
+		r.SetArgs(p.Capacity, p.RefillTokens, p.PeriodMs, p.Cost, int64(boolInt(p.Interval)))
+		return r
+	}
+}
+
+// slReq is an SL.HIT or SL.PEEK with small random parameters.
+func (g *opGen) slReq(code request.Code) request.Request {
+	for {
+		window := 1 + g.rng.Int64N(2000)
+		gap := int64(0)
+		if g.rng.IntN(4) == 0 {
+			gap = g.rng.Int64N(window/2 + 1)
+		}
+		denied := code == request.SLHit && g.rng.IntN(3) == 0
+		p, err := slidinglog.NewParams(1+g.rng.Int64N(8), window, 1+g.rng.Int64N(3), gap, denied)
+		if err != nil {
+			continue
+		}
+		r := request.Request{Code: code, Key: g.key()}
+		r.SetArgs(p.Limit, p.WindowMs, p.Cost, p.MinGapMs, int64(boolInt(p.DeniedCount)))
+		return r
 	}
 }
 
