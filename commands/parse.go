@@ -37,23 +37,23 @@ func ParseGCRA(name string, args [][]byte) (key []byte, p gcra.Params, errText s
 
 // ParseThrottle builds the request for CL.THROTTLE: the key and the GCRA
 // parameters as Args (Interval, Limit, Quantity).
-func ParseThrottle(args [][]byte, r *request.Request) string {
-	return parseGCRARequest(request.Throttle, "cl.throttle", args, r)
+func ParseThrottle(args [][]byte) (request.Request, string) {
+	return parseGCRARequest(request.Throttle, "cl.throttle", args)
 }
 
 // ParsePeek builds the request for CL.PEEK, with CL.THROTTLE's Args.
-func ParsePeek(args [][]byte, r *request.Request) string {
-	return parseGCRARequest(request.Peek, "cl.peek", args, r)
+func ParsePeek(args [][]byte) (request.Request, string) {
+	return parseGCRARequest(request.Peek, "cl.peek", args)
 }
 
-func parseGCRARequest(code request.Code, name string, args [][]byte, r *request.Request) string {
+func parseGCRARequest(code request.Code, name string, args [][]byte) (request.Request, string) {
 	key, p, e := ParseGCRA(name, args)
 	if e != "" {
-		return e
+		return request.Request{}, e
 	}
-	*r = request.Request{Code: code, Key: key}
+	r := request.Request{Code: code, Key: key}
 	r.SetArgs(p.Interval, p.Limit, p.Quantity)
-	return ""
+	return r, ""
 }
 
 // EqualFold reports whether b equals the lower-case ASCII word w (see

@@ -3,6 +3,7 @@ package commands
 import (
 	"bytes"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/redcell/redcell/gcra"
@@ -204,8 +205,28 @@ func TestEveryKeyspaceCommandParses(t *testing.T) {
 func TestParseDoesNotAllocate(t *testing.T) {
 	args := argv("CL.THROTTLE", "some:key", "15", "30", "60", "1")
 	var op request.Request
-	if n := testing.AllocsPerRun(100, func() { ParseThrottle(args, &op) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { op, _ = ParseThrottle(args) }); n != 0 {
 		t.Errorf("ParseThrottle allocates %v times", n)
+	}
+	if op.Code != request.Throttle {
+		t.Errorf("ParseThrottle: %+v", op)
+	}
+	for _, words := range [][]string{
+		{"TB.TAKE", "k", "10", "1", "1000", "COST", "2", "INTERVAL"},
+		{"SL.HIT", "k", "10", "1000", "MINGAP", "5", "DENIED", "COUNT"},
+		{"SL.PEEK", "k", "10", "1000", "MINGAP", "5"},
+	} {
+		args := argv(words...)
+		spec := byName[strings.ToLower(words[0])]
+		if n := testing.AllocsPerRun(100, func() {
+			if spec.Class == Write {
+				ParseWrite(spec, args, &op)
+			} else {
+				ParseRead(spec, args, &op)
+			}
+		}); n != 0 {
+			t.Errorf("%s allocates %v times", words[0], n)
+		}
 	}
 	var scratch []byte
 	name := []byte("CL.THROTTLE")

@@ -34,7 +34,9 @@ func parseWrite(s *Spec, args [][]byte, r *request.Request) string {
 	if s.Class != Write || s.Parse == nil {
 		return ErrInternal
 	}
-	return s.Parse(args, r)
+	var e string
+	*r, e = s.Parse(args)
+	return e
 }
 
 // ParseRead turns a Read-class command into its request (a read code). r's
@@ -44,53 +46,46 @@ func ParseRead(s *Spec, args [][]byte, r *request.Request) string {
 		*r = request.Request{}
 		return ErrInternal
 	}
-	if e := s.Parse(args, r); e != "" {
+	var e string
+	if *r, e = s.Parse(args); e != "" {
 		*r = request.Request{}
-		return e
 	}
-	return ""
+	return e
 }
 
 // The keyspace commands' parse functions (their table entries are in
 // table.go). Arity has been checked against the table.
 
-func parseDel(args [][]byte, r *request.Request) string {
-	*r = request.Request{Code: request.Del, Keys: args[1:]}
-	return ""
+func parseDel(args [][]byte) (request.Request, string) {
+	return request.Request{Code: request.Del, Keys: args[1:]}, ""
 }
 
 // parseFlush is FLUSHALL and FLUSHDB [ASYNC|SYNC]: both flush at once here
 // (the keyspace is freed in one step); the mode is accepted for
 // compatibility.
-func parseFlush(args [][]byte, r *request.Request) string {
+func parseFlush(args [][]byte) (request.Request, string) {
 	if len(args) > 2 || (len(args) == 2 && !EqualFold(args[1], "async") && !EqualFold(args[1], "sync")) {
-		return ErrSyntax
+		return request.Request{}, ErrSyntax
 	}
-	*r = request.Request{Code: request.FlushAll}
-	return ""
+	return request.Request{Code: request.FlushAll}, ""
 }
 
-func parseExists(args [][]byte, r *request.Request) string {
-	*r = request.Request{Code: request.Exists, Keys: args[1:]}
-	return ""
+func parseExists(args [][]byte) (request.Request, string) {
+	return request.Request{Code: request.Exists, Keys: args[1:]}, ""
 }
 
-func parsePTTL(args [][]byte, r *request.Request) string {
-	*r = request.Request{Code: request.PTTL, Key: args[1]}
-	return ""
+func parsePTTL(args [][]byte) (request.Request, string) {
+	return request.Request{Code: request.PTTL, Key: args[1]}, ""
 }
 
-func parseTTL(args [][]byte, r *request.Request) string {
-	*r = request.Request{Code: request.TTL, Key: args[1]}
-	return ""
+func parseTTL(args [][]byte) (request.Request, string) {
+	return request.Request{Code: request.TTL, Key: args[1]}, ""
 }
 
-func parseType(args [][]byte, r *request.Request) string {
-	*r = request.Request{Code: request.Type, Key: args[1]}
-	return ""
+func parseType(args [][]byte) (request.Request, string) {
+	return request.Request{Code: request.Type, Key: args[1]}, ""
 }
 
-func parseDBSize(args [][]byte, r *request.Request) string {
-	*r = request.Request{Code: request.DBSize}
-	return ""
+func parseDBSize(args [][]byte) (request.Request, string) {
+	return request.Request{Code: request.DBSize}, ""
 }

@@ -27,24 +27,24 @@ var (
 		Parse: parseSLPeek}
 )
 
-func parseSLHit(args [][]byte, r *request.Request) string {
+func parseSLHit(args [][]byte) (request.Request, string) {
 	key, p, err := slidinglog.ParseHit(args)
-	return slRequest(request.SLHit, "sl.hit", key, p, err, r)
+	return slRequest(request.SLHit, "sl.hit", key, p, err)
 }
 
-func parseSLPeek(args [][]byte, r *request.Request) string {
+func parseSLPeek(args [][]byte) (request.Request, string) {
 	key, p, err := slidinglog.ParsePeek(args)
-	return slRequest(request.SLPeek, "sl.peek", key, p, err, r)
+	return slRequest(request.SLPeek, "sl.peek", key, p, err)
 }
 
 // slRequest builds an SL request: Args limit, window_ms, COST, MINGAP,
 // DENIED COUNT (1) or FREE (0). The state machine rebuilds the same
 // slidinglog.Params from them (fsm/sl.go).
-func slRequest(code request.Code, name string, key []byte, p slidinglog.Params, err error, r *request.Request) string {
+func slRequest(code request.Code, name string, key []byte, p slidinglog.Params, err error) (request.Request, string) {
 	if err != nil {
-		return familyErr(name, err)
+		return request.Request{}, familyErr(name, err)
 	}
-	*r = request.Request{Code: code, Key: key}
+	r := request.Request{Code: code, Key: key}
 	r.SetArgs(p.Limit, p.WindowMs, p.Cost, p.MinGapMs, boolArg(p.DeniedCount))
-	return ""
+	return r, ""
 }

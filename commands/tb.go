@@ -28,25 +28,25 @@ var (
 		Args:    tbArgs, Parse: parseTBPeek}
 )
 
-func parseTBTake(args [][]byte, r *request.Request) string {
-	return parseTB(request.TBTake, "tb.take", args, r)
+func parseTBTake(args [][]byte) (request.Request, string) {
+	return parseTB(request.TBTake, "tb.take", args)
 }
 
-func parseTBPeek(args [][]byte, r *request.Request) string {
-	return parseTB(request.TBPeek, "tb.peek", args, r)
+func parseTBPeek(args [][]byte) (request.Request, string) {
+	return parseTB(request.TBPeek, "tb.peek", args)
 }
 
 // parseTB builds a TB request: Args capacity, refill_tokens,
 // refill_period_ms, COST, INTERVAL (1) or greedy (0). The state machine
 // rebuilds the same tokenbucket.Params from them (fsm/tb.go).
-func parseTB(code request.Code, name string, args [][]byte, r *request.Request) string {
+func parseTB(code request.Code, name string, args [][]byte) (request.Request, string) {
 	key, p, err := tokenbucket.Parse(args)
 	if err != nil {
-		return familyErr(name, err)
+		return request.Request{}, familyErr(name, err)
 	}
-	*r = request.Request{Code: code, Key: key}
+	r := request.Request{Code: code, Key: key}
 	r.SetArgs(p.Capacity, p.RefillTokens, p.PeriodMs, p.Cost, boolArg(p.Interval))
-	return ""
+	return r, ""
 }
 
 // familyErr is the reply to a limiter package's validation error: its own

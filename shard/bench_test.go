@@ -11,14 +11,28 @@ import (
 // stripes and returns the growth of the live heap (after GC) per key, and the
 // store's own accounting per key.
 func heapPerKey(stripes, n int) (heap, table float64) {
+	return heapPerKeyWithValue(stripes, n, 0)
+}
+
+// heapPerKeyWithValue is heapPerKey for keys holding a value of valLen
+// bytes (0: a fixed-size state, as CL and TB keys have).
+func heapPerKeyWithValue(stripes, n, valLen int) (heap, table float64) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	s := New(stripes)
 	key := make([]byte, 0, 16)
+	val := make([]byte, valLen)
+	for i := range val {
+		val[i] = byte(i + 1)
+	}
+	kind := KindGCRA
+	if valLen > 0 {
+		kind = KindSlidingLog
+	}
 	for i := range n {
 		key = appendUserKey(key[:0], i)
-		s.Update(key, 0, putState(State{Kind: KindGCRA, Expire: 1 << 60, A: int64(i)}))
+		s.Update(key, 0, putState(State{Kind: kind, Expire: 1 << 60, A: int64(i), Val: val}))
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
@@ -47,6 +61,23 @@ func BenchmarkMemoryPerKey(b *testing.B) {
 			var heap, table float64
 			for range b.N {
 				heap, table = heapPerKey(stripes, 1_000_000)
+			}
+			b.ReportMetric(heap, "heapB/key")
+			b.ReportMetric(table, "tableB/key")
+		})
+	}
+}
+
+// BenchmarkMemoryPerKeyWithValue is MemoryPerKey for sliding-log keys, 64
+// stripes: a value of 10 bytes is a log of one run (any number of hits at
+// one instant), 63 bytes a limit-10 log of 10 runs 100 ms apart
+// (slidinglog/DESIGN.md's table).
+func BenchmarkMemoryPerKeyWithValue(b *testing.B) {
+	for _, n := range []int{10, 63} {
+		b.Run(map[int]string{10: "value=10", 63: "value=63"}[n], func(b *testing.B) {
+			var heap, table float64
+			for range b.N {
+				heap, table = heapPerKeyWithValue(64, 1_000_000, n)
 			}
 			b.ReportMetric(heap, "heapB/key")
 			b.ReportMetric(table, "tableB/key")

@@ -8,9 +8,9 @@ import (
 	"github.com/redcell/redcell/internal/vectors"
 )
 
-// The CL.THROTTLE vectors (cl_throttle.jsonl in internal/vectors) replayed
-// over RESP against the real binary, each step at its own injected instant.
-// tb_sl.jsonl is not replayed: TB.* and SL.* are not implemented yet.
+// The contract's vectors (cl_throttle.jsonl and tb_sl.jsonl in
+// internal/vectors) replayed over RESP against the real binary, each step at
+// its own injected instant (DEBUG CLOCK SET).
 
 type vectorScenario = vectors.Scenario
 
@@ -57,25 +57,53 @@ func needsOwnClock(s vectorScenario) bool {
 	return strings.Contains(strings.ToLower(s.Name+" "+s.Description), "overflow")
 }
 
-func isThrottle(args []string) bool {
-	return len(args) > 0 && strings.EqualFold(args[0], "cl.throttle")
+// peekOf is the PEEK that must answer what a limiter step answers, with
+// the same arguments at the same instant, or nil: CL.PEEK for CL.THROTTLE,
+// TB.PEEK for TB.TAKE, SL.PEEK for SL.HIT without DENIED (SL.PEEK is SL.HIT
+// with DENIED FREE, and takes no DENIED option).
+func peekOf(args []string) []string {
+	if len(args) == 0 {
+		return nil
+	}
+	switch strings.ToLower(args[0]) {
+	case "cl.throttle":
+		return append([]string{"CL.PEEK"}, args[1:]...)
+	case "tb.take":
+		return append([]string{"TB.PEEK"}, args[1:]...)
+	case "sl.hit":
+		for _, a := range args[min(len(args), 4):] {
+			if strings.EqualFold(a, "denied") {
+				return nil
+			}
+		}
+		return append([]string{"SL.PEEK"}, args[1:]...)
+	}
+	return nil
 }
 
 // TestVectorsOverRESP replays every CL.THROTTLE scenario and compares each
 // reply exactly (integer kinds and error texts included).
 func TestVectorsOverRESP(t *testing.T) {
-	replayAllVectors(t, false)
+	replayAllVectors(t, "cl_throttle.jsonl", false)
 }
 
 // TestVectorStepsWithPeek sends, before each CL.THROTTLE step, CL.PEEK with
 // the same arguments at the same instant: it must answer what CL.THROTTLE
 // then answers, and change nothing (EXISTS and PTTL equal around it).
 func TestVectorStepsWithPeek(t *testing.T) {
-	replayAllVectors(t, true)
+	replayAllVectors(t, "cl_throttle.jsonl", true)
 }
 
-func replayAllVectors(t *testing.T, withPeek bool) {
-	scenarios := loadVectors(t, "cl_throttle.jsonl")
+// TestTBSLVectorsOverRESP replays every scenario of tb_sl.jsonl (TB.*, SL.*,
+// the keyspace steps and the CL steps that share their keys), sending
+// before each TB.TAKE and SL.HIT step its PEEK, which must answer the same
+// and change nothing.
+func TestTBSLVectorsOverRESP(t *testing.T) {
+	replayAllVectors(t, "tb_sl.jsonl", true)
+}
+
+func replayAllVectors(t *testing.T, file string, withPeek bool) {
+	scenarios := loadVectors(t, file)
 	n := sharedNode(t)
 	c := mustDial(t, n.addr())
 	for _, sc := range scenarios {
@@ -120,8 +148,8 @@ func replayScenario(t *testing.T, c *respConn, sc vectorScenario, shift int64, w
 		w, _ := expectedReply(st)
 		at := st.TimeNs + shift
 		var problems []string
-		if withPeek && isThrottle(st.Args) {
-			problems = stepWithPeek(t, c, st.Args, at, w)
+		if peek := peekOf(st.Args); withPeek && peek != nil {
+			problems = stepWithPeek(t, c, st.Args, peek, at, w)
 		} else {
 			problems = stepPlain(t, c, st.Args, at, w)
 		}
@@ -154,9 +182,8 @@ func stepPlain(t *testing.T, c *respConn, args []string, at int64, w want) []str
 }
 
 // stepWithPeek sends, in one pipeline at the frozen instant: EXISTS/PTTL,
-// CL.PEEK, EXISTS/PTTL, then the CL.THROTTLE step.
-func stepWithPeek(t *testing.T, c *respConn, args []string, at int64, w want) []string {
-	peek := append([]string{"CL.PEEK"}, args[1:]...)
+// the PEEK, EXISTS/PTTL, then the limiter step.
+func stepWithPeek(t *testing.T, c *respConn, args, peek []string, at int64, w want) []string {
 	hasKey := len(args) >= 2
 	c.send("DEBUG", "CLOCK", "SET", itoa(at))
 	if hasKey {
@@ -191,24 +218,25 @@ func stepWithPeek(t *testing.T, c *respConn, args []string, at int64, w want) []
 	throttleGot := rs[0]
 
 	if pw := peekWant(w); !pw.matches(peekGot) {
-		problems = append(problems, fmt.Sprintf("%s: got %v, want %v (the CL.THROTTLE that follows should answer %v)",
-			quoteArgs(peek), peekGot, pw, w))
+		problems = append(problems, fmt.Sprintf("%s: got %v, want %v (the %s that follows should answer %v)",
+			quoteArgs(peek), peekGot, pw, args[0], w))
 	}
 	if !w.matches(throttleGot) {
-		problems = append(problems, fmt.Sprintf("%s (after CL.PEEK): got %v, want %v", quoteArgs(args), throttleGot, w))
+		problems = append(problems, fmt.Sprintf("%s (after %s): got %v, want %v", quoteArgs(args), peek[0], throttleGot, w))
 	}
 	if hasKey && (before[0].String() != after[0].String() || before[1].String() != after[1].String()) {
-		problems = append(problems, fmt.Sprintf("CL.PEEK changed the key %q: EXISTS/PTTL %v/%v before, %v/%v after",
-			args[1], before[0], before[1], after[0], after[1]))
+		problems = append(problems, fmt.Sprintf("%s changed the key %q: EXISTS/PTTL %v/%v before, %v/%v after",
+			peek[0], args[1], before[0], before[1], after[0], after[1]))
 	}
 	return problems
 }
 
-// peekWant is CL.PEEK's expected reply given CL.THROTTLE's: the same, with
-// cl.peek named in the usage error.
+// peekWant is the PEEK's expected reply given the limiter step's: the same,
+// with the PEEK named in the arity and usage errors.
 func peekWant(w want) want {
 	if w.isErr() {
-		w.str = strings.Replace(w.str, "Usage: cl.throttle ", "Usage: cl.peek ", 1)
+		w.str = strings.NewReplacer("Usage: cl.throttle ", "Usage: cl.peek ",
+			"'tb.take'", "'tb.peek'", "'sl.hit'", "'sl.peek'").Replace(w.str)
 	}
 	return w
 }
