@@ -11,22 +11,62 @@ import (
 	"time"
 )
 
-// decisionLoad sends CL.THROTTLE key 99 1 86400 (100 units, one a day: no
-// refill during a test) from workers each bound to one node's client port,
-// one request at a time, and records every reply: when each successful
-// decision arrived (for the gap without decisions), the remaining value of
-// every allowed one per key, and per key the requests whose outcome is
-// unknown (a TRYAGAIN that says so, a timeout, a broken connection).
+// limiterFamily is one limiter family as the cluster tests drive it: a call
+// that takes one unit of a key holding units units that do not refill
+// during a test (one a day), and its PEEK. For every family the replies
+// read the same way: allowed [0, units, remaining, -1, …] with remaining =
+// units left after the call, limited [1, units, 0, retry ≥ 1, …]; and the
+// PEEK (of one unit) answers units − taken − 1 while a unit is left,
+// limited when none is.
+type limiterFamily struct {
+	tag  string // in key names
+	call func(key string, units int64) []string
+	peek func(key string, units int64) []string
+}
+
+var limiterFamilies = []limiterFamily{
+	{"cl", func(k string, n int64) []string { return []string{"CL.THROTTLE", k, itoa(n - 1), "1", "86400"} },
+		func(k string, n int64) []string { return []string{"CL.PEEK", k, itoa(n - 1), "1", "86400"} }},
+	{"tb", func(k string, n int64) []string { return []string{"TB.TAKE", k, itoa(n), "1", "86400000"} },
+		func(k string, n int64) []string { return []string{"TB.PEEK", k, itoa(n), "1", "86400000"} }},
+	{"ti", func(k string, n int64) []string { return []string{"TB.TAKE", k, itoa(n), "1", "86400000", "INTERVAL"} },
+		func(k string, n int64) []string { return []string{"TB.PEEK", k, itoa(n), "1", "86400000", "INTERVAL"} }},
+	{"sl", func(k string, n int64) []string { return []string{"SL.HIT", k, itoa(n), "86400000"} },
+		func(k string, n int64) []string { return []string{"SL.PEEK", k, itoa(n), "86400000"} }},
+}
+
+// familyOfKey is the family whose tag a load key carries (prefix:tag:n).
+func familyOfKey(key string) limiterFamily {
+	parts := strings.Split(key, ":")
+	if len(parts) >= 2 {
+		for _, f := range limiterFamilies {
+			if parts[len(parts)-2] == f.tag {
+				return f
+			}
+		}
+	}
+	return limiterFamilies[0]
+}
+
+// decisionLoad sends limiter calls of every family on keys of 100 units
+// (one a day: no refill during a test) — CL.THROTTLE key 99 1 86400,
+// TB.TAKE key 100 1 86400000 (greedy and INTERVAL), SL.HIT key 100
+// 86400000, each worker cycling through the four — from workers each bound
+// to one node's client port, one request at a time, and records every
+// reply: when each successful decision arrived (for the gap without
+// decisions), the remaining value of every allowed one per key, and per key
+// the requests whose outcome is unknown (a TRYAGAIN that says so, a timeout,
+// a broken connection).
 //
-// All workers share one key at a time, and move to the next as soon as one
-// of them is refused on it: keys run out of units one after the other all
-// through the test, whatever the throughput, failover included, so the
-// "never more than 100" check bites at every moment, with every worker
-// contending for the last units.
+// Per family, all workers share one key at a time, and move to the next as
+// soon as one of them is refused on it: keys run out of units one after the
+// other all through the test, whatever the throughput, failover included,
+// so the "never more than 100" check bites at every moment, with every
+// worker contending for the last units.
 type decisionLoad struct {
 	start       time.Time
 	prefix      string
-	gen         atomic.Int64 // the key in use: prefix:gen
+	gen         [4]atomic.Int64 // per family, the key in use: prefix:tag:gen
 	readTimeout time.Duration
 
 	stop chan struct{}
@@ -106,7 +146,7 @@ func (l *decisionLoad) worker(node int, addr string) {
 			c.close()
 		}
 	}()
-	for !l.stopped() {
+	for n := 0; !l.stopped(); n++ {
 		if c == nil {
 			nc, err := net.DialTimeout("tcp", addr, 500*time.Millisecond)
 			if err != nil {
@@ -118,10 +158,12 @@ func (l *decisionLoad) worker(node int, addr string) {
 			}
 			c = newRESPConn(nc)
 		}
-		gen := l.gen.Load()
-		key := l.prefix + ":" + itoa(gen)
+		fi := n % len(limiterFamilies)
+		fam := limiterFamilies[fi]
+		gen := l.gen[fi].Load()
+		key := l.prefix + ":" + fam.tag + ":" + itoa(gen)
 		sent := time.Now()
-		r, err := c.doWithin(l.readTimeout, "CL.THROTTLE", key, itoa(decisionBurst), "1", "86400")
+		r, err := c.doWithin(l.readTimeout, fam.call(key, decisionCapacity)...)
 		at := time.Now()
 		l.mu.Lock()
 		switch {
@@ -150,7 +192,7 @@ func (l *decisionLoad) worker(node int, addr string) {
 				l.successes = append(l.successes, decisionEvent{node: node, sent: sent, at: at})
 			case ok && len(v) == 5 && v[0] == 1 && v[1] == decisionCapacity && v[2] == 0 && v[3] > 0:
 				l.limited[key]++
-				l.gen.CompareAndSwap(gen, gen+1) // used up: on to the next key
+				l.gen[fi].CompareAndSwap(gen, gen+1) // used up: on to the next key
 				l.successes = append(l.successes, decisionEvent{node: node, sent: sent, at: at})
 			default:
 				l.bad = append(l.bad, fmt.Sprintf("node %d, %s: malformed reply %v", node, key, r))
@@ -251,8 +293,9 @@ func (l *decisionLoad) totals() (allowed, limited, unknown, failed int) {
 //     requests whose outcome is unknown (an error that says nothing happened
 //     did not happen).
 //
-// It returns how many keys were used up.
-func (l *decisionLoad) verify(t testing.TB, c *cluster, via int) (exhausted int) {
+// It returns how many keys of each family (by tag) were used up.
+func (l *decisionLoad) verify(t testing.TB, c *cluster, via int) (exhausted map[string]int) {
+	exhausted = map[string]int{}
 	t.Helper()
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -293,7 +336,7 @@ func (l *decisionLoad) verify(t testing.TB, c *cluster, via int) (exhausted int)
 			}
 		}
 	}
-	// The state, read linearizably (pipelined CL.PEEKs on one connection).
+	// The state, read linearizably (pipelined PEEKs on one connection).
 	rc, err := net.DialTimeout("tcp", c.nodes[via].addr(), probeTimeout)
 	if err != nil {
 		t.Fatal(err)
@@ -301,7 +344,7 @@ func (l *decisionLoad) verify(t testing.TB, c *cluster, via int) (exhausted int)
 	conn := newRESPConn(rc)
 	defer conn.close()
 	for _, k := range sorted {
-		conn.send("CL.PEEK", k, itoa(decisionBurst), "1", "86400")
+		conn.send(familyOfKey(k).peek(k, decisionCapacity)...)
 	}
 	if err := conn.flush(); err != nil {
 		t.Fatal(err)
@@ -309,11 +352,11 @@ func (l *decisionLoad) verify(t testing.TB, c *cluster, via int) (exhausted int)
 	for _, k := range sorted {
 		r, err := conn.read()
 		if err != nil {
-			t.Fatalf("CL.PEEK %s: %v", k, err)
+			t.Fatalf("PEEK %s: %v", k, err)
 		}
 		v, ok := r.ints()
 		if !ok || len(v) != 5 || v[1] != decisionCapacity {
-			t.Errorf("CL.PEEK %s: got %v", k, r)
+			t.Errorf("PEEK %s: got %v", k, r)
 			continue
 		}
 		taken := int64(decisionCapacity)
@@ -321,7 +364,7 @@ func (l *decisionLoad) verify(t testing.TB, c *cluster, via int) (exhausted int)
 			taken = decisionBurst - v[2]
 		}
 		if taken == decisionCapacity {
-			exhausted++
+			exhausted[familyOfKey(k).tag]++
 		}
 		acked, unknown := int64(len(l.allowed[k])), int64(l.unknown[k])
 		switch {

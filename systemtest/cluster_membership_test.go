@@ -22,15 +22,17 @@ func TestClusterReplaceNodeBySnapshot(t *testing.T) {
 	leader := c.waitLeader()
 
 	// Decisions one round trip each from two clients, so that nearly each
-	// is its own log entry: key k takes k%5+1 of its 100 units.
+	// is its own log entry: key k takes k%5+1 of its 100 units. Key k is of
+	// limiterFamilies[k%4], so the snapshot n4 installs holds CL, TB
+	// (greedy and INTERVAL) and SL keys.
 	const keys = 200
-	key := func(k int) string { return fmt.Sprintf("member:%03d", k) }
+	key := func(k int) string { return fmt.Sprintf("member:%s:%03d", memberFamily(k).tag, k) }
 	writeStart := time.Now()
 	for k := 0; k < keys; k++ {
 		for j := 0; j <= k%5; j++ {
-			r, err := c.call(leader, "CL.THROTTLE", key(k), itoa(decisionBurst), "1", "86400")
+			r, err := c.call(leader, memberFamily(k).call(key(k), decisionCapacity)...)
 			if v, ok := r.ints(); err != nil || !ok || len(v) != 5 || v[0] != 0 || v[2] != int64(decisionBurst-j) {
-				t.Fatalf("CL.THROTTLE %s (#%d): %v %v", key(k), j+1, r, err)
+				t.Fatalf("%s (#%d): %v %v", key(k), j+1, r, err)
 			}
 		}
 	}
@@ -98,13 +100,15 @@ func TestClusterReplaceNodeBySnapshot(t *testing.T) {
 	defer conn4.close()
 	for k := 0; k < keys; k++ {
 		want := wantInts(0, decisionCapacity, int64(decisionBurst-(k%5+1)), -1, 0)
-		r, err := conn4.doWithin(opTimeout, "CL.THROTTLE", key(k), itoa(decisionBurst), "1", "86400")
+		r, err := conn4.doWithin(opTimeout, memberFamily(k).call(key(k), decisionCapacity)...)
 		v, ok := r.ints()
 		if err != nil || !ok || len(v) != 5 || v[0] != want.ints[0] || v[2] != want.ints[2] {
-			t.Errorf("CL.THROTTLE %s on n4: %v %v, want allowed with %d remaining", key(k), r, err, want.ints[2])
+			t.Errorf("%s on n4: %v %v, want allowed with %d remaining", key(k), r, err, want.ints[2])
 		}
 	}
 }
+
+func memberFamily(k int) limiterFamily { return limiterFamilies[k%len(limiterFamilies)] }
 
 // compactLeaderLog sends decisions, each its own log entry, from two
 // clients on the leader until the leader's log says it compacted its log,

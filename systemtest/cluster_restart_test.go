@@ -11,7 +11,9 @@ import (
 )
 
 // Keys of the whole-cluster restart: 10 000 units each (one a day), more than
-// the test sends, so CL.PEEK tells exactly how many units a key holds.
+// the test sends, so a PEEK tells exactly how many units a key holds. Key k
+// belongs to limiterFamilies[k%4]: CL, TB greedy, TB INTERVAL and SL keys
+// go through the same restarts.
 const (
 	restartKeys     = 120
 	restartBurst    = 9999
@@ -23,9 +25,9 @@ const (
 // (after a restart and more decisions) with SIGTERM, which must end every
 // node with exit code 0 even as the last ones lose their quorum. After each
 // restart on the same data dirs — no --join, no bootstrap — the three find
-// each other, elect a leader, and every key holds at least the decisions
-// acknowledged before the stop and at most those sent; the nodes agree on
-// their state.
+// each other, elect a leader, and every key (of every limiter family) holds
+// at least the decisions acknowledged before the stop and at most those
+// sent; the nodes agree on their state.
 func TestClusterRestartAll(t *testing.T) {
 	c := startCluster(t, 3)
 	c.waitLeader()
@@ -76,7 +78,11 @@ type restartAccount struct {
 
 func newRestartAccount() *restartAccount { return &restartAccount{} }
 
-func restartKey(k int) string { return fmt.Sprintf("restart:%03d", k) }
+func restartKey(k int) string {
+	return fmt.Sprintf("restart:%s:%03d", restartFamily(k).tag, k)
+}
+
+func restartFamily(k int) limiterFamily { return limiterFamilies[k%len(limiterFamilies)] }
 
 type restartLoad struct{ wg sync.WaitGroup }
 
@@ -104,7 +110,7 @@ func (a *restartAccount) start(c *cluster, perNode int, seed uint64) *restartLoa
 					a.mu.Lock()
 					a.sent[k]++
 					a.mu.Unlock()
-					r, err := conn.doWithin(loadReadTimout, "CL.THROTTLE", restartKey(k), itoa(restartBurst), "1", "86400")
+					r, err := conn.doWithin(loadReadTimout, restartFamily(k).call(restartKey(k), restartCapacity)...)
 					if err != nil {
 						return // the node went down
 					}
@@ -120,7 +126,7 @@ func (a *restartAccount) start(c *cluster, perNode int, seed uint64) *restartLoa
 						// a restarted node still replaying: nothing happened
 						time.Sleep(20 * time.Millisecond)
 					default:
-						a.fail(fmt.Sprintf("%s: CL.THROTTLE %s: %v", addr, restartKey(k), r))
+						a.fail(fmt.Sprintf("%s: %s: %v", addr, strings.Join(restartFamily(k).call(restartKey(k), restartCapacity), " "), r))
 						return
 					}
 				}
@@ -146,7 +152,7 @@ func (a *restartAccount) totals() (sent, acked int64) {
 	return sent, acked
 }
 
-// verify reads every key with CL.PEEK through node via and checks
+// verify reads every key with its PEEK through node via and checks
 // acked ≤ taken ≤ sent; it returns how many unacknowledged decisions were
 // applied.
 func (a *restartAccount) verify(t *testing.T, c *cluster, via int) (appliedUnacked int64) {
@@ -164,7 +170,7 @@ func (a *restartAccount) verify(t *testing.T, c *cluster, via int) (appliedUnack
 	conn := newRESPConn(nc)
 	defer conn.close()
 	for k := 0; k < restartKeys; k++ {
-		conn.send("CL.PEEK", restartKey(k), itoa(restartBurst), "1", "86400")
+		conn.send(restartFamily(k).peek(restartKey(k), restartCapacity)...)
 	}
 	if err := conn.flush(); err != nil {
 		t.Fatal(err)
@@ -176,7 +182,7 @@ func (a *restartAccount) verify(t *testing.T, c *cluster, via int) (appliedUnack
 		}
 		v, ok := r.ints()
 		if !ok || len(v) != 5 || v[0] != 0 || v[1] != restartCapacity {
-			t.Errorf("CL.PEEK %s: got %v", restartKey(k), r)
+			t.Errorf("PEEK %s: got %v", restartKey(k), r)
 			continue
 		}
 		taken := restartBurst - v[2]

@@ -22,10 +22,14 @@ func TestRestartFromSnapshot(t *testing.T) {
 
 	// One request per round trip, so each decision is its own log entry:
 	// key i takes i%5+1 tokens of its 5 (max_burst 4, 1 per 100 s).
+	// The same on TB and SL keys: 5 tokens, 1 per 100 s; 5 hits per 100 s.
 	const keys = 120
 	for i := 0; i < keys; i++ {
 		for j := int64(1); j <= int64(i%5+1); j++ {
 			expectReply(t, c, wantInts(0, 5, 5-j, -1, 100*j), "CL.THROTTLE", key(i), "4", "1", "100")
+			expectReply(t, c, wantInts(0, 5, 5-j, -1, 100_000*j), "TB.TAKE", "tb:"+key(i), "5", "1", "100000")
+			expectReply(t, c, wantInts(0, 5, 5-j, -1, 100_000*j), "TB.TAKE", "ti:"+key(i), "5", "1", "100000", "INTERVAL")
+			expectReply(t, c, wantInts(0, 5, 5-j, -1, 100_000), "SL.HIT", "sl:"+key(i), "5", "100000")
 		}
 	}
 	deadline := time.Now().Add(20 * time.Second)
@@ -62,9 +66,16 @@ func TestRestartFromSnapshot(t *testing.T) {
 	for i := 0; i < keys; i++ {
 		taken := int64(i%5 + 1)
 		expectReply(t, c, wantInts(0, 5, 5-taken, -1, 100*taken), "CL.PEEK", key(i), "4", "1", "100", "0")
+		expectReply(t, c, wantInts(0, 5, 5-taken, -1, 100_000*taken), "TB.PEEK", "tb:"+key(i), "5", "1", "100000", "COST", "0")
+		expectReply(t, c, wantInts(0, 5, 5-taken, -1, 100_000*taken), "TB.PEEK", "ti:"+key(i), "5", "1", "100000", "COST", "0", "INTERVAL")
+		if taken < 5 {
+			expectReply(t, c, wantInts(0, 5, 4-taken, -1, 100_000), "SL.PEEK", "sl:"+key(i), "5", "100000")
+		} else {
+			expectReply(t, c, wantInts(1, 5, 0, 100_000, 100_000), "SL.PEEK", "sl:"+key(i), "5", "100000")
+		}
 	}
 	expectReply(t, c, wantInts(1, 5, 0, 100, 500), "CL.THROTTLE", "after-snapshot", "4", "1", "100")
-	expectReply(t, c, wantInt(keys+1), "DBSIZE")
+	expectReply(t, c, wantInt(4*keys+1), "DBSIZE")
 	info := mustDo(t, c, "INFO", "raft")
 	if v, _ := strconv.ParseInt(infoField(info.str, "raft_last_snapshot_index"), 10, 64); v < snapIndex {
 		t.Errorf("after restart raft_last_snapshot_index %d < %d taken before the kill", v, snapIndex)
