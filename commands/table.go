@@ -155,6 +155,14 @@ var table = []*Spec{
 		Args: []Arg{{Name: "key", Type: "key", Multiple: true}}},
 	{Name: "unwatch", Arity: 1, Flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, Group: "transactions", Since: "2.2.0", Complexity: "O(1)",
 		ACL: []string{"@fast", "@transaction"}, Summary: "Not supported: answers an error, as WATCH does."},
+	// Pubsub, for the one channel Redcell publishes: client-side caching
+	// invalidations redirected to a RESP2 connection (server/tracking.go).
+	{Name: "subscribe", Arity: -2, Flags: []string{"pubsub", "noscript", "loading", "stale"}, Group: "pubsub", Since: "2.0.0", Complexity: "O(N) where N is the number of channels to subscribe to.",
+		ACL: []string{"@pubsub", "@slow"}, Summary: "Subscribes to __redis__:invalidate, the channel of redirected client-side caching invalidations (the only one Redcell publishes).",
+		Args: []Arg{{Name: "channel", Type: "string", Multiple: true}}},
+	{Name: "unsubscribe", Arity: -1, Flags: []string{"pubsub", "noscript", "loading", "stale"}, Group: "pubsub", Since: "2.0.0", Complexity: "O(N) where N is the number of channels to unsubscribe.",
+		ACL: []string{"@pubsub", "@slow"}, Summary: "Unsubscribes from __redis__:invalidate.",
+		Args: []Arg{{Name: "channel", Type: "string", Optional: true, Multiple: true}}},
 	{Name: "client", Arity: -2, Flags: []string{}, Group: "connection", Since: "2.4.0", Complexity: "Depends on subcommand.",
 		ACL: []string{"@slow"}, Summary: "A container for client connection commands.", Subs: []*Spec{
 			{Name: "client|id", Arity: 2, Flags: []string{"noscript", "loading", "stale"}, Group: "connection", Since: "5.0.0", Complexity: "O(1)", ACL: []string{"@slow", "@connection"}, Summary: "Returns the connection's unique ID."},
@@ -167,8 +175,11 @@ var table = []*Spec{
 			{Name: "client|tracking", Arity: -3, Flags: []string{"noscript", "loading", "stale"}, Group: "connection", Since: "6.0.0", Complexity: "O(1)", ACL: []string{"@slow", "@connection"}, Summary: "Turns server-assisted client side caching on or off.",
 				Args: []Arg{{Name: "status", Type: "oneof", Args: []Arg{{Name: "on", Type: "pure-token", Token: "ON"}, {Name: "off", Type: "pure-token", Token: "OFF"}}},
 					{Name: "optin", Type: "pure-token", Token: "OPTIN", Optional: true}, {Name: "optout", Type: "pure-token", Token: "OPTOUT", Optional: true},
+					{Name: "client-id", Type: "integer", Token: "REDIRECT", Optional: true}, {Name: "prefix", Type: "string", Token: "PREFIX", Optional: true, Multiple: true},
 					{Name: "bcast", Type: "pure-token", Token: "BCAST", Optional: true}, {Name: "noloop", Type: "pure-token", Token: "NOLOOP", Optional: true}}},
 			{Name: "client|caching", Arity: 3, Flags: []string{"noscript", "loading", "stale"}, Group: "connection", Since: "6.0.0", Complexity: "O(1)", ACL: []string{"@slow", "@connection"}, Summary: "Opts the next command in or out of tracking."},
+			{Name: "client|getredir", Arity: 2, Flags: []string{"noscript", "loading", "stale"}, Group: "connection", Since: "6.0.0", Complexity: "O(1)", ACL: []string{"@slow", "@connection"}, Summary: "Returns the client ID invalidations are redirected to: -1 when not tracking, 0 without a redirect."},
+			{Name: "client|trackinginfo", Arity: 2, Flags: []string{"noscript", "loading", "stale"}, Group: "connection", Since: "6.2.0", Complexity: "O(1)", ACL: []string{"@slow", "@connection"}, Summary: "Returns the connection's tracking flags, redirect and prefixes."},
 			{Name: "client|no-evict", Arity: 3, Flags: []string{"admin", "noscript", "loading", "stale"}, Group: "connection", Since: "7.0.0", Complexity: "O(1)", ACL: []string{"@admin", "@slow", "@dangerous", "@connection"}, Summary: "Accepted for compatibility."},
 			{Name: "client|no-touch", Arity: 3, Flags: []string{"noscript", "loading", "stale"}, Group: "connection", Since: "7.2.0", Complexity: "O(1)", ACL: []string{"@slow", "@connection"}, Summary: "Accepted for compatibility."},
 			{Name: "client|help", Arity: 2, Flags: []string{"loading", "stale"}, Group: "connection", Since: "5.0.0", Complexity: "O(1)", ACL: []string{"@slow", "@connection"}, Summary: "Shows helpful text about the different subcommands."},

@@ -172,7 +172,7 @@ func TestSpecArities(t *testing.T) {
 		"type": 2, "dbsize": 1, "flushall": -1, "flushdb": -1, "ping": -1, "echo": 2, "quit": -1,
 		"reset": 1, "hello": -1, "auth": -2, "select": 2, "client": -2, "info": -1, "time": 1,
 		"command": -1, "config": -2, "debug": -2, "cluster": -2, "raft": -2, "readonly": 1, "readwrite": 1,
-		"multi": 1, "exec": 1, "discard": 1, "watch": -2, "unwatch": 1,
+		"multi": 1, "exec": 1, "discard": 1, "watch": -2, "unwatch": 1, "subscribe": -2, "unsubscribe": -1,
 		"tb.take": -5, "tb.peek": -5, "sl.hit": -4, "sl.peek": -4,
 	}
 	for _, s := range All() {

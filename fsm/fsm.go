@@ -72,6 +72,12 @@ type FSM struct {
 	gate          startupGate
 	appliedNotify atomic.Pointer[chan<- struct{}]
 	restores      atomic.Uint64
+
+	// watcher learns the keys each entry wrote (watch.go); watchKeys and
+	// watchFlushed collect one entry's, on the FSM goroutine.
+	watcher      atomic.Pointer[WriteWatcher]
+	watchKeys    [][]byte
+	watchFlushed bool
 }
 
 // New returns an empty state machine.
@@ -151,6 +157,7 @@ func (f *FSM) applyEntry(l *raft.Log) interface{} {
 	now := max(f.dec.Stamp, f.clock.Load())
 	f.clock.Store(now)
 	res := f.results(f.dec.Count)
+	watcher := f.watching()
 	invalid, firstWhy := 0, ""
 	for i := 0; ; i++ {
 		ok, err := f.dec.Next(&f.req)
@@ -174,11 +181,17 @@ func (f *FSM) applyEntry(l *raft.Log) interface{} {
 		}
 		if f.req.Code.IsWrite() {
 			f.apply(&f.req, now, &res.R[i])
+			if watcher != nil {
+				f.written(&f.req)
+			}
 		} else {
 			// A read inside an entry (MULTI/EXEC) answers at the entry's
 			// now, which every replica shares: deterministic like a write.
 			f.read(&f.req, now, &res.R[i])
 		}
+	}
+	if watcher != nil {
+		f.reportWritten(watcher)
 	}
 	f.req = request.Request{} // hold no reference into the entry after apply
 	if invalid > 0 {

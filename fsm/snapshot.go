@@ -165,6 +165,9 @@ func (f *FSM) restore(rc io.ReadCloser) error {
 	f.applyMu.Lock()
 	f.store = store
 	f.clock.Store(clock)
+	if w := f.watching(); w != nil {
+		w.Written(nil, true) // every key may have changed
+	}
 	f.applyMu.Unlock()
 	return nil
 }

@@ -229,6 +229,9 @@ func Open(cfg Config) (n *Node, err error) {
 		EnableDebug: cfg.EnableDebug, RedcellVer: cfg.Version, Logger: log,
 		RequirePass: cfg.RequirePass,
 	})
+	// Applied writes, whichever node took them, invalidate what tracking
+	// clients of this node cache.
+	n.fsm.WatchWrites(n.srv.WriteWatcher())
 	go n.mux.Run()
 	go func() {
 		if err := n.srv.Serve(n.mux.Clients()); err != nil {

@@ -32,11 +32,11 @@ type conn struct {
 	lastActive atomic.Int64 // Unix ns of the last command
 	lastCmd    atomic.Pointer[commands.Spec]
 
-	tracking   bool
-	trackOptin bool
-	readonly   bool        // READONLY: reads answer from this node's own state
-	tx         transaction // MULTI ... EXEC (multi.go)
-	authed     bool        // gave the password, or none was required (auth.go)
+	readonly   bool         // READONLY: reads answer from this node's own state
+	tx         transaction  // MULTI ... EXEC (multi.go)
+	authed     bool         // gave the password, or none was required (auth.go)
+	trk        connTracking // CLIENT TRACKING, SUBSCRIBE (tracking.go)
+	out        pushOut      // invalidation pushes; its wmu serialises socket writes
 	closeAfter bool
 	scratch    []byte
 
@@ -70,6 +70,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 // QUIT, or breaks the protocol.
 func (c *conn) serve() {
 	defer c.nc.Close()
+	defer c.closeTracking()
 	for {
 		cmds, err := c.rd.next()
 		if len(cmds) > 0 {
@@ -99,10 +100,16 @@ func (c *conn) serve() {
 
 // flush writes the buffered replies; false when the connection is broken.
 func (c *conn) flush() bool {
-	if len(c.w.b) == 0 {
+	if len(c.w.b) == 0 && !c.out.pending.Load() {
 		return true
 	}
-	n, err := c.nc.Write(c.w.b)
+	c.out.wmu.Lock()
+	err := c.writePushesFirst() // invalidations precede the replies after them
+	n := 0
+	if err == nil && len(c.w.b) > 0 {
+		n, err = c.nc.Write(c.w.b)
+	}
+	c.out.wmu.Unlock()
 	c.s.stats.netOut.Add(int64(n))
 	if cap(c.w.b) > 1<<20 { // do not keep a huge buffer after a big reply
 		c.w.b = nil
@@ -112,9 +119,15 @@ func (c *conn) flush() bool {
 	return err == nil
 }
 
-// exec runs one command: it validates it against the table, then either adds
-// it to the pending run or answers it now.
+// exec runs one command.
 func (c *conn) exec(args [][]byte) {
+	c.execCommand(args)
+	c.endCommand(args[0]) // tracking.go: CLIENT CACHING lasts one command
+}
+
+// execCommand validates a command against the table, then either adds it to
+// the pending run or answers it now.
+func (c *conn) execCommand(args [][]byte) {
 	spec := commands.Lookup(args[0], &c.scratch)
 	if spec == nil {
 		if commands.EqualFold(args[0], "post") || commands.EqualFold(args[0], "host:") {
@@ -134,6 +147,10 @@ func (c *conn) exec(args [][]byte) {
 	}
 	if c.deniedBeforeAuth(spec, args) {
 		c.reject(commands.ErrNoAuth)
+		return
+	}
+	if e := c.subscribedRefusal(spec); e != "" {
+		c.reject(e)
 		return
 	}
 	if c.s.cfg.Backend.Loading() && !allowedWhileLoading(spec, args) {
@@ -166,6 +183,7 @@ func (c *conn) exec(args [][]byte) {
 		if len(c.writes) > 0 {
 			c.answerPending()
 		}
+		c.trackRead(&r) // before the read runs: see tracking.go
 		c.reads = append(c.reads, r)
 	default:
 		c.answerPending()
@@ -206,7 +224,11 @@ func (c *conn) fail(text string) {
 func (c *conn) answerPending() {
 	switch {
 	case len(c.writes) > 0:
+		noloop := c.noloopBegin(c.writes)
 		c.writes = c.answer(c.writes, c.s.cfg.Backend.Propose)
+		if noloop {
+			c.noloopEnd()
+		}
 	case len(c.reads) > 0 && c.readonly:
 		c.reads = c.answer(c.reads, c.s.cfg.Backend.ReadLocal)
 	case len(c.reads) > 0:

@@ -20,6 +20,7 @@ func init() {
 		"info": cmdInfo, "time": cmdTime, "command": cmdCommand, "config": cmdConfig, "raft": cmdRaft, "readonly": cmdReadonly, "readwrite": cmdReadwrite,
 		"debug": cmdDebug, "cluster": cmdCluster,
 		"multi": cmdMulti, "exec": cmdExec, "discard": cmdDiscard, "watch": cmdWatch, "unwatch": cmdUnwatch,
+		"subscribe": cmdSubscribe, "unsubscribe": cmdUnsubscribe,
 	}
 }
 
@@ -57,7 +58,8 @@ func cmdReset(c *conn, _ *commands.Spec, _ [][]byte) {
 	c.mu.Lock()
 	c.name = ""
 	c.mu.Unlock()
-	c.tracking, c.trackOptin = false, false
+	c.untrack()
+	c.trk.subscribed.Store(false)
 	c.readonly = false
 	c.tx.reset()
 	c.w.simple("RESET")
@@ -226,15 +228,13 @@ func cmdClient(c *conn, s *commands.Spec, args [][]byte) {
 		clientTracking(c, args)
 	case "client|caching":
 		// CLIENT CACHING <YES | NO>
-		if !c.tracking || !c.trackOptin {
-			c.fail("ERR CLIENT CACHING can be called only when the client is in tracking mode with OPTIN or OPTOUT mode enabled")
-			return
-		}
-		if !commands.EqualFold(args[2], "yes") && !commands.EqualFold(args[2], "no") {
-			c.fail(commands.ErrSyntax)
-			return
-		}
-		c.w.ok()
+		clientCaching(c, args)
+	case "client|getredir":
+		// CLIENT GETREDIR
+		clientGetredir(c)
+	case "client|trackinginfo":
+		// CLIENT TRACKINGINFO
+		clientTrackinginfo(c)
 	case "client|no-evict", "client|no-touch":
 		// CLIENT NO-EVICT <ON | OFF>, CLIENT NO-TOUCH <ON | OFF>: accepted; nothing is evicted here.
 		if !commands.EqualFold(args[2], "on") && !commands.EqualFold(args[2], "off") {
@@ -252,6 +252,8 @@ func cmdClient(c *conn, s *commands.Spec, args [][]byte) {
 			"LIST [TYPE normal] [ID <id> [<id> ...]]", "    Return information about client connections.",
 			"TRACKING (ON|OFF) [OPTIN] [OPTOUT] [BCAST] [NOLOOP] [PREFIX <prefix>] [REDIRECT <id>]", "    Control server assisted client side caching.",
 			"CACHING (YES|NO)", "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
+			"GETREDIR", "    Return the client ID we are redirecting to when tracking is enabled.",
+			"TRACKINGINFO", "    Return information about current client's tracking status.",
 			"NO-EVICT (ON|OFF)", "    Accepted for compatibility.",
 			"NO-TOUCH (ON|OFF)", "    Accepted for compatibility.",
 			"HELP", "    Print this help.")
@@ -275,29 +277,6 @@ func clientSetinfo(c *conn, args [][]byte) {
 		c.libVer = string(args[3])
 	}
 	c.mu.Unlock()
-	c.w.ok()
-}
-
-func clientTracking(c *conn, args [][]byte) {
-	on := commands.EqualFold(args[2], "on")
-	if !on && !commands.EqualFold(args[2], "off") {
-		c.fail(commands.ErrSyntax)
-		return
-	}
-	optin := false
-	for j := 3; j < len(args); j++ {
-		switch {
-		case commands.EqualFold(args[j], "optin"):
-			optin = true
-		case commands.EqualFold(args[j], "optout"), commands.EqualFold(args[j], "bcast"), commands.EqualFold(args[j], "noloop"):
-		case (commands.EqualFold(args[j], "prefix") || commands.EqualFold(args[j], "redirect")) && j+1 < len(args):
-			j++
-		default:
-			c.fail(commands.ErrSyntax)
-			return
-		}
-	}
-	c.tracking, c.trackOptin = on, on && optin
 	c.w.ok()
 }
 

@@ -74,6 +74,7 @@ func startTestNode(t testing.TB) *testNode {
 	}
 	n := &testNode{t: t, backend: group.NewLocal(g, store)}
 	n.srv, n.addr = n.serve(true)
+	machine.WatchWrites(n.srv.WriteWatcher())
 	t.Cleanup(func() {
 		// The servers (cleaned up before this, see serve) are closed.
 		if err := g.Shutdown(); err != nil {

@@ -184,8 +184,14 @@ func cmdExec(c *conn, _ *commands.Spec, _ [][]byte) {
 		c.tx.res = make([]request.Result, len(reqs))
 	}
 	res := c.tx.res[:len(reqs)]
+	c.trackReads(reqs) // before they run: see tracking.go
 	if len(reqs) > 0 {
-		if err := c.s.cfg.Backend.Propose(reqs, res); err != nil {
+		noloop := c.noloopBegin(reqs)
+		err := c.s.cfg.Backend.Propose(reqs, res)
+		if noloop {
+			c.noloopEnd()
+		}
+		if err != nil {
 			// The whole transaction failed as one batch: one error,
 			// telling the client what it may assume (nothing happened,
 			// or the outcome is unknown), for all of it.

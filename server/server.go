@@ -51,6 +51,7 @@ type Server struct {
 	nextID atomic.Int64
 	stats  serverStats
 	rates  *rates
+	trk    *tracker // client-side caching (tracking.go)
 }
 
 type serverStats struct {
@@ -66,7 +67,7 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, started: time.Now(), conns: make(map[*conn]struct{})}
+	s := &Server{cfg: cfg, log: cfg.Logger, started: time.Now(), conns: make(map[*conn]struct{}), trk: newTracker()}
 	s.rates = newRates(s.sampleCounters, time.Second)
 	s.auth.set(cfg.RequirePass)
 	return s
