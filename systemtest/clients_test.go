@@ -29,6 +29,19 @@ func TestRealClients(t *testing.T) {
 	t.Run("go-redis_resp2", func(t *testing.T) { testGoRedis(t, n, 2) })
 	t.Run("redis-cli", func(t *testing.T) { testRedisCLI(t, n, c) })
 	t.Run("redis-benchmark", func(t *testing.T) { testRedisBenchmark(t, n) })
+
+	// The session every client runs (clients_session_test.go).
+	t.Run("session/go-redis_defaults", func(t *testing.T) { testGoRedisSession(t, n, 0) })
+	t.Run("session/go-redis_resp2", func(t *testing.T) { testGoRedisSession(t, n, 2) })
+	t.Run("session/rueidis_defaults", func(t *testing.T) { testRueidis(t, n, false) })
+	t.Run("session/rueidis_resp2", func(t *testing.T) { testRueidis(t, n, true) })
+	t.Run("session/redigo", func(t *testing.T) { testRedigo(t, n) })
+	t.Run("session/redis-cli", func(t *testing.T) { testRedisCLIScript(t, n) })
+	t.Run("session/redis-py", func(t *testing.T) { testRedisPy(t, n) })
+	t.Run("session/ioredis_defaults", func(t *testing.T) { testNodeClient(t, n, "ioredis", "default", 3) })
+	t.Run("session/ioredis_resp2", func(t *testing.T) { testNodeClient(t, n, "ioredis", "2", 2) })
+	t.Run("session/node-redis_defaults", func(t *testing.T) { testNodeClient(t, n, "node-redis", "default", 3) })
+	t.Run("session/node-redis_resp2", func(t *testing.T) { testNodeClient(t, n, "node-redis", "2", 2) })
 }
 
 func testGoRedis(t *testing.T, n *node, protocol int) {

@@ -1,0 +1,118 @@
+package systemtest
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// The sessions of clients in other languages: redis-py (Debian's
+// python3-redis under /usr/bin/python3), ioredis and node-redis (npm, pinned
+// by clients/node/package-lock.json and installed by .ci/run with npm ci),
+// and a scripted redis-cli session. Each script reports what its client
+// returned (sessionReport); the expectations stay here.
+
+// repoDir is the repository root (this file's parent directory's parent).
+func repoDir(t *testing.T) string {
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("cannot locate the repository")
+	}
+	return filepath.Dir(filepath.Dir(file))
+}
+
+// requireSetup fails in CI (CI=true), and skips elsewhere, when what a test
+// needs is missing.
+func requireSetup(t *testing.T, ok bool, what string) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s is required in CI (.ci/run installs it)", what)
+	}
+	t.Skipf("%s is missing (.ci/run installs it)", what)
+}
+
+// runReport runs a session script and decodes its report.
+func runReport(t *testing.T, s clientSession, name string, argv ...string) sessionReport {
+	t.Helper()
+	out := runTool(t, nil, name, argv...)
+	var r sessionReport
+	if err := json.Unmarshal([]byte(strings.TrimSpace(out)), &r); err != nil {
+		t.Fatalf("%s: the report is not JSON (%v):\n%s", name, err, out)
+	}
+	for _, p := range s.check(r) {
+		t.Errorf("%s %s: %s", r.Lib, r.Version, p)
+	}
+	return r
+}
+
+func testRedisPy(t *testing.T, n *node) {
+	const python = "/usr/bin/python3"
+	_, err := os.Stat(python)
+	requireSetup(t, err == nil, python)
+	requireSetup(t, exec.Command(python, "-c", "import redis").Run() == nil, "redis-py (Debian's python3-redis)")
+	s := newClientSession("redis-py")
+	r := runReport(t, s, python, filepath.Join(repoDir(t), "clients", "python", "session.py"), strconv.Itoa(n.port), s.json())
+	t.Logf("redis-py %s, RESP%d", r.Version, r.Proto)
+}
+
+// testNodeClient runs the session with lib ("ioredis" or "node-redis") with
+// its default options (resp "default") or the protocol resp ("2", "3").
+func testNodeClient(t *testing.T, n *node, lib, resp string, wantProto int) {
+	node := requireTool(t, "node")
+	dir := filepath.Join(repoDir(t), "clients", "node")
+	_, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json"))
+	requireSetup(t, err == nil, "clients/node/node_modules (npm ci)")
+	s := newClientSession(lib + "-" + resp)
+	r := runReport(t, s, node, filepath.Join(dir, "session.js"), lib, resp, strconv.Itoa(n.port), s.json())
+	if r.Proto != wantProto {
+		t.Errorf("%s %s with RESP %s: HELLO says proto %d, want %d", lib, r.Version, resp, r.Proto, wantProto)
+	}
+	t.Logf("%s %s, RESP%d", lib, r.Version, r.Proto)
+}
+
+// testRedisCLIScript feeds a session to redis-cli on stdin, as a shell script
+// would, and checks its whole output.
+func testRedisCLIScript(t *testing.T, n *node) {
+	cli := requireTool(t, "redis-cli")
+	s := newClientSession("cli-script")
+	var in strings.Builder
+	line := func(cmd []string) { in.WriteString(strings.Join(cmd, " ") + "\n") }
+	var want []string
+	ints := func(v []int64) {
+		for _, x := range v {
+			want = append(want, strconv.FormatInt(x, 10))
+		}
+	}
+	for i, cmd := range s.Plain {
+		line(cmd)
+		ints(s.wantPlain[i])
+	}
+	line([]string{"MULTI"})
+	want = append(want, "OK")
+	for _, cmd := range s.Tx {
+		line(cmd)
+		want = append(want, "QUEUED")
+	}
+	line([]string{"EXEC"})
+	for _, v := range s.wantTx {
+		ints(v)
+	}
+	line(s.Bad)
+	want = append(want, s.wantErr, "") // not on a terminal, an error is followed by an empty line
+	for i, cmd := range s.After {
+		line(cmd)
+		ints(s.wantAfter[i])
+	}
+	out := runTool(t, []byte(in.String()), cli, "-p", strconv.Itoa(n.port))
+	if got := strings.Split(strings.TrimRight(out, "\n"), "\n"); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Errorf("redis-cli session:\n got %q\nwant %q", got, want)
+	}
+}
