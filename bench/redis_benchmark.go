@@ -48,6 +48,17 @@ type benchResult struct {
 	// work) — the run's noise.
 	ServerCores    float64
 	ElsewhereCores float64
+	// Batching of a Redcell target during the run (nil for Redis).
+	Batching *batching
+}
+
+// cpuPerRequestUs is the measured server's CPU time per request, in
+// microseconds (0 when unknown).
+func (r benchResult) cpuPerRequestUs() float64 {
+	if r.RPS <= 0 {
+		return 0
+	}
+	return r.ServerCores / r.RPS * 1e6
 }
 
 // benchmarkRunner runs redis-benchmark against one target at a time.
@@ -161,6 +172,10 @@ func runTarget(ctx context.Context, t target, w workload, ns []int) (benchResult
 		procs[i] = p
 	}
 	pids := t.memberPIDs()
+	batchBefore, err := sampleBatching(ctx, t)
+	if err != nil {
+		return benchResult{}, nil, err
+	}
 	before, err := takeCPUSnapshot(pids)
 	if err != nil {
 		return benchResult{}, nil, err
@@ -210,6 +225,11 @@ func runTarget(ctx context.Context, t target, w workload, ns []int) (benchResult
 	}
 	res := combineResults(parts, elapsed)
 	res.ServerCores, res.ElsewhereCores = cpuShares(before, after, pids, loadGenCPU, elapsed)
+	batchAfter, err := sampleBatching(ctx, t)
+	if err != nil {
+		return benchResult{}, nil, err
+	}
+	res.Batching = batchAfter.since(batchBefore)
 	return res, parts, nil
 }
 

@@ -170,6 +170,7 @@ func medianResult(runs []benchResult) benchResult {
 
 		ServerCores:    pick(func(r benchResult) float64 { return r.ServerCores }),
 		ElsewhereCores: pick(func(r benchResult) float64 { return r.ElsewhereCores }),
+		Batching:       mergeBatching(runs),
 	}
 }
 

@@ -131,6 +131,7 @@ func (l *Local) Info(section string, field func(name string, value any)) {
 		field("raft_avg_ops_per_entry", fmt.Sprintf("%.2f", avg))
 		field("raft_last_entry_ops", gs.LastEntryOps)
 		field("raft_max_entry_ops", gs.MaxEntryOps)
+		field("raft_entry_ops_histogram", entryOpsHistogram(gs.EntryOps))
 		field("raft_reads", gs.Reads)
 		field("fsm_entries_applied", fs.Entries)
 		field("fsm_ops_applied", fs.Ops)
@@ -141,6 +142,24 @@ func (l *Local) Info(section string, field func(name string, value any)) {
 			field("db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=0", n, n))
 		}
 	}
+}
+
+// entryOpsHistogram formats the distribution of requests per entry as
+// "1=n,2=n,4=n,...": the count of entries carrying from that many requests
+// up to (not including) the next label; the last label means "or more".
+// Empty buckets are left out.
+func entryOpsHistogram(h [EntryOpsBuckets]uint64) string {
+	var b strings.Builder
+	for i, n := range h {
+		if n == 0 {
+			continue
+		}
+		if b.Len() > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%d=%d", uint64(1)<<i, n)
+	}
+	return b.String()
 }
 
 func boolInt(v bool) int {

@@ -73,3 +73,26 @@ func benchProposeParallel(b *testing.B, viaLocal bool) {
 		b.ReportMetric(float64(after.Ops-before.Ops)/float64(entries), "ops/entry")
 	}
 }
+
+// BenchmarkProposeSerial is one client without pipelining: one CL.THROTTLE
+// per Propose, each waiting for the previous. ns/op is the group's share of
+// a lone client's latency (the fsync plus every handoff on the way).
+func BenchmarkProposeSerial(b *testing.B) {
+	p, err := gcra.NewParams(15, 30, 60, 1)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n := newTestNode(b, "node1")
+	n.open(b, nil)
+	waitFor(b, 10*time.Second, "a ready leader", n.g.Ready)
+	batch := NewBatch()
+	key := []byte("user:1")
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		batch.Reset()
+		batch.Ops = append(batch.Ops, throttleReq(key, p))
+		if err := n.g.Propose(batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -56,8 +56,11 @@ type Config struct {
 	Clock     *Clock
 	Logger    *slog.Logger
 
-	// MaxInflight is how many entries the proposer keeps in raft at once. One
-	// or two measured best: more made every batch smaller.
+	// MaxInflight is how many entries the proposer keeps in raft at once
+	// (DefaultMaxInflight when 0). The disk gate (diskgate.go) keeps at most
+	// one of them waiting for the local disk, so more slots no longer make
+	// batches smaller: they let the next entry go to the disk while earlier
+	// ones wait for a follower's fsync and for apply.
 	MaxInflight int
 	// MaxEntryBytes bounds one log entry; the proposer starts a new entry
 	// when the next batch would not fit.
@@ -104,6 +107,7 @@ type Group struct {
 	inflight  chan *inflightEntry
 	encoders  chan *fsm.Encoder
 	stamp     int64 // last stamp; guarded by proposeMu
+	disk      diskGate
 
 	stopping atomic.Bool
 	stopCh   chan struct{}
@@ -130,7 +134,10 @@ type groupStats struct {
 	ops         atomic.Uint64 // requests proposed
 	maxEntryOps atomic.Uint64
 	lastEntry   atomic.Uint64 // ops in the last entry
-	reads       atomic.Uint64
+	// entryOps counts entries by the requests they carry: bucket i holds
+	// entries of 2^i to 2^(i+1)-1 requests (the last bucket: more).
+	entryOps [EntryOpsBuckets]atomic.Uint64
+	reads    atomic.Uint64
 }
 
 // Open starts the group. With Raft state in the stores it resumes; without,
@@ -138,7 +145,7 @@ type groupStats struct {
 // waits as a member with no configuration until a leader contacts it.
 func Open(cfg Config) (*Group, error) {
 	if cfg.MaxInflight <= 0 {
-		cfg.MaxInflight = 2
+		cfg.MaxInflight = DefaultMaxInflight
 	}
 	if cfg.MaxEntryBytes <= 0 {
 		cfg.MaxEntryBytes = 4 << 20
@@ -167,6 +174,7 @@ func Open(cfg Config) (*Group, error) {
 	for i := 0; i < cfg.MaxInflight+1; i++ {
 		g.encoders <- &fsm.Encoder{}
 	}
+	g.disk.wake = make(chan struct{}, 1)
 
 	rc := raftConfig(cfg, g.notifyCh)
 	g.maxTrailingLogs = rc.TrailingLogs
@@ -203,7 +211,8 @@ func Open(cfg Config) (*Group, error) {
 	if startSnap != nil {
 		cfg.FSM.HoldForStartupRestore()
 	}
-	r, err := raft.NewRaft(rc, cfg.FSM, cfg.LogStore, cfg.Stable, cfg.Snapshots, cfg.Transport)
+	logs := &watchedLogStore{LogStore: cfg.LogStore, gate: &g.disk}
+	r, err := raft.NewRaft(rc, cfg.FSM, logs, cfg.Stable, cfg.Snapshots, cfg.Transport)
 	if err != nil {
 		if startSnap != nil {
 			cfg.FSM.AbortStartup(nil)
@@ -238,10 +247,11 @@ func Open(cfg Config) (*Group, error) {
 		go g.runSnapshotTrigger(st)
 	}
 	r.RegisterObserver(g.leaderSig.observer)
-	g.wg.Add(3)
+	g.wg.Add(4)
 	go g.runLeaderSignal()
 	go g.runWatcher()
 	go g.runCompleter()
+	go g.runDiskGate()
 	return g, nil
 }
 
@@ -262,6 +272,10 @@ func Open(cfg Config) (*Group, error) {
 // the machine was overloaded (load average 7.7, other builds running):
 // slower links or busier hosts should raise these with the flags.
 const (
+	// DefaultMaxInflight: one entry on the leader's disk, one waiting for a
+	// follower's fsync, one being applied, and one spare.
+	DefaultMaxInflight = 4
+
 	DefaultHeartbeatTimeout   = 300 * time.Millisecond
 	DefaultElectionTimeout    = 300 * time.Millisecond
 	DefaultLeaderLeaseTimeout = 300 * time.Millisecond
@@ -479,9 +493,16 @@ type Stats struct {
 	EntriesProposed                 uint64 // log entries built by the proposer
 	OpsProposed                     uint64 // requests carried by them
 	LastEntryOps, MaxEntryOps       uint64
-	Reads                           uint64 // linearizable reads served
-	Voters                          int
+	// EntryOps is the distribution of requests per entry: EntryOps[i]
+	// counts entries of 2^i to 2^(i+1)-1 requests (the last: 2^i or more).
+	EntryOps [EntryOpsBuckets]uint64
+	Reads    uint64 // linearizable reads served
+	Voters   int
 }
+
+// EntryOpsBuckets is the number of power-of-two buckets of Stats.EntryOps:
+// up to 2^16 requests and more, which covers a 4 MiB entry.
+const EntryOpsBuckets = 17
 
 // Counters are the proposer's cumulative counters, cheap to read often.
 type Counters struct{ Entries, Ops uint64 }
@@ -508,6 +529,9 @@ func (g *Group) Stats() Stats {
 		LastEntryOps:    g.stats.lastEntry.Load(),
 		MaxEntryOps:     g.stats.maxEntryOps.Load(),
 		Reads:           g.stats.reads.Load(),
+	}
+	for i := range st.EntryOps {
+		st.EntryOps[i] = g.stats.entryOps[i].Load()
 	}
 	if v, err := strconv.ParseUint(g.raft.Stats()["last_snapshot_index"], 10, 64); err == nil {
 		st.LastSnapshotIndex = v

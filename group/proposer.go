@@ -1,6 +1,8 @@
 package group
 
 import (
+	"math/bits"
+
 	"github.com/hashicorp/raft"
 
 	"github.com/redcell/redcell/fsm"
@@ -31,6 +33,7 @@ type inflightEntry struct {
 	future  raft.ApplyFuture
 	batches []*Batch
 	enc     *fsm.Encoder
+	seq     uint64 // the disk gate's sequence number of this entry
 	err     error
 }
 
@@ -74,6 +77,9 @@ func (g *Group) Propose(b *Batch) error {
 // stamps and their order in raft and in the completer's queue identical.
 func (g *Group) proposeQueued() {
 	for {
+		if !g.disk.free() {
+			return // the disk gate proposes once the entry on the disk is durable
+		}
 		select {
 		case g.slots <- struct{}{}:
 		default:
@@ -115,9 +121,11 @@ func (g *Group) proposeOne() bool {
 	if n := uint64(enc.Count()); n > g.stats.maxEntryOps.Load() {
 		g.stats.maxEntryOps.Store(n)
 	}
+	g.stats.entryOps[min(bits.Len(uint(enc.Count()))-1, EntryOpsBuckets-1)].Add(1)
 	// Both sends keep the order raft applies in: the completer waits for
 	// entries in exactly this order. inflight has room for every slot.
-	g.inflight <- &inflightEntry{future: g.raft.Apply(data, 0), batches: batches, enc: enc}
+	seq := g.disk.proposed.Add(1)
+	g.inflight <- &inflightEntry{future: g.raft.Apply(data, 0), batches: batches, enc: enc, seq: seq}
 	return true
 }
 
@@ -197,6 +205,7 @@ func (g *Group) runCompleter() {
 			b.done <- struct{}{}
 		}
 		g.fsm.Release(res)
+		g.disk.passed(e.seq) // applied or failed: it holds the disk no more
 		// Free the slot, then propose what queued meanwhile. Waking the
 		// batches first measured better: their clients' next requests get
 		// a chance to join the entry.

@@ -1,0 +1,121 @@
+package group
+
+import (
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+)
+
+// The disk gate: group commit that follows the disk.
+//
+// A request's latency is dominated by the fsync of the entry that carries it,
+// and the disk does one fsync at a time: hashicorp/raft's leader goroutine
+// writes an entry to the log store (blocking for the fsync) before it looks
+// at the next. So the best entry to propose next is the one proposed at the
+// instant the disk becomes free, carrying every request that arrived while
+// it was busy. Proposing earlier makes a small entry that waits for the disk
+// anyway while the requests behind it queue for the one after; proposing
+// later (when the previous entry is applied, as the in-flight slots alone
+// do) leaves the disk idle while the previous entry is committed, applied
+// and answered.
+//
+// So the proposer keeps at most one entry that is proposed but not yet
+// durable in the leader's log (diskFree), and the log store wrapper below
+// wakes it the moment an append is durable. The in-flight slots still bound
+// the entries between "durable here" and "applied": in a cluster those wait
+// for a follower's fsync, and meanwhile the leader's disk takes the next.
+//
+// The gate only shapes batches; it never holds a request for good. Every
+// proposed entry is eventually stored or fails, and the completer marks it
+// passed either way, so a lost notification (a leadership change, an entry
+// raft refused) costs at most one entry's wait.
+type diskGate struct {
+	proposed atomic.Uint64 // entries proposed (sequence of the newest); written under proposeMu
+	stored   atomic.Uint64 // entries known durable in the local log (≤ proposed)
+	wake     chan struct{} // buffer 1: an append became durable
+}
+
+// free reports whether every proposed entry is durable here, so that the
+// next entry can go to the disk at once.
+func (d *diskGate) free() bool { return d.stored.Load() >= d.proposed.Load() }
+
+// passed records that the entries up to seq are durable (or failed: either
+// way they no longer hold the disk).
+func (d *diskGate) passed(seq uint64) {
+	for {
+		cur := d.stored.Load()
+		if cur >= seq || d.stored.CompareAndSwap(cur, seq) {
+			return
+		}
+	}
+}
+
+// appended is called by raft's goroutine after an append of n command
+// entries is durable. On the leader every command entry in its log was
+// proposed by this group, in order; on a follower nothing is proposed and
+// the count is capped at what was.
+func (d *diskGate) appended(n uint64) {
+	for {
+		cur, top := d.stored.Load(), d.proposed.Load()
+		next := min(cur+n, top)
+		if next == cur || d.stored.CompareAndSwap(cur, next) {
+			break
+		}
+	}
+	select {
+	case d.wake <- struct{}{}:
+	default: // a wake-up is already pending
+	}
+}
+
+// runDiskGate proposes what queued while the disk was busy, each time an
+// append becomes durable. It cannot be done on raft's goroutine itself,
+// which is the one that takes proposals in.
+func (g *Group) runDiskGate() {
+	defer g.wg.Done()
+	for {
+		select {
+		case <-g.disk.wake:
+			g.proposeQueued()
+		case <-g.stopCh:
+			return
+		}
+	}
+}
+
+// watchedLogStore is the log store as raft sees it: every durable append of
+// command entries is reported to the disk gate. Everything else passes
+// through.
+type watchedLogStore struct {
+	raft.LogStore
+	gate *diskGate
+}
+
+// StoreLog is StoreLogs of one entry.
+func (w *watchedLogStore) StoreLog(l *raft.Log) error {
+	return w.StoreLogs([]*raft.Log{l})
+}
+
+// StoreLogs stores the entries (one fsync) and then reports them.
+func (w *watchedLogStore) StoreLogs(logs []*raft.Log) error {
+	if err := w.LogStore.StoreLogs(logs); err != nil {
+		return err
+	}
+	var n uint64
+	for _, l := range logs {
+		if l.Type == raft.LogCommand {
+			n++
+		}
+	}
+	if n > 0 {
+		w.gate.appended(n)
+	}
+	return nil
+}
+
+// IsMonotonic forwards raft.MonotonicLogStore: raft asks it to decide
+// whether a snapshot install may leave a gap in the log.
+func (w *watchedLogStore) IsMonotonic() bool {
+	m, ok := w.LogStore.(raft.MonotonicLogStore)
+	return ok && m.IsMonotonic()
+}

@@ -1,0 +1,139 @@
+package group
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/redcell/redcell/gcra"
+)
+
+// heldDisk is the real log store with appends of commands held until the
+// test lets them through: a disk that is slow exactly when the test says,
+// which no real disk can be made to be.
+type heldDisk struct {
+	raft.LogStore
+	mu      sync.Mutex
+	hold    bool
+	waiting chan struct{} // buffer 1: an append of commands is held
+	release chan struct{} // closed: every held append goes on
+}
+
+func (h *heldDisk) StoreLog(l *raft.Log) error { return h.StoreLogs([]*raft.Log{l}) }
+
+func (h *heldDisk) StoreLogs(logs []*raft.Log) error {
+	h.mu.Lock()
+	hold := h.hold
+	h.mu.Unlock()
+	if hold && logs[len(logs)-1].Type == raft.LogCommand {
+		select {
+		case h.waiting <- struct{}{}:
+		default:
+		}
+		<-h.release
+	}
+	return h.LogStore.StoreLogs(logs)
+}
+
+// While an entry is on the disk, everything that arrives meanwhile waits and
+// goes to the disk as one entry the moment it is free: with 20 clients
+// queued behind a held append, the next entry carries all 20, however many
+// in-flight slots are free.
+func Test_DiskGate_RequestsWaitingForTheDiskShareOneEntry(t *testing.T) {
+	const clients = 20
+	n := newTestNode(t, "node1")
+	disk := &heldDisk{LogStore: n.store, waiting: make(chan struct{}, 1), release: make(chan struct{})}
+	var releaseOnce sync.Once
+	letGo := func() {
+		disk.mu.Lock()
+		disk.hold = false
+		disk.mu.Unlock()
+		releaseOnce.Do(func() { close(disk.release) })
+	}
+	n.open(t, func(c *Config) {
+		c.LogStore = disk
+		c.MaxInflight = 8
+	})
+	// Registered after open, so it runs before the group's shutdown, which
+	// would wait forever for a held append.
+	t.Cleanup(letGo)
+	waitFor(t, 10*time.Second, "a ready leader", n.g.Ready)
+	p, err := gcra.NewParams(15, 30, 60, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	propose := func(key string) error {
+		b := NewBatch()
+		b.Ops = append(b.Ops, throttleReq([]byte(key), p))
+		return n.g.Propose(b)
+	}
+
+	disk.mu.Lock()
+	disk.hold = true
+	disk.mu.Unlock()
+	first := make(chan error, 1)
+	go func() { first <- propose("first") }()
+	<-disk.waiting // the first entry is on the (held) disk
+
+	before := n.g.Stats()
+	errs := make(chan error, clients)
+	for i := range clients {
+		go func() { errs <- propose(fmt.Sprintf("k%d", i)) }()
+	}
+	waitFor(t, 10*time.Second, "every client queued", func() bool {
+		n.g.qmu.Lock()
+		defer n.g.qmu.Unlock()
+		return len(n.g.queue) == clients
+	})
+	if got := n.g.Stats().EntriesProposed - before.EntriesProposed; got != 0 {
+		t.Fatalf("%d entries proposed while the disk was busy; want them held for the disk", got)
+	}
+	letGo()
+	if err := <-first; err != nil {
+		t.Fatalf("first proposal: %v", err)
+	}
+	for range clients {
+		if err := <-errs; err != nil {
+			t.Fatalf("proposal: %v", err)
+		}
+	}
+	after := n.g.Stats()
+	if got := after.EntriesProposed - before.EntriesProposed; got != 1 {
+		t.Fatalf("the %d waiting requests went out in %d entries; want 1", clients, got)
+	}
+	if after.LastEntryOps != clients {
+		t.Fatalf("last entry carried %d requests; want %d", after.LastEntryOps, clients)
+	}
+	// The distribution in INFO saw it: one entry in the 16-31 bucket.
+	if got := after.EntryOps[4] - before.EntryOps[4]; got != 1 {
+		t.Fatalf("EntryOps[16-31] grew by %d; want 1 (%v)", got, after.EntryOps)
+	}
+}
+
+// A request never waits for a notification that cannot come: entries that
+// fail (here: proposed on a group that lost its leadership) open the gate
+// through the completer.
+func Test_DiskGate_FailedEntriesOpenTheGate(t *testing.T) {
+	var g diskGate
+	g.wake = make(chan struct{}, 1)
+	g.proposed.Add(3)
+	if g.free() {
+		t.Fatal("free with three entries proposed and none stored")
+	}
+	g.appended(1)
+	if g.free() {
+		t.Fatal("free with one of three stored")
+	}
+	g.passed(3) // the completer saw the third fail (or apply)
+	if !g.free() {
+		t.Fatal("not free after every entry passed")
+	}
+	// A follower's appends (nothing proposed here) never run ahead.
+	g.appended(100)
+	if g.stored.Load() != 3 {
+		t.Fatalf("stored = %d, want 3 (capped at proposed)", g.stored.Load())
+	}
+}
