@@ -174,6 +174,7 @@ func TestSpecArities(t *testing.T) {
 		"command": -1, "config": -2, "debug": -2, "cluster": -2, "raft": -2, "readonly": 1, "readwrite": 1,
 		"multi": 1, "exec": 1, "discard": 1, "watch": -2, "unwatch": 1, "subscribe": -2, "unsubscribe": -1,
 		"tb.take": -5, "tb.peek": -5, "sl.hit": -4, "sl.peek": -4,
+		"save": 1, "bgsave": -1, "lastsave": 1, "shutdown": -1,
 	}
 	for _, s := range All() {
 		w, ok := want[s.Name]

@@ -16,6 +16,7 @@ import (
 //	transfer [<id>]    hand leadership over (leader only)
 //	snapshot           snapshot this node's state now; answers the index
 //	digest             "<applied index> <hex SHA-256 of the state>" of this node
+//	lastsave           Unix seconds of this node's newest snapshot, "0" if none
 //	status             "<applied index> <last log index> <commit index> <term>" of this node
 //
 // Leader-only commands on another node return ErrNotLeader. Goroutines:
@@ -69,6 +70,14 @@ func (l *Local) Admin(cmd string, args []string) (string, error) {
 			return "", err
 		}
 		return strconv.FormatUint(idx, 10) + " " + hex.EncodeToString(sum[:]), nil
+	case "lastsave":
+		if err = want(0); err != nil {
+			return "", err
+		}
+		if l.store == nil {
+			return "0", nil
+		}
+		return strconv.FormatUint(l.store.Stats().LastSnapshotUnixMS/1000, 10), nil
 	case "status":
 		return fmt.Sprintf("%d %d %d %d", g.fsm.AppliedIndex(), g.raft.LastIndex(), g.raft.CommitIndex(), g.raft.CurrentTerm()), nil
 	default:

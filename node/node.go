@@ -57,6 +57,9 @@ type Config struct {
 	// else (server.Config.RequirePass); "" for none. Peers are admitted by
 	// ClusterSecret, not by this.
 	RequirePass string
+	// LogLevel is Logger's level, which CONFIG SET loglevel moves; nil
+	// refuses that.
+	LogLevel    *slog.LevelVar
 	Stripes     int
 	MaxInflight int
 	MaxAppend   int
@@ -93,6 +96,7 @@ type Node struct {
 	members   memberMonitor
 	srv       *server.Server
 	fatal     chan error
+	shutdown  chan struct{} // a client sent SHUTDOWN
 	stop      chan struct{} // ends join and promotion
 	bg        sync.WaitGroup
 }
@@ -114,7 +118,7 @@ func Open(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
-	n = &Node{log: log, fatal: make(chan error, 1), stop: make(chan struct{}), members: memberMonitor{views: map[string]memberView{}}}
+	n = &Node{log: log, fatal: make(chan error, 1), shutdown: make(chan struct{}, 1), stop: make(chan struct{}), members: memberMonitor{views: map[string]memberView{}}}
 	var closers []func() error
 	defer func() {
 		if err != nil {
@@ -228,6 +232,14 @@ func Open(cfg Config) (n *Node, err error) {
 		NodeID:    n.ID, Addr: ln.Addr().String(), DataDir: cfg.DataDir,
 		EnableDebug: cfg.EnableDebug, RedcellVer: cfg.Version, Logger: log,
 		RequirePass: cfg.RequirePass,
+		LogLevel:    cfg.LogLevel,
+		Save:        saveSchedule(cfg),
+		Shutdown: func() {
+			select {
+			case n.shutdown <- struct{}{}:
+			default: // already asked
+			}
+		},
 	})
 	// Applied writes, whichever node took them, invalidate what tracking
 	// clients of this node cache.
@@ -247,6 +259,20 @@ func Open(cfg Config) (n *Node, err error) {
 	log.Info("redcell started", "addr", n.Addr.String(), "node_id", n.ID, "data_dir", cfg.DataDir,
 		"version", cfg.Version, "peers", len(cfg.ClusterSecret) > 0)
 	return n, nil
+}
+
+// ShutdownRequested delivers a client's SHUTDOWN: the owner then Closes the
+// node and exits successfully (the server has already taken the snapshot
+// the client asked for).
+func (n *Node) ShutdownRequested() <-chan struct{} { return n.shutdown }
+
+// saveSchedule is CONFIG GET save: Raft's snapshot schedule in Redis's
+// "<seconds> <changes>" form (every SnapshotInterval, if at least
+// SnapshotThreshold entries were logged since the last snapshot).
+func saveSchedule(cfg Config) string {
+	def := raft.DefaultConfig()
+	every, entries := cmp.Or(cfg.SnapEvery, def.SnapshotInterval), cmp.Or(cfg.SnapThresh, def.SnapshotThreshold)
+	return strconv.FormatInt(int64(every.Seconds()), 10) + " " + strconv.FormatUint(entries, 10)
 }
 
 // Fatal delivers the error that made the state machine stop; the owner must

@@ -37,6 +37,9 @@ func (s *Store) loadLogBytes() error {
 	if len(metas) > 0 {
 		after = metas[0].Index + 1
 		s.stats.lastSnapBytes = uint64(metas[0].Size)
+		if id, err := parseSnapshotID(metas[0].ID); err == nil {
+			s.stats.lastSnapMS = id.MS
+		}
 	}
 	lower := logKey(after)
 	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower[:], UpperBound: logSpanUpper})
@@ -60,15 +63,16 @@ func (s *Store) loadLogBytes() error {
 }
 
 // noteSnapshot records a completed snapshot of size bytes whose sink was
-// created when BytesAppended was mark. A snapshot created before the newest
+// created when BytesAppended was mark, at createdMS (Unix ms). A snapshot created before the newest
 // one already recorded (two sinks at once: one taken here while one is
 // received) does not move the mark back.
-func (s *Store) noteSnapshot(mark uint64, size int64) {
+func (s *Store) noteSnapshot(mark uint64, size int64, createdMS uint64) {
 	s.stats.snapMu.Lock()
 	defer s.stats.snapMu.Unlock()
 	if int64(mark) >= s.stats.snapMark {
 		s.stats.snapMark = int64(mark)
 		s.stats.lastSnapBytes = uint64(size)
+		s.stats.lastSnapMS = createdMS
 	}
 	s.stats.snapshots++
 }

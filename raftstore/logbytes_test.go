@@ -50,6 +50,12 @@ func TestStats_LogBytesSinceSnapshot(t *testing.T) {
 	if want := entryBytes(101, 150); st.LogBytesSinceSnapshot != want || st.LastSnapshotBytes != 3000 || st.SnapshotsCompleted != 1 {
 		t.Fatalf("after the snapshot: %+v, want %d bytes since it, 3000 bytes of snapshot, 1 completed", st, want)
 	}
+	// Its creation time is the one in its ID (LASTSAVE).
+	id, err := parseSnapshotID(sink.ID())
+	if err != nil || st.LastSnapshotUnixMS != id.MS || id.MS == 0 {
+		t.Fatalf("LastSnapshotUnixMS %d, snapshot %s (%v)", st.LastSnapshotUnixMS, sink.ID(), err)
+	}
+	created := st.LastSnapshotUnixMS
 
 	// A cancelled snapshot changes nothing.
 	sink, err = ss.Create(1, 150, 1, testConfiguration, 1, nil)
@@ -75,8 +81,8 @@ func TestStats_LogBytesSinceSnapshot(t *testing.T) {
 	}
 	s = reopen(t, s, dir, Options{})
 	st = s.Stats()
-	if want := entryBytes(101, 160); st.LogBytesSinceSnapshot != want || st.LastSnapshotBytes != 3000 || st.BytesAppended != 0 {
-		t.Fatalf("after reopening: %+v, want %d bytes after the snapshot at 100", st, want)
+	if want := entryBytes(101, 160); st.LogBytesSinceSnapshot != want || st.LastSnapshotBytes != 3000 || st.BytesAppended != 0 || st.LastSnapshotUnixMS != created {
+		t.Fatalf("after reopening: %+v, want %d bytes after the snapshot at 100, created at %d", st, want, created)
 	}
 	if err := s.StoreLogs(testEntries(161, 170)); err != nil {
 		t.Fatal(err)

@@ -123,7 +123,7 @@ func (k *snapshotSink) Close() error {
 		return err
 	}
 	k.ss.s.snaps.doneWriting(k.id)
-	k.ss.s.noteSnapshot(k.mark, k.size)
+	k.ss.s.noteSnapshot(k.mark, k.size, k.id.MS)
 	k.ss.s.logger.Info("snapshot complete", "id", k.meta.ID, "bytes", k.size, "chunks", k.seq)
 
 	s := k.ss.s

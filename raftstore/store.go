@@ -187,6 +187,10 @@ type Stats struct {
 	// LastSnapshotBytes is the size of the newest snapshot's data: found at
 	// Open, then of each snapshot that completes. 0 when there is none.
 	LastSnapshotBytes uint64
+	// LastSnapshotUnixMS is when the newest snapshot was created (the
+	// wall-clock milliseconds in its ID): found at Open, then of each
+	// snapshot that completes. 0 when there is none. LASTSAVE answers it.
+	LastSnapshotUnixMS uint64
 	// SnapshotsCompleted counts snapshot sinks closed successfully since
 	// Open (taken here or received from a leader).
 	SnapshotsCompleted uint64
@@ -202,6 +206,7 @@ type statCounters struct {
 	snapMu        sync.Mutex
 	snapMark      int64
 	lastSnapBytes uint64
+	lastSnapMS    uint64
 	snapshots     uint64
 }
 
@@ -220,6 +225,7 @@ func (s *Store) Stats() Stats {
 		st.LogBytesSinceSnapshot = uint64(since)
 	}
 	st.LastSnapshotBytes = s.stats.lastSnapBytes
+	st.LastSnapshotUnixMS = s.stats.lastSnapMS
 	st.SnapshotsCompleted = s.stats.snapshots
 	s.stats.snapMu.Unlock()
 	return st

@@ -96,8 +96,10 @@ type Backend interface {
 	// Admin runs a cluster administration command, RAFT's subcommands:
 	// "join" id addr, "remove" id, "transfer" [id] (these change the
 	// configuration and run on the leader wherever they are sent), "snapshot"
-	// (this node; answers the snapshot's index) and "digest" (this node;
-	// answers "<applied index> <hex digest>"). It returns a text answer
+	// (this node; answers the snapshot's index; also SAVE, BGSAVE and
+	// SHUTDOWN), "digest" (this node; answers "<applied index> <hex
+	// digest>") and "lastsave" (this node: Unix seconds of its newest
+	// snapshot, "0" if none; LASTSAVE). It returns a text answer
 	// ("OK" for the configuration changes) or an error whose text the
 	// client sees; request's batch failures keep their usual replies. It may
 	// block for as long as a write.

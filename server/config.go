@@ -1,8 +1,11 @@
 package server
 
 import (
+	"log/slog"
 	"sort"
 	"strconv"
+	"strings"
+	"sync/atomic"
 
 	"github.com/redcell/redcell/commands"
 )
@@ -23,27 +26,93 @@ type configParam struct {
 // configParams are every parameter, in no particular order (CONFIG GET
 // sorts its answer).
 var configParams = []configParam{
+	// Runtime parameters (CONFIG SET).
 	{name: "requirepass", get: func(s *Server) string { return s.auth.text() },
 		parse: func(s *Server, v []byte) (func(), string) {
 			text := string(v)
 			return func() { s.auth.set(text) }, ""
 		}},
+	{name: "maxclients", get: func(s *Server) string { return strconv.FormatInt(s.params.maxClients.Load(), 10) },
+		parse: func(s *Server, v []byte) (func(), string) {
+			n, reason := parseConfigInt(v, 1, 1<<32-1)
+			return func() { s.params.maxClients.Store(n) }, reason
+		}},
+	{name: "timeout", get: func(s *Server) string { return strconv.FormatInt(s.params.idleTimeout.Load(), 10) },
+		parse: func(s *Server, v []byte) (func(), string) {
+			n, reason := parseConfigInt(v, 0, 1<<31-1)
+			return func() { s.params.idleTimeout.Store(n) }, reason
+		}},
+	{name: "loglevel", get: func(s *Server) string { return logLevelName(s.cfg.LogLevel) },
+		parse: func(s *Server, v []byte) (func(), string) {
+			level, ok := logLevels[strings.ToLower(string(v))]
+			if !ok || s.cfg.LogLevel == nil {
+				return nil, "argument(s) must be one of the following: debug, verbose, notice, warning, nothing"
+			}
+			return func() { s.cfg.LogLevel.Set(level) }, ""
+		}},
 
-	// Fixed at start, reported as what Redcell does.
-	{name: "save", get: func(*Server) string { return "" }},
-	{name: "appendonly", get: func(*Server) string { return "no" }},
-	{name: "appendfsync", get: func(*Server) string { return "no" }},
+	// Persistence, as it really is: every decision is in the Raft log,
+	// fsynced before it is answered (appendonly yes, appendfsync always),
+	// and the log is compacted by snapshots on the schedule save reports
+	// ("<seconds> <entries>": every --snapshot-interval, if at least
+	// --snapshot-threshold entries were logged since the last one).
+	{name: "appendonly", get: func(*Server) string { return "yes" }},
+	{name: "appendfsync", get: func(*Server) string { return "always" }},
+	{name: "save", get: func(s *Server) string { return s.cfg.Save }},
+
+	// Fixed at start (flags) or by design.
 	{name: "databases", get: func(*Server) string { return "1" }},
 	{name: "bind", get: func(s *Server) string { h, _ := splitHostPort(s.cfg.Addr); return h }},
 	{name: "port", get: func(s *Server) string { _, p := splitHostPort(s.cfg.Addr); return p }},
 	{name: "dir", get: func(s *Server) string { return s.cfg.DataDir }},
 	{name: "maxmemory", get: func(*Server) string { return "0" }},
 	{name: "maxmemory-policy", get: func(*Server) string { return "noeviction" }},
-	{name: "timeout", get: func(*Server) string { return "0" }},
-	{name: "maxclients", get: func(*Server) string { return "10000" }},
 	{name: "cluster-enabled", get: func(*Server) string { return "no" }},
 	{name: "proto-max-bulk-len", get: func(*Server) string { return strconv.Itoa(maxBulkLen) }},
 	{name: "enable-debug-command", get: func(s *Server) string { return yesNo(s.cfg.EnableDebug) }},
+}
+
+// runtimeParams are the CONFIG SET parameters the server enforces itself
+// (requirepass is in auth, loglevel in Config.LogLevel). Any goroutine.
+type runtimeParams struct {
+	maxClients  atomic.Int64 // connections beyond are refused (Serve)
+	idleTimeout atomic.Int64 // seconds; 0 = never (closeIdle)
+}
+
+// Redis's defaults.
+const (
+	defaultMaxClients = 10000
+	defaultTimeout    = 0
+)
+
+// logLevels are Redis's loglevel names (7.2 added "nothing") on slog's
+// levels; verbose sits between debug and notice as in Redis.
+var logLevels = map[string]slog.Level{
+	"debug":   slog.LevelDebug,
+	"verbose": slog.LevelDebug + 2,
+	"notice":  slog.LevelInfo,
+	"warning": slog.LevelWarn,
+	"nothing": slog.LevelError + 100,
+}
+
+// logLevelName is the Redis name of the level v is at: --log-level info is
+// "notice", warn and error are "warning".
+func logLevelName(v *slog.LevelVar) string {
+	if v == nil {
+		return "notice"
+	}
+	switch l := v.Level(); {
+	case l >= logLevels["nothing"]:
+		return "nothing"
+	case l >= slog.LevelWarn:
+		return "warning"
+	case l >= slog.LevelInfo:
+		return "notice"
+	case l > slog.LevelDebug:
+		return "verbose"
+	default:
+		return "debug"
+	}
 }
 
 func yesNo(v bool) string {
@@ -81,11 +150,20 @@ func cmdConfig(c *conn, s *commands.Spec, args [][]byte) {
 		writeHelp(c, "CONFIG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
 			"SET <directive> <value>", "    Set the configuration <directive> to <value>.",
+			"RESETSTAT", "    Reset statistics reported by the INFO command.",
+			"REWRITE", "    Refused: Redcell runs without a config file (its settings are flags).",
 			"HELP", "    Print this help.")
 	case "config|get":
 		configGet(c, args[2:])
 	case "config|set":
 		configSet(c, args[2:])
+	case "config|resetstat":
+		// CONFIG RESETSTAT: INFO's counters start again from zero.
+		c.s.stats.reset()
+		c.w.ok()
+	case "config|rewrite":
+		// CONFIG REWRITE: Redcell's settings are flags; there is no file.
+		c.fail("ERR The server is running without a config file")
 	}
 }
 
@@ -146,4 +224,17 @@ func configSet(c *conn, pairs [][]byte) {
 		apply()
 	}
 	c.w.ok()
+}
+
+// parseConfigInt parses an integer value of CONFIG SET within [lo, hi],
+// with Redis's reasons.
+func parseConfigInt(v []byte, lo, hi int64) (int64, string) {
+	n, ok := commands.ParseInt(v)
+	if !ok {
+		return 0, "argument couldn't be parsed into an integer"
+	}
+	if n < lo || n > hi {
+		return 0, "argument must be between " + strconv.FormatInt(lo, 10) + " and " + strconv.FormatInt(hi, 10) + " inclusive"
+	}
+	return n, ""
 }

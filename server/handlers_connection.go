@@ -19,6 +19,7 @@ func init() {
 		"hello": cmdHello, "auth": cmdAuth, "select": cmdSelect, "client": cmdClient,
 		"info": cmdInfo, "time": cmdTime, "command": cmdCommand, "config": cmdConfig, "raft": cmdRaft, "readonly": cmdReadonly, "readwrite": cmdReadwrite,
 		"debug": cmdDebug, "cluster": cmdCluster,
+		"save": cmdSave, "bgsave": cmdBgsave, "lastsave": cmdLastsave, "shutdown": cmdShutdown,
 		"multi": cmdMulti, "exec": cmdExec, "discard": cmdDiscard, "watch": cmdWatch, "unwatch": cmdUnwatch,
 		"subscribe": cmdSubscribe, "unsubscribe": cmdUnsubscribe,
 	}
@@ -190,7 +191,10 @@ func cmdClient(c *conn, s *commands.Spec, args [][]byte) {
 		c.fail(commands.WrongArgs(sub.Name))
 		return
 	}
+	c.lastCmd.Store(sub) // CLIENT LIST's cmd= shows client|<sub>, as Redis
 	switch sub.Name {
+	case "client|kill":
+		clientKill(c, args) // client_kill.go
 	case "client|id":
 		// CLIENT ID: the connection's unique ID.
 		c.w.int(c.id)
@@ -250,6 +254,9 @@ func cmdClient(c *conn, s *commands.Spec, args [][]byte) {
 			"SETINFO <option> <value>", "    Set client meta attr (LIB-NAME or LIB-VER).",
 			"INFO", "    Return information about the current client connection.",
 			"LIST [TYPE normal] [ID <id> [<id> ...]]", "    Return information about client connections.",
+			"KILL <ip:port>", "    Kill connection made from <ip:port>.",
+			"KILL <option> <value> [<option> <value> [...]]", "    Kill connections. Options are: ID <client-id>, TYPE normal, USER <username>,",
+			"", "    ADDR <ip:port>, LADDR <ip:port>, SKIPME (YES|NO).",
 			"TRACKING (ON|OFF) [OPTIN] [OPTOUT] [BCAST] [NOLOOP] [PREFIX <prefix>] [REDIRECT <id>]", "    Control server assisted client side caching.",
 			"CACHING (YES|NO)", "    Enable/disable tracking of the keys for next command in OPTIN/OPTOUT modes.",
 			"GETREDIR", "    Return the client ID we are redirecting to when tracking is enabled.",
@@ -282,13 +289,16 @@ func clientSetinfo(c *conn, args [][]byte) {
 
 func clientList(c *conn, args [][]byte) {
 	var ids map[int64]bool
+	none := false
 	for j := 2; j < len(args); j++ {
 		switch {
 		case commands.EqualFold(args[j], "type") && j+1 < len(args):
-			if !commands.EqualFold(args[j+1], "normal") {
+			known, normal := clientType(args[j+1])
+			if !known {
 				c.fail("ERR Unknown client type '" + commands.SanitizeErrorText(args[j+1]) + "'")
 				return
 			}
+			none = none || !normal // no client of another type: an empty list
 			j++
 		case commands.EqualFold(args[j], "id") && j+1 < len(args):
 			ids = map[int64]bool{}
@@ -307,7 +317,7 @@ func clientList(c *conn, args [][]byte) {
 	}
 	var b strings.Builder
 	c.s.forEachConn(func(o *conn) {
-		if ids == nil || ids[o.id] {
+		if !none && (ids == nil || ids[o.id]) {
 			b.WriteString(o.infoLine())
 			b.WriteByte('\n')
 		}

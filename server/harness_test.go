@@ -103,8 +103,8 @@ func (n *testNode) serve(enableDebug bool) (*Server, string) {
 	return n.serveConfig(Config{EnableDebug: enableDebug})
 }
 
-// serveConfig is serve with more settings: cfg's backend, addresses,
-// version and logger are filled in.
+// serveConfig is serve with more settings: cfg's backend, addresses and
+// version are filled in, and a quiet logger unless it has one.
 func (n *testNode) serveConfig(cfg Config) (*Server, string) {
 	n.t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -112,7 +112,10 @@ func (n *testNode) serveConfig(cfg Config) (*Server, string) {
 		n.t.Fatalf("listen: %v", err)
 	}
 	cfg.Backend, cfg.NodeID, cfg.Addr, cfg.DataDir = n.backend, "node1", ln.Addr().String(), "/data/redcell"
-	cfg.RedcellVer, cfg.Logger = "test", quietLogger()
+	cfg.RedcellVer = "test"
+	if cfg.Logger == nil {
+		cfg.Logger = quietLogger()
+	}
 	srv := New(cfg)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

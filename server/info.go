@@ -74,7 +74,7 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 		b.WriteString("# Clients\r\n")
 		kv("connected_clients", s.clientCount())
 		kv("blocked_clients", 0)
-		kv("maxclients", 10000)
+		kv("maxclients", s.params.maxClients.Load())
 	case "memory":
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
@@ -94,7 +94,12 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 		}
 		kv("loading", loading)
 		kv("async_loading", 0)
-		kv("aof_enabled", 0)
+		// Every decision is in the fsynced Raft log (appendonly yes,
+		// appendfsync always); "saves" are Raft snapshots (persistence.go).
+		kv("aof_enabled", 1)
+		kv("rdb_bgsave_in_progress", boolInt(s.persist.saving.Load()))
+		kv("rdb_last_save_time", s.lastSave())
+		kv("rdb_last_bgsave_status", map[bool]string{false: "ok", true: "err"}[s.persist.lastFail.Load()])
 		kv("durability", "raft-log-fsync-per-entry")
 		s.cfg.Backend.Info(section, kv)
 	case "stats":
@@ -154,4 +159,11 @@ func splitHostPort(addr string) (string, string) {
 		return addr, ""
 	}
 	return h, p
+}
+
+func boolInt(v bool) int {
+	if v {
+		return 1
+	}
+	return 0
 }

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/redcell/redcell/commands"
 	"github.com/redcell/redcell/mux"
 )
 
@@ -34,6 +35,16 @@ type Config struct {
 	// RequirePass is the password clients must give (AUTH, HELLO AUTH)
 	// before anything else; "" for none. CONFIG SET requirepass changes it.
 	RequirePass string
+	// LogLevel is the level of the node's logger, which CONFIG SET loglevel
+	// moves; nil: CONFIG SET loglevel is refused.
+	LogLevel *slog.LevelVar
+	// Save is what CONFIG GET save reports: the snapshot schedule as
+	// Redis's "<seconds> <changes>" (see config.go).
+	Save string
+	// Shutdown asks the owner of the node to stop it (SHUTDOWN): it must
+	// return at once and stop the node from another goroutine, since Close
+	// waits for the connection that called it. nil: SHUTDOWN is refused.
+	Shutdown func()
 }
 
 // Server serves Redis clients. Serve runs one goroutine per connection.
@@ -52,6 +63,12 @@ type Server struct {
 	stats  serverStats
 	rates  *rates
 	trk    *tracker // client-side caching (tracking.go)
+
+	// CONFIG SET's parameters, SAVE/BGSAVE, the idle timeout (config.go,
+	// persistence.go, idle.go).
+	params  runtimeParams
+	persist persistState
+	idle    *idleCloser
 }
 
 type serverStats struct {
@@ -62,6 +79,13 @@ type serverStats struct {
 	netIn, netOut atomic.Int64
 }
 
+// reset sets the counters back to zero (CONFIG RESETSTAT).
+func (st *serverStats) reset() {
+	for _, v := range []*atomic.Int64{&st.connsReceived, &st.commands, &st.errors, &st.rejected, &st.netIn, &st.netOut} {
+		v.Store(0)
+	}
+}
+
 // New makes a server.
 func New(cfg Config) *Server {
 	if cfg.Logger == nil {
@@ -70,6 +94,9 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: cfg.Logger, started: time.Now(), conns: make(map[*conn]struct{}), trk: newTracker()}
 	s.rates = newRates(s.sampleCounters, time.Second)
 	s.auth.set(cfg.RequirePass)
+	s.params.maxClients.Store(defaultMaxClients)
+	s.params.idleTimeout.Store(defaultTimeout)
+	s.idle = startIdleCloser(s, time.Second)
 	return s
 }
 
@@ -88,13 +115,18 @@ func (s *Server) Serve(ln net.Listener) error {
 			}
 			return err
 		}
-		c := s.newConn(nc)
 		s.mu.Lock()
 		if s.closed {
 			s.mu.Unlock()
 			nc.Close()
 			continue
 		}
+		if int64(len(s.conns)) >= s.params.maxClients.Load() {
+			s.mu.Unlock()
+			s.refuse(nc)
+			continue
+		}
+		c := s.newConn(nc)
 		s.conns[c] = struct{}{}
 		s.wg.Add(1)
 		s.mu.Unlock()
@@ -125,7 +157,17 @@ func (s *Server) Close() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.persist.bg.Wait()
+	s.idle.close()
 	s.rates.close()
+}
+
+// refuse answers a connection beyond maxclients as Redis does, and closes it.
+func (s *Server) refuse(nc net.Conn) {
+	s.stats.rejected.Add(1)
+	_ = nc.SetWriteDeadline(time.Now().Add(time.Second))
+	_, _ = nc.Write([]byte("-" + commands.ErrMaxClients + "\r\n"))
+	nc.Close()
 }
 
 // clientCount is the number of connected clients.

@@ -64,13 +64,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "redcell: --log-level:", err)
 		os.Exit(2)
 	}
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	levelVar := new(slog.LevelVar) // CONFIG SET loglevel moves it
+	levelVar.Set(level)
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: levelVar}))
 
 	if cfg.pprofAddr != "" {
 		go func() { log.Warn("pprof server stopped", "err", http.ListenAndServe(cfg.pprofAddr, nil)) }()
 	}
 	// config → data dir → stores → listener → raft → server → wait for a signal.
-	n, err := startNode(cfg, log)
+	n, err := startNode(cfg, log, levelVar)
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		os.Exit(1)
@@ -80,6 +82,8 @@ func main() {
 	select {
 	case s := <-sig:
 		log.Info("shutting down", "signal", s.String())
+	case <-n.ShutdownRequested():
+		log.Info("shutting down", "reason", "SHUTDOWN command")
 	case err := <-n.Fatal():
 		log.Error("stopping after a fatal error", "err", err)
 		_ = n.Close()

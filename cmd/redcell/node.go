@@ -11,7 +11,7 @@ import (
 var version = "dev"
 
 // startNode turns the flags into a node configuration and starts it.
-func startNode(cfg config, log *slog.Logger) (*node.Node, error) {
+func startNode(cfg config, log *slog.Logger, level *slog.LevelVar) (*node.Node, error) {
 	secret, err := cfg.secret()
 	if err != nil {
 		return nil, err
@@ -37,6 +37,7 @@ func startNode(cfg config, log *slog.Logger) (*node.Node, error) {
 		LeaderLeaseTimeout: cfg.leaseTimeout,
 		EnableDebug:        cfg.enableDebug,
 		RequirePass:        pass,
+		LogLevel:           level,
 		Stripes:            cfg.stripes,
 		MaxInflight:        cfg.maxInflight,
 		MaxAppend:          cfg.maxAppend,

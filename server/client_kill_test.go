@@ -1,0 +1,127 @@
+package server
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// clientInfo is one connection's CLIENT INFO fields.
+func clientInfo(t *testing.T, c *client) map[string]string {
+	t.Helper()
+	line := strings.TrimSpace(c.replyTreeOf("CLIENT", "INFO").s)
+	f := map[string]string{}
+	for _, kv := range strings.Split(line, " ") {
+		k, v, _ := strings.Cut(kv, "=")
+		f[k] = v
+	}
+	return f
+}
+
+// TestClientListFormat: CLIENT INFO and CLIENT LIST lines carry Redis
+// 7.2's fields in Redis's order, with this connection's values.
+func TestClientListFormat(t *testing.T) {
+	n := startTestNode(t)
+	c := n.dial()
+	c.do("CLIENT", "SETNAME", "lister")
+	line := strings.TrimSpace(c.replyTreeOf("CLIENT", "INFO").s)
+	re := regexp.MustCompile(`^id=\d+ addr=127\.0\.0\.1:\d+ laddr=127\.0\.0\.1:\d+ fd=-?\d+ name=lister age=\d+ idle=\d+ flags=N db=0 sub=0 psub=0 ssub=0 multi=-1 qbuf=\d+ qbuf-free=\d+ argv-mem=\d+ multi-mem=\d+ rbs=\d+ rbp=\d+ obl=\d+ oll=\d+ omem=\d+ tot-mem=\d+ events=r cmd=client\|info user=default redir=-1 resp=2 lib-name= lib-ver=$`)
+	if !re.MatchString(line) {
+		t.Errorf("CLIENT INFO = %q", line)
+	}
+	id := clientInfo(t, c)["id"]
+	other := n.dial()
+	other.do("PING")
+	list := c.replyTreeOf("CLIENT", "LIST").s
+	if strings.Count(list, "\n") != 2 || !strings.Contains(list, "id="+id+" ") || !strings.Contains(list, "cmd=ping ") {
+		t.Errorf("CLIENT LIST =\n%s", list)
+	}
+	for _, s := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"CLIENT", "LIST", "ID", id}, "1 lines"},
+		{[]string{"CLIENT", "LIST", "TYPE", "normal"}, "2 lines"},
+		{[]string{"CLIENT", "LIST", "TYPE", "master"}, "0 lines"},
+		{[]string{"CLIENT", "LIST", "TYPE", "replica", "ID", id}, "0 lines"},
+		{[]string{"CLIENT", "LIST", "TYPE", "foo"}, "-ERR Unknown client type 'foo'"},
+		{[]string{"CLIENT", "LIST", "ID", "0"}, "-ERR Invalid client ID"},
+		{[]string{"CLIENT", "LIST", "ID", "abc"}, "-ERR Invalid client ID"},
+	} {
+		r := c.replyTreeOf(s.args...)
+		got := r.String()
+		if r.typ == '$' {
+			got = strconv.Itoa(strings.Count(r.s, "\n")) + " lines"
+		}
+		if got != s.want {
+			t.Errorf("%q = %s, want %s", s.args, got, s.want)
+		}
+	}
+}
+
+// TestClientKill: every filter of CLIENT KILL and its old form, with Redis
+// 7.0.15's replies and errors; killed connections are closed at once, the
+// caller after its reply.
+func TestClientKill(t *testing.T) {
+	n := startTestNode(t)
+	admin := n.dial()
+	for _, s := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"CLIENT", "KILL", "1.2.3.4:5"}, "-ERR No such client"},
+		{[]string{"CLIENT", "KILL", "addr"}, "-ERR No such client"},
+		{[]string{"CLIENT", "KILL", "ID", "0"}, "-ERR client-id should be greater than 0"},
+		{[]string{"CLIENT", "KILL", "ID", "abc"}, "-ERR client-id should be greater than 0"},
+		{[]string{"CLIENT", "KILL", "USER", "bob"}, "-ERR No such user 'bob'"},
+		{[]string{"CLIENT", "KILL", "TYPE", "foo"}, "-ERR Unknown client type 'foo'"},
+		{[]string{"CLIENT", "KILL", "SKIPME", "maybe"}, "-ERR syntax error"},
+		{[]string{"CLIENT", "KILL", "ID", "1", "SKIPME"}, "-ERR syntax error"},
+		{[]string{"CLIENT", "KILL", "FOO", "bar"}, "-ERR syntax error"},
+		{[]string{"CLIENT", "KILL", "ID", "999999"}, ":0"},
+		{[]string{"CLIENT", "KILL", "TYPE", "master"}, ":0"},
+		{[]string{"CLIENT", "KILL"}, "-ERR wrong number of arguments for 'client|kill' command"},
+	} {
+		if got := admin.do(s.args...); got != s.want {
+			t.Errorf("%q = %s, want %s", s.args, got, s.want)
+		}
+	}
+
+	// By ID, by ADDR, by LADDR and USER, and the old form.
+	byID, byAddr, old, rest := n.dial(), n.dial(), n.dial(), n.dial()
+	if got := admin.do("CLIENT", "KILL", "ID", clientInfo(t, byID)["id"]); got != ":1" {
+		t.Errorf("KILL ID = %s", got)
+	}
+	byID.expectEOF()
+	if got := admin.do("CLIENT", "KILL", "ADDR", clientInfo(t, byAddr)["addr"], "SKIPME", "yes"); got != ":1" {
+		t.Errorf("KILL ADDR = %s", got)
+	}
+	byAddr.expectEOF()
+	if got := admin.do("CLIENT", "KILL", clientInfo(t, old)["addr"]); got != "+OK" {
+		t.Errorf("KILL addr:port = %s", got)
+	}
+	old.expectEOF()
+	// LADDR and USER match every other client here; the caller is skipped.
+	laddr := clientInfo(t, admin)["laddr"]
+	if got := admin.do("CLIENT", "KILL", "LADDR", laddr, "USER", "default", "TYPE", "normal"); got != ":1" {
+		t.Errorf("KILL LADDR USER TYPE = %s", got)
+	}
+	rest.expectEOF()
+	if got := admin.do("PING"); got != "+PONG" {
+		t.Errorf("the caller after KILL with SKIPME yes: %s", got)
+	}
+
+	// The old form may kill the caller: +OK, then closed before the PING.
+	self := n.dial()
+	self.send(encodeCmd("CLIENT", "KILL", clientInfo(t, self)["addr"]) + encodeCmd("PING"))
+	if got := self.reply(); got != "+OK" {
+		t.Errorf("KILL own addr = %s", got)
+	}
+	self.expectEOF()
+	// SKIPME no: the count includes the caller, then it is closed.
+	if got := admin.do("CLIENT", "KILL", "ID", clientInfo(t, admin)["id"], "SKIPME", "no"); got != ":1" {
+		t.Errorf("KILL own ID SKIPME no = %s", got)
+	}
+	admin.expectEOF()
+}
