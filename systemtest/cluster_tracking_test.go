@@ -1,8 +1,11 @@
 package systemtest
 
 import (
+	"context"
 	"strconv"
 	"testing"
+
+	"github.com/redis/rueidis"
 )
 
 // TestClusterTrackingSeesWritesFromEveryNode: a client tracking keys on one
@@ -62,6 +65,26 @@ func TestClusterTrackingSeesWritesFromEveryNode(t *testing.T) {
 			}
 			got = append(got, r.String())
 		}
+	}
+
+	// rueidis with its defaults (RESP3, client-side caching) on the follower.
+	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
+	defer cancel()
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{c.nodes[f1].addr()}})
+	if err != nil {
+		t.Fatalf("rueidis.NewClient on %s: %v", c.nodes[f1].id, err)
+	}
+	defer rc.Close()
+
+	for _, writer := range []int{f2, leader} {
+		key := "rueidis-via-" + c.nodes[writer].id
+		checkRueidisInvalidation(ctx, t, rc, key, func() {
+			wc := mustDial(t, c.nodes[writer].addr())
+			if r := mustDo(t, wc, "CL.THROTTLE", key, "5", "1", "60"); r.isErr() {
+				t.Fatalf("CL.THROTTLE on %s: %v", c.nodes[writer].id, r)
+			}
+			appliedHere()
+		})
 	}
 
 	for _, writer := range []int{f2, leader} {
