@@ -75,6 +75,8 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 		kv("connected_clients", s.clientCount())
 		kv("blocked_clients", 0)
 		kv("maxclients", s.params.maxClients.Load())
+		trackingClients, _, _, _ := s.trk.stats()
+		kv("tracking_clients", trackingClients)
 	case "memory":
 		var ms runtime.MemStats
 		runtime.ReadMemStats(&ms)
@@ -112,6 +114,10 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 		rv := s.rates.view()
 		kv("instantaneous_ops_per_sec", int64(rv.OpsPerSec))
 		kv("instantaneous_output_kbps", fmt.Sprintf("%.2f", rv.NetOutKbps))
+		_, tkeys, titems, tprefixes := s.trk.stats()
+		kv("tracking_total_keys", tkeys)
+		kv("tracking_total_items", titems)
+		kv("tracking_total_prefixes", tprefixes)
 		if s.cfg.PeerStats != nil {
 			ps := s.cfg.PeerStats()
 			kv("peer_connections_accepted", ps.PeersAccepted)

@@ -68,6 +68,9 @@ type tracker struct {
 	clients map[int64]*trackClient // connections with tracking on
 	bcast   []*trackClient         // those in BCAST mode
 	touched []*trackClient         // scratch of one Written call
+	items   int                    // IDs in keys, summed (INFO tracking_total_items)
+	maxKeys int                    // maxTrackedKeys; lower in tests
+	maxPush int                    // maxPushBytes; lower in tests
 }
 
 // trackClient is one tracking connection as the tracker sees it. Its fields
@@ -100,7 +103,7 @@ type connTracking struct {
 }
 
 func newTracker() *tracker {
-	return &tracker{keys: map[string][]int64{}, clients: map[int64]*trackClient{}}
+	return &tracker{keys: map[string][]int64{}, clients: map[int64]*trackClient{}, maxKeys: maxTrackedKeys, maxPush: maxPushBytes}
 }
 
 // Watching reports whether any connection tracks (fsm.WriteWatcher).
@@ -117,6 +120,7 @@ func (t *tracker) Written(keys [][]byte, flushed bool) {
 			t.touch(tc)
 		}
 		clear(t.keys)
+		t.items = 0
 	}
 	for _, k := range keys {
 		if ids, ok := t.keys[string(k)]; ok {
@@ -128,6 +132,7 @@ func (t *tracker) Written(keys [][]byte, flushed bool) {
 				tc.pending = append(tc.pending, k)
 				t.touch(tc)
 			}
+			t.items -= len(ids)
 			delete(t.keys, string(k))
 		}
 		for _, tc := range t.bcast {
@@ -240,10 +245,11 @@ func (t *tracker) rememberKey(id int64, k []byte) {
 			return
 		}
 	}
-	if !ok && len(t.keys) >= maxTrackedKeys {
+	if !ok && len(t.keys) >= t.maxKeys {
 		t.evictOne()
 	}
 	t.keys[string(k)] = append(ids, id)
+	t.items++
 }
 
 // evictOne invalidates and forgets one remembered key (Redis picks a random
@@ -256,6 +262,7 @@ func (t *tracker) evictOne() {
 				t.deliver(tc, key, false)
 			}
 		}
+		t.items -= len(ids)
 		delete(t.keys, k)
 		return
 	}
@@ -677,7 +684,7 @@ func (c *conn) enqueuePush(build func([]byte) []byte) {
 		return
 	}
 	o.buf = build(o.buf)
-	if len(o.buf) > maxPushBytes {
+	if len(o.buf) > c.s.trk.maxPush {
 		o.closed = true
 		o.buf = nil
 		o.mu.Unlock()
@@ -775,6 +782,17 @@ func (c *conn) closeTracking() {
 		close(o.wake) // the pusher exits
 	}
 	o.mu.Unlock()
+}
+
+// trackingStats are INFO's tracking fields: connections with tracking on,
+// remembered keys, (key, connection) pairs, and BCAST prefixes.
+func (t *tracker) stats() (clients, keys, items, prefixes int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for _, tc := range t.bcast {
+		prefixes += len(tc.prefixes)
+	}
+	return len(t.clients), len(t.keys), t.items, prefixes
 }
 
 // connByID finds a connected client by its ID (CLIENT TRACKING REDIRECT).

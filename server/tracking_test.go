@@ -256,3 +256,75 @@ func TestTrackingErrors(t *testing.T) {
 		}
 	}
 }
+
+// infoField reads one field of INFO section on c.
+func (c *client) infoField(section, field string) string {
+	c.t.Helper()
+	for _, line := range strings.Split(c.replyTreeOf("INFO", section).s, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return v
+		}
+	}
+	c.t.Fatalf("INFO %s has no %s", section, field)
+	return ""
+}
+
+// TestTrackingTableLimit: past the table's limit a remembered key is
+// invalidated and forgotten to make room (Redis's tracking-table-max-keys),
+// and INFO counts what the table holds.
+func TestTrackingTableLimit(t *testing.T) {
+	n := startTestNode(t)
+	n.srv.trk.maxKeys = 3
+	tr, wr := n.dial(), n.dial()
+	tr.do("HELLO", "3")
+	tr.do("CLIENT", "TRACKING", "ON")
+	for _, k := range []string{"a", "b", "c"} {
+		tr.do(peek(k)...)
+	}
+	if got := wr.infoField("stats", "tracking_total_keys"); got != "3" {
+		t.Errorf("tracking_total_keys = %s, want 3", got)
+	}
+	if got := wr.infoField("clients", "tracking_clients"); got != "1" {
+		t.Errorf("tracking_clients = %s, want 1", got)
+	}
+	tr.sendCmd(peek("d")...)
+	push := tr.replyTree()
+	if push.typ != '>' || len(push.elems) != 2 || len(push.elems[1].elems) != 1 {
+		t.Fatalf("reading a fourth key: %s, want the invalidation of an evicted key first", push)
+	}
+	evicted := push.elems[1].elems[0].s
+	if !strings.Contains("abc", evicted) {
+		t.Fatalf("evicted %q, want one of a, b, c", evicted)
+	}
+	if got := tr.reply(); !strings.HasPrefix(got, "*[:0 :11") {
+		t.Errorf("then %s, want the CL.PEEK reply", got)
+	}
+	wr.do(throttle(evicted)...) // forgotten: no second invalidation
+	tr.expectPushes()
+	if got := wr.infoField("stats", "tracking_total_items"); got != "3" {
+		t.Errorf("tracking_total_items = %s, want 3", got)
+	}
+	wr.do("FLUSHALL")
+	tr.expectPushes(">[$invalidate _]")
+	if got := wr.infoField("stats", "tracking_total_keys"); got != "0" {
+		t.Errorf("tracking_total_keys after FLUSHALL = %s, want 0", got)
+	}
+}
+
+// TestTrackingUnreadPushesClose: a connection holding more unsent pushes than
+// the limit is closed, and the writer and the node carry on.
+func TestTrackingUnreadPushesClose(t *testing.T) {
+	n := startTestNode(t)
+	n.srv.trk.maxPush = 10 // any invalidation is more
+	tr, wr := n.dial(), n.dial()
+	tr.do("HELLO", "3")
+	tr.do("CLIENT", "TRACKING", "ON")
+	tr.do(peek("k")...)
+	if got := wr.do(throttle("k")...); !strings.HasPrefix(got, "*[:0 :11") {
+		t.Fatalf("the write = %s", got)
+	}
+	tr.expectEOF()
+	if got := wr.do(throttle("k")...); !strings.HasPrefix(got, "*[:0 :11") {
+		t.Errorf("the next write = %s", got)
+	}
+}
