@@ -2,6 +2,7 @@ package group
 
 import (
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 )
@@ -25,14 +26,67 @@ import (
 // the entries between "durable here" and "applied": in a cluster those wait
 // for a follower's fsync, and meanwhile the leader's disk takes the next.
 //
+// Stragglers. Clients that do not pipeline come back one by one after their
+// replies: the first to return would find the disk free and go alone, and
+// every other would wait for that one-request fsync before its own — two
+// fsyncs per round of clients instead of one. So when the last entry
+// answered several batches (clients likely to come back), a free disk waits
+// for as many to queue, at most half an append's recent duration: a wait
+// longer than the fsync it saves cannot pay off. One batch, or a lone
+// client, never waits.
+//
 // The gate only shapes batches; it never holds a request for good. Every
 // proposed entry is eventually stored or fails, and the completer marks it
 // passed either way, so a lost notification (a leadership change, an entry
-// raft refused) costs at most one entry's wait.
+// raft refused) costs at most one entry's wait; a lingering queue is
+// proposed by its timer.
 type diskGate struct {
 	proposed atomic.Uint64 // entries proposed (sequence of the newest); written under proposeMu
 	stored   atomic.Uint64 // entries known durable in the local log (≤ proposed)
 	wake     chan struct{} // buffer 1: an append became durable
+
+	expect      atomic.Int64 // batches the last applied entry answered
+	appendNanos atomic.Int64 // moving average of a durable append's duration
+	lingering   atomic.Bool  // the linger timer is armed
+	lingerDone  atomic.Bool  // it fired: propose what there is
+	timer       *time.Timer
+	maxLinger   time.Duration // set at Open (defaultMaxLinger; tests change it)
+}
+
+// defaultMaxLinger bounds the wait for stragglers whatever the disk's speed.
+const defaultMaxLinger = 500 * time.Microsecond
+
+// linger is how long a free disk waits for stragglers.
+func (d *diskGate) linger() time.Duration {
+	return min(time.Duration(d.appendNanos.Load()/2), d.maxLinger)
+}
+
+// noteAppend folds one durable append's duration into the average (1/8 weight).
+func (d *diskGate) noteAppend(took time.Duration) {
+	old := d.appendNanos.Load()
+	d.appendNanos.Store(old + (int64(took)-old)/8)
+}
+
+// holdForStragglers reports whether the queued batches (queued of them)
+// should wait for more before they go to the free disk, and arms the timer
+// that ends the wait.
+func (d *diskGate) holdForStragglers(queued int) bool {
+	if queued == 0 || int64(queued) >= d.expect.Load() || d.lingerDone.Load() {
+		return false
+	}
+	if d.lingering.CompareAndSwap(false, true) {
+		d.timer.Reset(d.linger())
+	}
+	return true
+}
+
+// proposing ends a wait for stragglers: the entry being built takes what
+// queued. Called under proposeMu before the queue is taken.
+func (d *diskGate) proposing() {
+	if d.lingering.Swap(false) {
+		d.timer.Stop()
+	}
+	d.lingerDone.Store(false)
 }
 
 // free reports whether every proposed entry is durable here, so that the
@@ -68,6 +122,14 @@ func (d *diskGate) appended(n uint64) {
 	}
 }
 
+// lingerOver is the linger timer's function: the wait for stragglers is
+// over, propose what queued.
+func (g *Group) lingerOver() {
+	g.disk.lingerDone.Store(true)
+	g.disk.lingering.Store(false)
+	g.proposeQueued()
+}
+
 // runDiskGate proposes what queued while the disk was busy, each time an
 // append becomes durable. It cannot be done on raft's goroutine itself,
 // which is the one that takes proposals in.
@@ -98,9 +160,11 @@ func (w *watchedLogStore) StoreLog(l *raft.Log) error {
 
 // StoreLogs stores the entries (one fsync) and then reports them.
 func (w *watchedLogStore) StoreLogs(logs []*raft.Log) error {
+	start := time.Now()
 	if err := w.LogStore.StoreLogs(logs); err != nil {
 		return err
 	}
+	w.gate.noteAppend(time.Since(start))
 	var n uint64
 	for _, l := range logs {
 		if l.Type == raft.LogCommand {

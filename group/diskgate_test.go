@@ -137,3 +137,61 @@ func Test_DiskGate_FailedEntriesOpenTheGate(t *testing.T) {
 		t.Fatalf("stored = %d, want 3 (capped at proposed)", g.stored.Load())
 	}
 }
+
+// Clients that come back one by one after their replies go to the disk
+// together: with the last entry having answered five batches, the first
+// four to return wait for the fifth instead of taking the free disk alone.
+func Test_DiskGate_StragglersJoinOneEntry(t *testing.T) {
+	n := openSingle(t, nil)
+	p, err := gcra.NewParams(15, 30, 60, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A wait that only the fifth client (not the timer) can end.
+	n.g.disk.maxLinger = time.Hour
+	n.g.disk.appendNanos.Store(int64(2 * time.Hour))
+	n.g.disk.expect.Store(5)
+	before := n.g.Stats()
+	errs := make(chan error, 5)
+	for i := range 5 {
+		go func() {
+			b := NewBatch()
+			b.Ops = append(b.Ops, throttleReq([]byte(fmt.Sprintf("s%d", i)), p))
+			errs <- n.g.Propose(b)
+		}()
+	}
+	for range 5 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := n.g.Stats().EntriesProposed - before.EntriesProposed; got != 1 {
+		t.Fatalf("five returning clients went out in %d entries; want 1", got)
+	}
+}
+
+// A client whose companions do not come back is not held for good: the
+// linger timer proposes it.
+func Test_DiskGate_LoneClientIsProposedByTheTimer(t *testing.T) {
+	n := openSingle(t, nil)
+	p, err := gcra.NewParams(15, 30, 60, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.g.disk.maxLinger = 20 * time.Millisecond
+	n.g.disk.appendNanos.Store(int64(time.Second))
+	n.g.disk.expect.Store(50)
+	b := NewBatch()
+	b.Ops = append(b.Ops, throttleReq([]byte("lone"), p))
+	start := time.Now()
+	if err := n.g.Propose(b); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < 20*time.Millisecond {
+		t.Fatalf("answered after %v: it did not wait for the 49 others", took)
+	}
+	// The entry answered one batch: the next lone client does not wait.
+	if got := n.g.disk.expect.Load(); got != 1 {
+		t.Fatalf("expect = %d after a one-batch entry; want 1", got)
+	}
+}

@@ -175,6 +175,9 @@ func Open(cfg Config) (*Group, error) {
 		g.encoders <- &fsm.Encoder{}
 	}
 	g.disk.wake = make(chan struct{}, 1)
+	g.disk.maxLinger = defaultMaxLinger
+	g.disk.timer = time.AfterFunc(time.Hour, g.lingerOver)
+	g.disk.timer.Stop()
 
 	rc := raftConfig(cfg, g.notifyCh)
 	g.maxTrailingLogs = rc.TrailingLogs

@@ -80,6 +80,12 @@ func (g *Group) proposeQueued() {
 		if !g.disk.free() {
 			return // the disk gate proposes once the entry on the disk is durable
 		}
+		g.qmu.Lock()
+		queued := len(g.queue)
+		g.qmu.Unlock()
+		if g.disk.holdForStragglers(queued) {
+			return // the linger timer proposes if they do not come
+		}
 		select {
 		case g.slots <- struct{}{}:
 		default:
@@ -108,6 +114,7 @@ func (g *Group) proposeOne() bool {
 	if g.stopping.Load() {
 		return false
 	}
+	g.disk.proposing()
 	enc := <-g.encoders
 	batches := g.take(enc)
 	if len(batches) == 0 {
@@ -195,6 +202,11 @@ func (g *Group) runCompleter() {
 		} else {
 			e.err = mapRaftErr(e.err)
 		}
+		if e.err == nil {
+			// Their clients are likely to come back: the disk may wait
+			// for them (diskgate.go). Set before they are woken.
+			g.disk.expect.Store(int64(len(e.batches)))
+		}
 		i := 0
 		for _, b := range e.batches {
 			if e.err != nil {
@@ -206,6 +218,7 @@ func (g *Group) runCompleter() {
 		}
 		g.fsm.Release(res)
 		g.disk.passed(e.seq) // applied or failed: it holds the disk no more
+
 		// Free the slot, then propose what queued meanwhile. Waking the
 		// batches first measured better: their clients' next requests get
 		// a chance to join the entry.
