@@ -32,6 +32,17 @@ func cmdPing(c *conn, _ *commands.Spec, args [][]byte) {
 		c.fail(commands.WrongArgs("ping"))
 		return
 	}
+	if c.trk.subscribed.Load() && c.w.proto == 2 {
+		// Subscribed RESP2 connections get pubsub-shaped replies, as in Redis.
+		c.w.array(2)
+		c.w.bulkString("pong")
+		if len(args) == 2 {
+			c.w.bulk(args[1])
+		} else {
+			c.w.bulkString("")
+		}
+		return
+	}
 	if len(args) == 2 {
 		c.w.bulk(args[1])
 		return

@@ -165,6 +165,12 @@ func TestTrackingRedirectRESP2(t *testing.T) {
 	if got := sub.do("SUBSCRIBE", "__redis__:invalidate"); got != "*[$subscribe $__redis__:invalidate :1]" {
 		t.Fatalf("SUBSCRIBE = %s", got)
 	}
+	if got := sub.do("PING"); got != "*[$pong $]" {
+		t.Errorf("PING while subscribed = %s", got)
+	}
+	if got := sub.do("PING", "hi"); got != "*[$pong $hi]" {
+		t.Errorf("PING hi while subscribed = %s", got)
+	}
 	if got := sub.do("CL.THROTTLE", "a", "1", "1", "1"); got != "-ERR Can't execute 'cl.throttle': only (P|S)SUBSCRIBE / (P|S)UNSUBSCRIBE / PING / QUIT / RESET are allowed in this context" {
 		t.Errorf("a limiter command while subscribed = %s", got)
 	}
@@ -182,6 +188,9 @@ func TestTrackingRedirectRESP2(t *testing.T) {
 	sub.expectPushes("*[$message $__redis__:invalidate $nil]")
 	if got := sub.do("UNSUBSCRIBE"); got != "*[$unsubscribe $__redis__:invalidate :0]" {
 		t.Errorf("UNSUBSCRIBE = %s", got)
+	}
+	if got := sub.do("PING"); got != "+PONG" {
+		t.Errorf("PING after UNSUBSCRIBE = %s", got)
 	}
 	if got := sub.do("SUBSCRIBE", "news"); !strings.HasPrefix(got, "-ERR Redcell publishes only the __redis__:invalidate channel") {
 		t.Errorf("SUBSCRIBE news = %s", got)
