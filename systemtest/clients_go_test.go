@@ -63,10 +63,14 @@ func testGoRedisSession(t *testing.T, n *node, protocol int) {
 		v, err := c.Result()
 		ints(fmt.Sprintf("MULTI/EXEC %d", i), v, err, s.wantTx[i])
 	}
+	before := conn.ClientID(ctx).Val()
 	err := conn.Do(ctx, args(s.Bad)...).Err()
 	var rerr redis.Error
 	if !errors.As(err, &rerr) || err.Error() != s.wantErr {
 		t.Errorf("%v: %v (%T), want redis.Error %q", s.Bad, err, err, s.wantErr)
+	}
+	if after := conn.ClientID(ctx).Val(); after != before || before == 0 {
+		t.Errorf("the connection changed after the error: CLIENT ID %d, then %d", before, after)
 	}
 	for i, cmd := range s.After {
 		v, err := conn.Do(ctx, args(cmd)...).Result()
@@ -116,14 +120,22 @@ func testRueidis(t *testing.T, n *node, resp2 bool) {
 			}
 		}
 	}
-	for i, cmd := range s.Plain {
-		ints(fmt.Sprint(cmd), client.Do(ctx, build(cmd)), s.wantPlain[i])
-	}
-	// A transaction on one connection of the client.
+	// The session on one connection (the client spreads plain commands over
+	// several): a dedicated one.
 	err = client.Dedicated(func(c rueidis.DedicatedClient) error {
+		clientID := func() int64 {
+			id, err := c.Do(ctx, c.B().ClientId().Build()).AsInt64()
+			if err != nil {
+				t.Fatalf("CLIENT ID: %v", err)
+			}
+			return id
+		}
+		for i, cmd := range s.Plain {
+			ints(fmt.Sprint(cmd), c.Do(ctx, build(cmd)), s.wantPlain[i])
+		}
 		multi := rueidis.Commands{c.B().Multi().Build()}
 		for _, cmd := range s.Tx {
-			multi = append(multi, c.B().Arbitrary(cmd[0]).Keys(cmd[1]).Args(cmd[2:]...).Build())
+			multi = append(multi, build(cmd))
 		}
 		multi = append(multi, c.B().Exec().Build())
 		res := c.DoMulti(ctx, multi...)
@@ -134,17 +146,21 @@ func testRueidis(t *testing.T, n *node, resp2 bool) {
 		for i := range s.wantTx {
 			ints(fmt.Sprintf("MULTI/EXEC %d", i), &exec[i], s.wantTx[i])
 		}
+		before := clientID()
+		err = c.Do(ctx, build(s.Bad)).Error()
+		if re, ok := rueidis.IsRedisErr(err); !ok || re.Error() != s.wantErr {
+			t.Errorf("%v: %v (%T), want a *rueidis.RedisError %q", s.Bad, err, err, s.wantErr)
+		}
+		if after := clientID(); after != before {
+			t.Errorf("the connection changed after the error: CLIENT ID %d, then %d", before, after)
+		}
+		for i, cmd := range s.After {
+			ints(fmt.Sprint(cmd), c.Do(ctx, build(cmd)), s.wantAfter[i])
+		}
 		return nil
 	})
 	if err != nil {
-		t.Fatalf("rueidis MULTI/EXEC: %v", err)
-	}
-	err = client.Do(ctx, build(s.Bad)).Error()
-	if re, ok := rueidis.IsRedisErr(err); !ok || re.Error() != s.wantErr {
-		t.Errorf("%v: %v (%T), want a *rueidis.RedisError %q", s.Bad, err, err, s.wantErr)
-	}
-	for i, cmd := range s.After {
-		ints(fmt.Sprint(cmd), client.Do(ctx, build(cmd)), s.wantAfter[i])
+		t.Fatalf("rueidis session: %v", err)
 	}
 	if !resp2 {
 		testRueidisCache(ctx, t, n, client, prefix)
@@ -251,10 +267,14 @@ func testRedigo(t *testing.T, n *node) {
 	for i := range s.wantTx {
 		ints(fmt.Sprintf("MULTI/EXEC %d", i), exec[i], nil, s.wantTx[i])
 	}
+	before, _ := redigo.Int64(c.Do("CLIENT", "ID"))
 	_, err = c.Do(s.Bad[0], args(s.Bad[1:])...)
 	var rerr redigo.Error
 	if !errors.As(err, &rerr) || err.Error() != s.wantErr {
 		t.Errorf("%v: %v (%T), want redigo's redis.Error %q", s.Bad, err, err, s.wantErr)
+	}
+	if after, _ := redigo.Int64(c.Do("CLIENT", "ID")); after != before || before == 0 {
+		t.Errorf("the connection changed after the error: CLIENT ID %d, then %d", before, after)
 	}
 	for i, cmd := range s.After {
 		v, err := c.Do(cmd[0], args(cmd[1:])...)

@@ -64,7 +64,10 @@ type sessionReport struct {
 	Plain   []json.RawMessage `json:"plain"`
 	Tx      []json.RawMessage `json:"tx"`
 	After   []json.RawMessage `json:"after"`
-	Error   struct {
+	// CLIENT ID just before and just after the error: the same connection.
+	IDBefore int64 `json:"idBefore"`
+	IDAfter  int64 `json:"idAfter"`
+	Error    struct {
 		Class   string `json:"class"`
 		OwnType bool   `json:"ownType"`
 		Message string `json:"message"`
@@ -101,6 +104,9 @@ func (s clientSession) check(r sessionReport) []string {
 	if !r.Error.OwnType || r.Error.Message != s.wantErr {
 		problems = append(problems, fmt.Sprintf("error: %s %q (the client's own error type: %v), want %q as its own type",
 			r.Error.Class, r.Error.Message, r.Error.OwnType, s.wantErr))
+	}
+	if r.IDBefore == 0 || r.IDAfter != r.IDBefore {
+		problems = append(problems, fmt.Sprintf("the connection changed after the error: CLIENT ID %d, then %d", r.IDBefore, r.IDAfter))
 	}
 	return problems
 }

@@ -8,7 +8,8 @@
 // The session: {"plain": [[args...]...], "tx": [[args...]...], "bad": [args...],
 // "after": [[args...]...]}. The report: {"lib", "version", "proto" (HELLO's
 // answer on the client's own connection), "plain": [reply...], "tx": [reply...],
-// "error": {"class", "ownType", "message"}, "after": [reply...]}.
+// "error": {"class", "ownType", "message"}, "idBefore"/"idAfter" (CLIENT ID
+// around the error: the same connection), "after": [reply...]}.
 'use strict';
 
 const [lib, resp, port, sessionJSON] = process.argv.slice(2);
@@ -78,12 +79,14 @@ async function main() {
   const out = { lib, version: c.version, proto: c.proto, plain: [], tx: null, error: null, after: [] };
   for (const args of session.plain) out.plain.push(await c.call(args));
   out.tx = await c.tx(session.tx);
+  out.idBefore = Number(await c.call(['CLIENT', 'ID']));
   try {
     const rep = await c.call(session.bad);
     out.error = { class: 'none', ownType: false, message: JSON.stringify(rep) };
   } catch (e) {
     out.error = { class: e.constructor.name, ownType: c.isOwnError(e), message: String(e.message) };
   }
+  out.idAfter = Number(await c.call(['CLIENT', 'ID']));
   for (const args of session.after) out.after.push(await c.call(args));
   await c.close();
   process.stdout.write(JSON.stringify(out) + '\n');

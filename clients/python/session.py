@@ -27,6 +27,7 @@ def main():
     for args in session["tx"]:
         pipe.execute_command(*args)
     out["tx"] = pipe.execute()
+    out["idBefore"] = r.execute_command("CLIENT", "ID")
     try:
         rep = r.execute_command(*session["bad"])
         out["error"] = {"class": "none", "ownType": False, "message": repr(rep)}
@@ -34,6 +35,7 @@ def main():
         out["error"] = {"class": type(e).__name__, "ownType": True, "message": str(e)}
     except Exception as e:  # reported, not raised: the test names the difference
         out["error"] = {"class": type(e).__name__, "ownType": False, "message": str(e)}
+    out["idAfter"] = r.execute_command("CLIENT", "ID")
     for args in session["after"]:
         out["after"].append(r.execute_command(*args))
     r.close()
