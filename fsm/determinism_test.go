@@ -172,7 +172,7 @@ func equalResults(a, b []request.Result) bool {
 		return false
 	}
 	for i := range a {
-		if a[i] != b[i] {
+		if !a[i].Equal(b[i]) {
 			return false
 		}
 	}

@@ -200,14 +200,14 @@ func TestReads(t *testing.T) {
 		{"peek missing", peekReq([]byte("b"), peek), t0, request.Result{Kind: request.KindThrottle, Ints: [5]int64{0, 1, 1, -1, 0}}},
 	}
 	for _, tt := range tests {
-		if got := read(tt.r, tt.now); got != tt.want {
+		if got := read(tt.r, tt.now); !got.Equal(tt.want) {
 			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
 		}
 		// The same read inside a log entry stamped at now answers the same:
 		// apply reads at max(stamp, clock), as Read does.
 		g := quietFSM(2)
 		applyOne(t, g, commandLog(1, encodeEntry(t0, []request.Request{throttleReq([]byte("a"), p)})))
-		if got := applyOne(t, g, commandLog(2, encodeEntry(tt.now, []request.Request{tt.r}))); got[0] != tt.want {
+		if got := applyOne(t, g, commandLog(2, encodeEntry(tt.now, []request.Request{tt.r}))); !got[0].Equal(tt.want) {
 			t.Errorf("%s inside an entry: %+v, want %+v", tt.name, got[0], tt.want)
 		}
 	}
@@ -228,7 +228,7 @@ func TestReads(t *testing.T) {
 		peekReq([]byte("a"), gcra.Params{Interval: 0, Limit: 1, Quantity: 1}),
 		badPeek,
 	} {
-		if got := read(r, t0); got != invalid {
+		if got := read(r, t0); !got.Equal(invalid) {
 			t.Errorf("Read of %s: %+v, want %+v", opString(&r), got, invalid)
 		}
 	}
@@ -278,7 +278,7 @@ func TestReadsInsideAnEntry(t *testing.T) {
 	f := quietFSM(1)
 	applyOne(t, f, commandLog(1, encodeEntry(t0, []request.Request{throttleReq(a, p)})))
 	got := applyOne(t, f, commandLog(2, encodeEntry(t0-5e9, []request.Request{{Code: request.PTTL, Key: a}})))
-	if got[0] != (request.Result{Kind: request.KindInt, Ints: [5]int64{10000}}) {
+	if !got[0].Equal(request.Result{Kind: request.KindInt, Ints: [5]int64{10000}}) {
 		t.Fatalf("PTTL in an entry stamped before the clock: %+v, want 10000 at the clock", got[0])
 	}
 }

@@ -273,7 +273,7 @@ func TestApplyHugeDel(t *testing.T) {
 	applyOne(t, f, commandLog(1, encodeEntry(t0, setup)))
 
 	res := applyOne(t, f, commandLog(2, encodeEntry(t0, []request.Request{{Code: request.Del, Keys: keys}})))
-	if want := (request.Result{Kind: request.KindInt, Ints: [5]int64{int64(len(live))}}); len(res) != 1 || res[0] != want {
+	if want := (request.Result{Kind: request.KindInt, Ints: [5]int64{int64(len(live))}}); len(res) != 1 || !res[0].Equal(want) {
 		t.Fatalf("DEL of %d keys: %+v, want %+v", len(keys), res, want)
 	}
 	after := applyOne(t, f, commandLog(3, encodeEntry(t0, []request.Request{
@@ -322,7 +322,7 @@ func TestInvalidOpIsRefusedNotFatal(t *testing.T) {
 	}
 	later := encodeEntry(t0+1e9, []request.Request{throttleReq(a, p), {Code: request.Del, Keys: [][]byte{a, b}}})
 	got, wantLater := applyOne(t, f, commandLog(2, later)), applyOne(t, ref, commandLog(2, later))
-	if !equalResults(got, wantLater) || got[1] != (request.Result{Kind: request.KindInt, Ints: [5]int64{1}}) {
+	if !equalResults(got, wantLater) || !got[1].Equal(request.Result{Kind: request.KindInt, Ints: [5]int64{1}}) {
 		t.Fatalf("the next entry: %+v, want %+v", got, wantLater)
 	}
 	if fatal != 0 {

@@ -104,11 +104,11 @@ func (r *proposalRun) checkAgainstSequential(t *testing.T, entries []loggedEntry
 			op := &e.ops[i]
 			tag := opTag(op)
 			got := r.got[tag]
-			if m := model.throttle(op, e.stamp); got != m {
+			if m := model.throttle(op, e.stamp); !got.Equal(m) {
 				t.Fatalf("op %d (batch %d, entry %d position %d) on %q: Propose answered %+v, sequential model %+v",
 					tag, r.origins[tag].batch, e.log.Index, i, op.Key, got, m)
 			}
-			if replayed.R[i] != got {
+			if !replayed.R[i].Equal(got) {
 				t.Fatalf("op %d (entry %d position %d): Propose answered %+v, replay on a fresh fsm %+v",
 					tag, e.log.Index, i, got, replayed.R[i])
 			}

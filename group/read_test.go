@@ -122,13 +122,13 @@ func Test_Read_UsesLaterOfClockAndReplicatedClock(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			n.clock.Set(tc.clock)
-			if got, want := read(t, peek), peekAt(tc.at); got != want {
+			if got, want := read(t, peek), peekAt(tc.at); !got.Equal(want) {
 				t.Errorf("CL.PEEK with the clock at %d: %+v, want %+v (as at %d)", tc.clock, got, want, tc.at)
 			}
 		})
 	}
 	// The cases are distinguishable: reading at the stale clock would differ.
-	if peekAt(t1-10*int64(time.Second)) == peekAt(t1) {
+	if peekAt(t1-10*int64(time.Second)).Equal(peekAt(t1)) {
 		t.Fatal("the test's instants give the same CL.PEEK; it cannot tell them apart")
 	}
 

@@ -24,7 +24,8 @@ import (
 // Result encoding (forwarding frames):
 //
 //	byte Kind, byte ErrCode, then per Kind: KindThrottle 5 varints;
-//	KindInt and KindType 1 varint; others nothing.
+//	KindInt, KindType 1 varint; KindScan 1 varint, then uvarint length and
+//	Data; KindKeys uvarint length and Data; others nothing.
 
 // ErrUnknownCode is returned for a code this build does not know: a newer
 // Redcell wrote it, or the bytes are corrupt.
@@ -147,6 +148,9 @@ func AppendResult(b []byte, r *Result) []byte {
 	for _, v := range r.Ints[:resultInts(r.Kind)] {
 		b = binary.AppendVarint(b, v)
 	}
+	if r.Kind == KindKeys || r.Kind == KindScan {
+		b = appendBytes(b, r.Data)
+	}
 	return b
 }
 
@@ -156,7 +160,7 @@ func DecodeResult(data []byte, r *Result) ([]byte, error) {
 		return nil, errors.New("request: truncated result")
 	}
 	*r = Result{Kind: Kind(data[0]), Err: ErrCode(data[1])}
-	if r.Kind < KindThrottle || r.Kind > KindError {
+	if r.Kind < KindThrottle || r.Kind > KindScan {
 		return nil, fmt.Errorf("request: unknown result kind %d", data[0])
 	}
 	data = data[2:]
@@ -167,6 +171,14 @@ func DecodeResult(data []byte, r *Result) ([]byte, error) {
 		}
 		r.Ints[i], data = v, data[w:]
 	}
+	if r.Kind == KindKeys || r.Kind == KindScan {
+		list, rest, err := readBytes(data)
+		if err != nil || !validItems(list) {
+			return nil, errors.New("request: corrupt result list")
+		}
+		// Copied: a result outlives the frame it came in.
+		r.Data, data = append([]byte(nil), list...), rest
+	}
 	return data, nil
 }
 
@@ -174,7 +186,7 @@ func resultInts(k Kind) int {
 	switch k {
 	case KindThrottle:
 		return 5
-	case KindInt, KindType:
+	case KindInt, KindType, KindScan:
 		return 1
 	}
 	return 0

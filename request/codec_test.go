@@ -144,6 +144,10 @@ func TestResultsRoundTrip(t *testing.T) {
 		{Kind: KindType, Ints: [5]int64{3}},
 		{Kind: KindOK},
 		{Kind: KindError, Err: ErrWrongType},
+		{Kind: KindKeys},
+		{Kind: KindKeys, Data: AppendItem(AppendItem(nil, []byte("a")), []byte{})},
+		{Kind: KindScan, Ints: [5]int64{-1}, Data: AppendItem(nil, bytes.Repeat([]byte{0, '\r', '\n'}, 100))},
+		{Kind: KindScan, Ints: [5]int64{12345}},
 	}
 	var buf []byte
 	for i := range cases {
@@ -152,12 +156,38 @@ func TestResultsRoundTrip(t *testing.T) {
 	for i := range cases {
 		var got Result
 		var err error
-		if buf, err = DecodeResult(buf, &got); err != nil || got != cases[i] {
+		if buf, err = DecodeResult(buf, &got); err != nil || !sameResult(got, cases[i]) {
 			t.Fatalf("result %d: %+v, %v; want %+v", i, got, err, cases[i])
 		}
 	}
 	if _, err := DecodeResult([]byte{99, 0}, new(Result)); err == nil {
 		t.Error("an unknown result kind decoded")
+	}
+	// A list whose items overrun it is corrupt.
+	if _, err := DecodeResult([]byte{byte(KindKeys), 0, 2, 5, 'a'}, new(Result)); err == nil {
+		t.Error("a corrupt key list decoded")
+	}
+}
+
+func sameResult(a, b Result) bool {
+	return a.Kind == b.Kind && a.Err == b.Err && a.Ints == b.Ints && bytes.Equal(a.Data, b.Data)
+}
+
+// TestItems: AppendItem and Items round-trip any items, empty ones too.
+func TestItems(t *testing.T) {
+	want := []string{"", "a", string(bytes.Repeat([]byte("x"), 300)), "\x00\xff"}
+	var data []byte
+	for _, w := range want {
+		data = AppendItem(data, []byte(w))
+	}
+	var got []string
+	if n := Items(data, func(b []byte) { got = append(got, string(b)) }); n != len(want) || len(got) != len(want) {
+		t.Fatalf("%d items, want %d", n, len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("item %d: %q, want %q", i, got[i], want[i])
+		}
 	}
 }
 

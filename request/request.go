@@ -6,6 +6,8 @@
 // Redcell's, so every layer can use it. See DESIGN.md.
 package request
 
+import "encoding/binary"
+
 // Code names an operation. Its numeric value is part of the log format and
 // of the forwarding protocol: never renumber, only append. Writes are below
 // 64 and change replicated state; reads are 64 and above and only look.
@@ -40,6 +42,21 @@ const (
 	TBPeek Code = 70
 	// SLPeek is SL.PEEK on Key, with SLHit's Args (the last one 0).
 	SLPeek Code = 71
+	// Scan is SCAN: Key is the MATCH pattern (empty: none, with Args[3] 0).
+	// Args: cursor (a uint64's bits), COUNT, the TYPE filter (ScanType*),
+	// MATCH given (1) or not (0). The result is KindScan.
+	Scan Code = 72
+	// Keys is KEYS: Key is the pattern. The result is KindKeys.
+	Keys Code = 73
+)
+
+// The TYPE filter of a Scan request (Args[2]).
+const (
+	ScanTypeAny         int64 = 0 // no TYPE option
+	ScanTypeString      int64 = 1 // CL keys
+	ScanTypeTokenBucket int64 = 2 // TB keys, greedy and INTERVAL
+	ScanTypeSlidingLog  int64 = 3 // SL keys
+	ScanTypeNone        int64 = 4 // a type no key has (list, hash, … or unknown): matches nothing
 )
 
 // firstRead splits the code space.
@@ -55,7 +72,7 @@ func (c Code) MultiKey() bool { return c == Del || c == Exists }
 // Known reports whether this build knows the code.
 func (c Code) Known() bool {
 	switch c {
-	case Throttle, Del, FlushAll, TBTake, SLHit, Peek, Exists, PTTL, TTL, Type, DBSize, TBPeek, SLPeek:
+	case Throttle, Del, FlushAll, TBTake, SLHit, Peek, Exists, PTTL, TTL, Type, DBSize, TBPeek, SLPeek, Scan, Keys:
 		return true
 	}
 	return false
@@ -100,6 +117,8 @@ const (
 	KindType                     // a key type (Key*) in Ints[0]; TypeName names it
 	KindOK                       // +OK
 	KindError                    // Err
+	KindKeys                     // an array of keys, in Data (KEYS)
+	KindScan                     // a cursor (a uint64's bits) in Ints[0] and an array of keys in Data (SCAN)
 )
 
 // ErrCode is a deterministic failure of one request in the state machine:
@@ -147,12 +166,58 @@ func TypeName(t int64) string {
 	return "none"
 }
 
-// Result is the answer to one Request. It holds no pointers, so result
-// buffers are cheap to keep, copy and pool.
+// Result is the answer to one Request.
+//
+// Every reply but KEYS and SCAN is a kind and integers, so a Result of a
+// limiter call or a count holds no pointer and result buffers are cheap to
+// keep, copy and pool. A reply that is a list of keys (KindKeys, KindScan)
+// carries it in Data (AppendItem's encoding, ranged with Items): whoever
+// fills Data allocates it for this result alone and never reuses it, so
+// copying a Result (a MULTI's results, a forwarded batch) may share it.
 type Result struct {
 	Kind Kind
 	Err  ErrCode
 	Ints [5]int64
+	Data []byte
+}
+
+// AppendItem appends one item (a key) to a list in Data's encoding: uvarint
+// length, bytes.
+func AppendItem(data, item []byte) []byte {
+	data = binary.AppendUvarint(data, uint64(len(item)))
+	return append(data, item...)
+}
+
+// Items calls fn with each item of a list in Data's encoding, in order (each
+// aliases data), and returns how many there were. It stops at the first
+// malformed length, which only a corrupt frame can hold (DecodeResult
+// checks the encoding).
+func Items(data []byte, fn func(item []byte)) int {
+	n := 0
+	for len(data) > 0 {
+		l, w := binary.Uvarint(data)
+		if w <= 0 || l > uint64(len(data)-w) {
+			break
+		}
+		if fn != nil {
+			fn(data[w : w+int(l)])
+		}
+		data = data[w+int(l):]
+		n++
+	}
+	return n
+}
+
+// validItems reports whether data is a list in Data's encoding.
+func validItems(data []byte) bool {
+	for len(data) > 0 {
+		l, w := binary.Uvarint(data)
+		if w <= 0 || l > uint64(len(data)-w) {
+			return false
+		}
+		data = data[w+int(l):]
+	}
+	return true
 }
 
 // SetInt makes r the integer v.
@@ -165,4 +230,10 @@ func (r *Result) SetInt(v int64) {
 func (r *Result) SetErr(code ErrCode) {
 	r.Kind = KindError
 	r.Err = code
+}
+
+// Equal reports whether two results are the same answer (Data compared by
+// content).
+func (r Result) Equal(o Result) bool {
+	return r.Kind == o.Kind && r.Err == o.Err && r.Ints == o.Ints && string(r.Data) == string(o.Data)
 }

@@ -1,0 +1,137 @@
+package shard
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestScanCursorIsStable: while a scan runs, random inserts, deletes,
+// expiries and sweeps (which grow, shrink, compact and rebuild the tables)
+// happen between its calls. Every key present for the whole scan must be
+// returned, no key twice, and no key that was not live at the call that
+// returned it. Stripe counts 1, 4 and 64; COUNT 1, 7 and 100.
+func TestScanCursorIsStable(t *testing.T) {
+	for _, stripes := range []int{1, 4, 64} {
+		for _, count := range []int{1, 7, 100} {
+			for seed := uint64(1); seed <= 5; seed++ {
+				t.Run(fmt.Sprintf("stripes=%d/count=%d/seed=%d", stripes, count, seed), func(t *testing.T) {
+					scanWhileChanging(t, stripes, count, seed)
+				})
+			}
+		}
+	}
+}
+
+func scanWhileChanging(t *testing.T, stripes, count int, seed uint64) {
+	rng := rand.New(rand.NewPCG(seed, 99))
+	s := New(stripes)
+	now := int64(1000)
+	live := map[string]bool{}
+	n := 0
+	insert := func(ttl int64) {
+		k := fmt.Sprintf("k%06d", n)
+		n++
+		s.Update([]byte(k), now, putState(State{Kind: KindGCRA, Expire: now + ttl}))
+		if ttl > 1<<40 {
+			live[k] = true
+		}
+	}
+	for range 300 + rng.IntN(3000) {
+		insert(1 << 50)
+	}
+	// stable: keys that stay live for the whole scan (never deleted below).
+	stable := map[string]bool{}
+	for k := range live {
+		if rng.IntN(4) != 0 {
+			stable[k] = true
+		}
+	}
+	seen := map[string]int{}
+	cursor := uint64(ScanCursorDone)
+	for calls := 0; ; calls++ {
+		cursor = s.Scan(cursor, count, now, func(key []byte, st State) {
+			if !st.live(now) {
+				t.Fatalf("Scan returned %q, expired at %d, now %d", key, st.Expire, now)
+			}
+			seen[string(key)]++
+		})
+		if cursor == ScanCursorDone {
+			break
+		}
+		if calls > 1_000_000 {
+			t.Fatal("the scan does not end")
+		}
+		// Changes between calls: growth (inserts), shrinking and compaction
+		// (deletes of non-stable keys), expiry and sweeps.
+		switch rng.IntN(6) {
+		case 0, 1:
+			for range rng.IntN(200) {
+				insert(1 << 50)
+			}
+		case 2:
+			for k := range live {
+				if !stable[k] && rng.IntN(2) == 0 {
+					s.Delete([]byte(k), now)
+					delete(live, k)
+				}
+			}
+		case 3:
+			for range rng.IntN(100) {
+				insert(int64(rng.IntN(5)))
+			}
+			now += 3
+			s.Sweep(now, rng.IntN(5000))
+		case 4:
+			s.Sweep(now, 1000)
+		}
+	}
+	for k := range stable {
+		if seen[k] == 0 {
+			t.Errorf("key %q was live for the whole scan but never returned", k)
+		}
+	}
+	for k, c := range seen {
+		if c > 1 {
+			t.Errorf("key %q returned %d times", k, c)
+		}
+	}
+	s.checkInvariants(t)
+}
+
+// TestScanArbitraryCursor: a cursor the server never handed out (a client's
+// guess, 2^64-1) neither panics nor loops.
+func TestScanArbitraryCursor(t *testing.T) {
+	s := New(4)
+	for i := range 100 {
+		s.Update([]byte(fmt.Sprint(i)), 0, putState(State{Kind: KindGCRA, Expire: 10}))
+	}
+	for _, c := range []uint64{1<<64 - 1, 3<<32 | (1<<32 - 1), 1 << 32, 4 << 32, 12345} {
+		for i := 0; c != ScanCursorDone; i++ {
+			c = s.Scan(c, 10, 1, func([]byte, State) {})
+			if i > 1000 {
+				t.Fatalf("no end from cursor %d", c)
+			}
+		}
+	}
+}
+
+// TestRangeLiveAndLiveStats: only live keys, their count and lifetimes.
+func TestRangeLiveAndLiveStats(t *testing.T) {
+	s := New(8)
+	for i := range 50 {
+		s.Update([]byte(fmt.Sprint(i)), 0, putState(State{Kind: KindGCRA, Expire: int64(10 + i%2*10), Val: make([]byte, i%3)}))
+	}
+	got := 0
+	s.RangeLive(15, func(key []byte, st State) bool {
+		if st.Expire != 20 {
+			t.Errorf("RangeLive gave %q expiring at %d, now 15", key, st.Expire)
+		}
+		got++
+		return true
+	})
+	keys, sum := s.LiveStats(15)
+	if got != 25 || keys != 25 || sum != 25*5 {
+		t.Errorf("RangeLive %d keys, LiveStats %d keys, ttl sum %v; want 25, 25, 125", got, keys, sum)
+	}
+}
