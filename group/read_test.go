@@ -128,7 +128,7 @@ func Test_Read_UsesLaterOfClockAndReplicatedClock(t *testing.T) {
 		})
 	}
 	// The cases are distinguishable: reading at the stale clock would differ.
-	if peekAt(t1-10*int64(time.Second)).Equal(peekAt(t1)) {
+	if peekAt(t1 - 10*int64(time.Second)).Equal(peekAt(t1)) {
 		t.Fatal("the test's instants give the same CL.PEEK; it cannot tell them apart")
 	}
 
