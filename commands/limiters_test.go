@@ -115,3 +115,54 @@ func TestResultErrText(t *testing.T) {
 		seen[text] = c
 	}
 }
+
+// TestScanParse: SCAN's cursor and options as Redis 7.0 parses them (the
+// texts and outcomes were checked against redis-server 7.0.15).
+func TestScanParse(t *testing.T) {
+	for _, tt := range []struct {
+		line, err string
+		cursor    uint64
+		count     int64
+		typ       int64
+		match     string
+	}{
+		{line: "SCAN 0", count: 10},
+		{line: "scan 18446744073709551615", cursor: 1<<64 - 1, count: 10},
+		{line: "SCAN -1", cursor: 1<<64 - 1, count: 10},
+		{line: "SCAN +5 count 3", cursor: 5, count: 3},
+		{line: "SCAN 007 MATCH a* COUNT 5 MATCH b TYPE STRING", cursor: 7, count: 5, typ: request.ScanTypeString, match: "b"},
+		{line: "SCAN 0 TYPE tokenBucket", count: 10, typ: request.ScanTypeTokenBucket},
+		{line: "SCAN 0 TYPE slidinglog", count: 10, typ: request.ScanTypeSlidingLog},
+		{line: "SCAN 0 TYPE list", count: 10, typ: request.ScanTypeNone},
+		{line: "SCAN abc", err: ErrInvalidCursor},
+		{line: "SCAN 18446744073709551616", err: ErrInvalidCursor},
+		{line: "SCAN -", err: ErrInvalidCursor},
+		{line: "SCAN 1x", err: ErrInvalidCursor},
+		{line: "SCAN 0 COUNT 0", err: ErrSyntax},
+		{line: "SCAN 0 COUNT -1", err: ErrSyntax},
+		{line: "SCAN 0 COUNT x", err: ErrNotInteger},
+		{line: "SCAN 0 FOO", err: ErrSyntax},
+		{line: "SCAN 0 MATCH", err: ErrSyntax},
+		{line: "SCAN 0 COUNT 1 TYPE", err: ErrSyntax},
+		{line: "SCAN", err: "ERR wrong number of arguments for 'scan' command"},
+		{line: "KEYS", err: "ERR wrong number of arguments for 'keys' command"},
+		{line: "KEYS a b", err: "ERR wrong number of arguments for 'keys' command"},
+	} {
+		r, e := parseLine(tt.line)
+		if e != tt.err {
+			t.Errorf("%s: error %q, want %q", tt.line, e, tt.err)
+			continue
+		}
+		if e != "" {
+			continue
+		}
+		if r.Code != request.Scan || uint64(r.Args[0]) != tt.cursor || r.Args[1] != tt.count || r.Args[2] != tt.typ ||
+			string(r.Key) != tt.match || (r.Args[3] == 1) != (tt.match != "") {
+			t.Errorf("%s: %+v", tt.line, r)
+		}
+	}
+	r, e := parseLine("KEYS user:*")
+	if e != "" || r.Code != request.Keys || string(r.Key) != "user:*" {
+		t.Errorf("KEYS user:*: %+v %q", r, e)
+	}
+}

@@ -79,6 +79,9 @@ var table = []*Spec{
 	// Token bucket (tb.go) and sliding log (sl.go).
 	tbTake, tbPeek, slHit, slPeek,
 
+	// Iterating the keyspace (scan.go).
+	scanSpec, keysSpec,
+
 	// Keyspace.
 	{Name: "del", Arity: -2, Flags: []string{"write"}, FirstKey: 1, LastKey: -1, Step: 1, Class: Write,
 		Group: "generic", Since: "1.0.0", Complexity: "O(N) where N is the number of keys", ACL: []string{"@keyspace", "@write", "@slow"},

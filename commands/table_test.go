@@ -8,7 +8,7 @@ import (
 
 // keyspaceWithoutKeys are the commands that touch the keyspace as a whole
 // (no key positions) and so are Read or Write without a first key.
-var keyspaceWithoutKeys = map[string]bool{"dbsize": true, "flushall": true, "flushdb": true}
+var keyspaceWithoutKeys = map[string]bool{"dbsize": true, "flushall": true, "flushdb": true, "scan": true, "keys": true}
 
 // TestTableSanity checks the invariants COMMAND, dispatch and clients rely
 // on, for every command and subcommand.
@@ -173,7 +173,7 @@ func TestSpecArities(t *testing.T) {
 		"reset": 1, "hello": -1, "auth": -2, "select": 2, "client": -2, "info": -1, "time": 1,
 		"command": -1, "config": -2, "debug": -2, "cluster": -2, "raft": -2, "readonly": 1, "readwrite": 1,
 		"multi": 1, "exec": 1, "discard": 1, "watch": -2, "unwatch": 1, "subscribe": -2, "unsubscribe": -1,
-		"tb.take": -5, "tb.peek": -5, "sl.hit": -4, "sl.peek": -4,
+		"tb.take": -5, "tb.peek": -5, "sl.hit": -4, "sl.peek": -4, "scan": -2, "keys": 2,
 		"save": 1, "bgsave": -1, "lastsave": 1, "shutdown": -1,
 	}
 	for _, s := range All() {

@@ -223,6 +223,9 @@ func (f *FSM) fatal(l *raft.Log, err error) interface{} {
 // every replica must run the same ones, so a change here needs the care of a
 // format change (see DESIGN.md).
 func validRequest(r *request.Request) string {
+	if r.Code == request.Scan {
+		return scanValid(r)
+	}
 	fam := familyOf(r.Code)
 	if fam == nil {
 		// No other code takes arguments: a newer leader that gave one
@@ -312,6 +315,10 @@ func (f *FSM) read(r *request.Request, now int64, res *request.Result) {
 		}
 	case request.DBSize:
 		res.SetInt(int64(f.store.Len(now)))
+	case request.Scan:
+		f.scan(r, now, res)
+	case request.Keys:
+		f.keys(r, now, res)
 	default:
 		familyOf(r.Code).peek(f, r, now, res)
 	}

@@ -96,6 +96,25 @@ func (e *engine) do(t testing.TB, now int64, words []string) vectors.Expected {
 	return resultAsExpected(res)
 }
 
+// entry applies reqs as one log entry stamped now (a MULTI/EXEC) and
+// returns copies of their results.
+func (e *engine) entry(t testing.TB, now int64, reqs []request.Request) []request.Result {
+	t.Helper()
+	e.enc.Reset(now)
+	for i := range reqs {
+		e.enc.Add(&reqs[i])
+	}
+	e.index++
+	out := e.f.ApplyBatch([]*raft.Log{{Type: raft.LogCommand, Index: e.index, Term: 1, Data: slices.Clone(e.enc.Finish())}})
+	rs, ok := out[0].(*fsm.Results)
+	if !ok {
+		t.Fatalf("apply returned %v", out[0])
+	}
+	res := slices.Clone(rs.R)
+	e.f.Release(rs)
+	return res
+}
+
 func resultAsExpected(res request.Result) vectors.Expected {
 	switch res.Kind {
 	case request.KindThrottle:

@@ -137,9 +137,12 @@ func (l *Local) Info(section string, field func(name string, value any)) {
 		field("fsm_ops_applied", fs.Ops)
 		field("fsm_clock_ns", fs.Clock)
 	case "keyspace":
-		// As Redis's INFO keyspace: present once the keyspace has a key.
-		if n := l.g.fsm.Stats().Keys; n > 0 {
-			field("db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=0", n, n))
+		// As Redis's INFO keyspace: present once the keyspace has a live
+		// key; lapsed keys are not counted (even before the sweeper
+		// reclaims them), every key has a lifetime (expires = keys), and
+		// avg_ttl is their average remaining lifetime in ms.
+		if n, avg := l.g.fsm.Keyspace(l.g.cfg.Clock.Now()); n > 0 {
+			field("db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=%d", n, n, avg))
 		}
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"net"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -265,11 +266,24 @@ func (c *conn) writeResult(r *request.Result) {
 		c.w.simple(request.TypeName(r.Ints[0]))
 	case request.KindOK:
 		c.w.ok()
+	case request.KindKeys:
+		c.writeKeys(r.Data)
+	case request.KindScan:
+		c.w.array(2)
+		c.w.bulkString(strconv.FormatUint(uint64(r.Ints[0]), 10))
+		c.writeKeys(r.Data)
 	case request.KindError:
 		c.fail(commands.ResultErrText(r.Err))
 	default:
 		c.fail(commands.ErrInternal)
 	}
+}
+
+// writeKeys writes a list of keys (a Result's Data) as an array of bulk
+// strings (KEYS, SCAN's page).
+func (c *conn) writeKeys(data []byte) {
+	c.w.array(request.Items(data, nil))
+	request.Items(data, c.w.bulk)
 }
 
 // backendErrText turns a batch failure (see Backend) into the Redis error

@@ -1,0 +1,103 @@
+package fsm
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/redcell/redcell/internal/glob"
+	"github.com/redcell/redcell/request"
+	"github.com/redcell/redcell/shard"
+)
+
+// SCAN and KEYS. Both read the keyspace at the read's instant like any read
+// (on the leader after it confirmed its leadership, or inside a MULTI's
+// entry at the entry's now), so a key whose lifetime has passed is never
+// listed, whether or not the sweeper has reclaimed it. The cursor is
+// shard's (shard/scan.go): stable across writes, growth, compaction and
+// sweeps on this node.
+
+// scanArgs is how many arguments a Scan request carries: cursor, COUNT,
+// TYPE filter, MATCH given.
+const scanArgs = 4
+
+// maxScanCount bounds the work of one SCAN call whatever COUNT says (Redis
+// takes any COUNT; a page of a million keys is already more than a client
+// should ask for).
+const maxScanCount = 1 << 20
+
+func scanValid(r *request.Request) string {
+	if r.NArgs != scanArgs {
+		return fmt.Sprintf("%d arguments, not SCAN's %d", r.NArgs, scanArgs)
+	}
+	if r.Args[1] < 1 {
+		return fmt.Sprintf("COUNT %d", r.Args[1])
+	}
+	if r.Args[2] < request.ScanTypeAny || r.Args[2] > request.ScanTypeNone {
+		return fmt.Sprintf("TYPE filter %d", r.Args[2])
+	}
+	if r.Args[3] != 0 && r.Args[3] != 1 || r.Args[3] == 0 && len(r.Key) > 0 {
+		return fmt.Sprintf("MATCH flag %d with a %d-byte pattern", r.Args[3], len(r.Key))
+	}
+	return ""
+}
+
+// typeMatches reports whether a key of kind k passes a SCAN TYPE filter.
+func typeMatches(filter int64, k shard.Kind) bool {
+	switch filter {
+	case request.ScanTypeAny:
+		return true
+	case request.ScanTypeString:
+		return k == shard.KindGCRA
+	case request.ScanTypeTokenBucket:
+		return k == shard.KindTokenGreedy || k == shard.KindTokenInterval
+	case request.ScanTypeSlidingLog:
+		return k == shard.KindSlidingLog
+	}
+	return false
+}
+
+// scan answers SCAN: the next cursor and the page's live keys that pass
+// MATCH and TYPE (filtered after the page is chosen, as Redis does, so a
+// page may be empty with a cursor that is not 0).
+func (f *FSM) scan(r *request.Request, now int64, res *request.Result) {
+	filter, match := r.Args[2], r.Args[3] == 1
+	var data []byte
+	next := f.store.Scan(uint64(r.Args[0]), int(min(r.Args[1], maxScanCount)), now, func(key []byte, st shard.State) {
+		if typeMatches(filter, st.Kind) && (!match || glob.Match(r.Key, key, false)) {
+			data = request.AppendItem(data, key)
+		}
+	})
+	res.Kind = request.KindScan
+	res.Ints[0] = int64(next)
+	res.Data = data
+}
+
+// keys answers KEYS pattern: every live key that matches, in no particular
+// order. O(keys), like Redis's.
+func (f *FSM) keys(r *request.Request, now int64, res *request.Result) {
+	var data []byte
+	f.store.RangeLive(now, func(key []byte, _ shard.State) bool {
+		if glob.Match(r.Key, key, false) {
+			data = request.AppendItem(data, key)
+		}
+		return true
+	})
+	res.Kind = request.KindKeys
+	res.Data = data
+}
+
+// Keyspace counts the keys live at max(now, replicated clock) — the instant
+// a read at now would use — and their average remaining lifetime in whole
+// milliseconds (rounded), for INFO keyspace: a key whose lifetime has
+// passed is not counted even before the sweeper reclaims it. Every Redcell
+// key has a lifetime, so Redis's "expires" equals keys. O(keys): a
+// sequential scan of the arenas. Any goroutine.
+func (f *FSM) Keyspace(now int64) (keys int, avgTTLms int64) {
+	f.applyMu.RLock()
+	defer f.applyMu.RUnlock()
+	keys, sum := f.store.LiveStats(max(now, f.clock.Load()))
+	if keys == 0 {
+		return 0, 0
+	}
+	return keys, int64(math.Round(sum / float64(keys) / 1e6))
+}
