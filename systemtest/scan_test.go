@@ -154,4 +154,3 @@ func TestScanWhileTheKeyspaceChanges(t *testing.T) {
 	}
 	n.mustStop(t)
 }
-
