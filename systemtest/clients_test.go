@@ -198,6 +198,8 @@ func testRedisBenchmark(t *testing.T, n *node) {
 	runs := [][]string{
 		{"-p", port, "-c", "50", "-P", "16", "-r", "100000", "-n", "20000", "-q", "CL.THROTTLE", "user:__rand_int__", "15", "30", "60", "1"},
 		{"-p", port, "-c", "50", "-P", "1", "-r", "100000", "-n", "5000", "-q", "CL.THROTTLE", "user:__rand_int__", "15", "30", "60", "1"},
+		{"-p", port, "-c", "50", "-P", "16", "-r", "100000", "-n", "10000", "-q", "TB.TAKE", "tb:__rand_int__", "10", "1", "1000"},
+		{"-p", port, "-c", "50", "-P", "16", "-r", "100000", "-n", "10000", "-q", "SL.HIT", "sl:__rand_int__", "10", "60000"},
 	}
 	for _, args := range runs {
 		out := runTool(t, nil, bench, args...)
