@@ -21,14 +21,15 @@ const (
 	linCheckLimit  = 60 * time.Second
 )
 
-// TestClusterLinearizable records ~9 s of CL.THROTTLE, CL.PEEK and DEL from
-// six clients, two on each node's client port, while the leader is killed
-// with SIGKILL (and restarted) and then the next leader is partitioned from
-// the others and healed; porcupine must find one order of all operations
-// that explains every reply (linearizability_test.go has the model). Errors,
-// timeouts and broken connections are unknown outcomes (LOADING from the
-// restarted node too, conservatively). Afterwards the three
-// nodes hold the same state.
+// TestClusterLinearizable records ~9 s of limiter calls, their PEEKs and
+// DEL (the keys of each 250 ms slot are of one family: CL, TB greedy, TB
+// INTERVAL, SL in turn) from six clients, two on each node's client port,
+// while the leader is killed with SIGKILL (and restarted) and then the next
+// leader is partitioned from the others and healed; porcupine must find one
+// order of all operations that explains every reply
+// (linearizability_test.go has the model). Errors, timeouts and broken
+// connections are unknown outcomes (LOADING from the restarted node too,
+// conservatively). Afterwards the three nodes hold the same state.
 func TestClusterLinearizable(t *testing.T) {
 	c := startCluster(t, 3)
 	first := c.waitLeader()
@@ -116,7 +117,9 @@ func linClient(h *historyRecorder, addr string, worker int, start time.Time, sto
 			conns++
 		}
 		slot := int(time.Since(start) / linSlot)
-		op := limiterOp{Key: fmt.Sprintf("lin:%d:%d", slot, rng.IntN(linKeysPerSlot)), Burst: linBurst}
+		// The slot's keys are of one limiter family, the families in turn.
+		fam := limiterFamilies[slot%len(limiterFamilies)].tag
+		op := limiterOp{Key: fmt.Sprintf("lin:%s:%d:%d", fam, slot, rng.IntN(linKeysPerSlot)), Burst: linBurst, Family: fam}
 		switch p := rng.IntN(100); {
 		case p < 65:
 			op.Kind = "throttle"

@@ -24,9 +24,11 @@ import (
 // admission or a stale read makes the history illegal.
 //
 // The model covers limiters that cannot refill during a test: one unit a day
-// (CL.THROTTLE key B 1 86400), so a key's whole state is the number of units
-// taken, 0 … B+1 (capacity B+1). Time passing during a test (seconds) moves
-// no whole unit. Per key:
+// (CL.THROTTLE key B 1 86400, and with Family set TB.TAKE key B+1 1 86400000,
+// greedy or INTERVAL, or SL.HIT key B+1 86400000, each with its PEEK), so a
+// key's whole state is the number of units taken, 0 … B+1 (capacity B+1),
+// and every family replies alike. Time passing during a test (seconds)
+// moves no whole unit. Per key:
 //
 //	THROTTLE  taken < B+1: [0, B+1, B+1-taken-1, -1, reset], taken+1
 //	          otherwise:   [1, B+1, 0, retry>0, reset],     unchanged
@@ -46,11 +48,14 @@ import (
 // Unknown PEEKs constrain nothing and are left out.
 
 // limiterOp is one operation on a limiter key. Burst is B of
-// CL.THROTTLE/CL.PEEK key B 1 86400 (unused by DEL).
+// CL.THROTTLE/CL.PEEK key B 1 86400 (unused by DEL): the key holds B+1 units.
+// Family is the tag of a limiterFamilies entry ("" is CL): "throttle" and
+// "peek" are then its call and its PEEK on B+1 units.
 type limiterOp struct {
-	Kind  string // "throttle", "peek", "del"
-	Key   string
-	Burst int64
+	Kind   string // "throttle", "peek", "del"
+	Key    string
+	Burst  int64
+	Family string
 }
 
 // limiterOut is the reply to a limiterOp.
@@ -69,6 +74,16 @@ const (
 
 // args is the command op sends.
 func (op limiterOp) args() []string {
+	if op.Family != "" && op.Kind != "del" {
+		for _, f := range limiterFamilies {
+			if f.tag == op.Family && op.Kind == "throttle" {
+				return f.call(op.Key, op.Burst+1)
+			} else if f.tag == op.Family && op.Kind == "peek" {
+				return f.peek(op.Key, op.Burst+1)
+			}
+		}
+		panic("limiterOp: unknown family " + strconv.Quote(op.Family))
+	}
 	switch op.Kind {
 	case "throttle":
 		return []string{"CL.THROTTLE", op.Key, itoa(op.Burst), itoa(limiterCount), itoa(limiterPeriod)}
