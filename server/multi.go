@@ -215,6 +215,7 @@ func cmdExec(c *conn, _ *commands.Spec, _ [][]byte) {
 		}
 		handlers[it.spec.Name](c, it.spec, it.args)
 	}
+	clear(res) // drop the key lists of SCAN and KEYS results
 	c.tx.reset()
 }
 

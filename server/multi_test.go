@@ -90,6 +90,11 @@ func TestMultiExecRESP3(t *testing.T) {
 	c.send(encodeCmd("MULTI") + encodeCmd("CL.THROTTLE", "r3", "0", "1", "10") +
 		encodeCmd("CLIENT", "GETNAME") + encodeCmd("EXISTS", "r3") + encodeCmd("EXEC"))
 	c.expectReplies("+OK", "+QUEUED", "+QUEUED", "+QUEUED", "*[*[:0 :1 :0 :-1 :10] _ :1]")
+	// Keyspace listings inside a transaction see its own writes.
+	c.send(encodeCmd("MULTI") + encodeCmd("FLUSHALL") + encodeCmd("CL.THROTTLE", "s1", "0", "1", "10") +
+		encodeCmd("SCAN", "0") + encodeCmd("KEYS", "*") + encodeCmd("DEL", "s1") + encodeCmd("KEYS", "*") + encodeCmd("EXEC"))
+	c.expectReplies("+OK", "+QUEUED", "+QUEUED", "+QUEUED", "+QUEUED", "+QUEUED", "+QUEUED",
+		"*[+OK *[:0 :1 :0 :-1 :10] *[$0 *[$s1]] *[$s1] :1 *[]]")
 	// An empty transaction.
 	c.send(encodeCmd("MULTI") + encodeCmd("EXEC"))
 	c.expectReplies("+OK", "*[]")

@@ -275,7 +275,10 @@ func (c *conn) trackRead(r *request.Request) {
 	if tc == nil || tc.bcast || (c.trk.optin && !c.trk.caching) || (c.trk.optout && c.trk.caching) {
 		return
 	}
-	if r.Key == nil && len(r.Keys) == 0 {
+	switch {
+	case r.Code == request.Scan || r.Code == request.Keys:
+		return // their Key is a pattern, not a key: Redis tracks no key for them
+	case r.Key == nil && len(r.Keys) == 0:
 		return
 	}
 	c.s.trk.remember(tc, r)

@@ -60,8 +60,12 @@ func TestTrackingDefaultMode(t *testing.T) {
 	tr.do(peek("a")...)
 	tr.do("EXISTS", "b", "c")
 	tr.do("DBSIZE")
+	tr.do("SCAN", "0", "MATCH", "p*")
+	tr.do("KEYS", "q*")
 	wr.do(throttle("a")...)
 	tr.expectPushes(invalidate("a"))
+	wr.do("DEL", "p*", "q*") // patterns, not keys that were read
+	tr.expectPushes()
 	wr.do(throttle("a")...) // a was invalidated: forgotten until read again
 	wr.do(throttle("z")...) // never read
 	tr.expectPushes()

@@ -37,6 +37,7 @@ func TestClusterMultiExecIsOneUnit(t *testing.T) {
 		{"MULTI"},
 		{"CL.THROTTLE", "tx", "2", "1", "10"},
 		{"EXISTS", "tx"},
+		{"KEYS", "tx*"},
 		{"CL.THROTTLE", "tx", "2", "1", "10"},
 		{"CL.PEEK", "tx", "2", "1", "10", "0"},
 		{"PING"},
@@ -48,7 +49,7 @@ func TestClusterMultiExecIsOneUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i, w := range []want{wantStatus("OK"), wantStatus("QUEUED"), wantStatus("QUEUED"),
-		wantStatus("QUEUED"), wantStatus("QUEUED"), wantStatus("QUEUED")} {
+		wantStatus("QUEUED"), wantStatus("QUEUED"), wantStatus("QUEUED"), wantStatus("QUEUED")} {
 		if r, err := fc.read(); err != nil || !w.matches(r) {
 			t.Fatalf("reply %d: %v, %v; want %v", i, r, err, w)
 		}
@@ -57,18 +58,18 @@ func TestClusterMultiExecIsOneUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantExec := "[[0 3 2 -1 10] 1 [0 3 1 -1 20] [0 3 1 -1 20] +PONG]"
+	wantExec := `[[0 3 2 -1 10] 1 ["tx"] [0 3 1 -1 20] [0 3 1 -1 20] +PONG]`
 	if r.String() != wantExec {
 		t.Fatalf("EXEC on follower %s = %v, want %s", c.nodes[follower].id, r, wantExec)
 	}
 	if got := raftInt(leader, "raft_entries_proposed") - entries; got != 1 {
 		t.Errorf("the leader proposed %d entries for the forwarded transaction, want 1", got)
 	}
-	if got := raftInt(leader, "raft_ops_proposed") - ops; got != 4 {
-		t.Errorf("the leader proposed %d requests for the forwarded transaction, want its 4", got)
+	if got := raftInt(leader, "raft_ops_proposed") - ops; got != 5 {
+		t.Errorf("the leader proposed %d requests for the forwarded transaction, want its 5", got)
 	}
-	if got := raftInt(leader, "raft_last_entry_ops"); got != 4 {
-		t.Errorf("the leader's last entry held %d requests, want the transaction's 4", got)
+	if got := raftInt(leader, "raft_last_entry_ops"); got != 5 {
+		t.Errorf("the leader's last entry held %d requests, want the transaction's 5", got)
 	}
 	if got := raftInt(follower, "raft_entries_proposed") - followerEntries; got != 0 {
 		t.Errorf("the follower proposed %d entries itself; it must forward", got)
