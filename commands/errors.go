@@ -56,6 +56,11 @@ const (
 	// for an error it does not recognise, which cannot promise either.
 	ErrOutcomeUnknown = "TRYAGAIN Leadership changed before the write was confirmed: it may or may not have been applied"
 
+	// ErrDiskFullPrefix opens the answer to request.ErrDiskFull (see
+	// DiskFull): Redis answers MISCONF when it cannot persist, and clients
+	// and operators know that word.
+	ErrDiskFullPrefix = "MISCONF Redcell cannot write its log: "
+
 	// Redcell's own, not in the spec: the state machine refused an op of
 	// a committed entry that it cannot apply (request.ErrInvalidOp). The
 	// parser never proposes such an op, so only a faulty or foreign leader
@@ -72,6 +77,14 @@ const (
 	// are connected; the server then closes it.
 	ErrMaxClients = "ERR max number of clients reached"
 )
+
+// DiskFull is the error reply to a write refused because the leader's log
+// disk is below its reserve: what failed and where (detail, from the
+// leader), and what still works.
+func DiskFull(detail string) string {
+	return ErrDiskFullPrefix + SanitizeErrorText([]byte(detail)) +
+		"; commands that change state are refused until space returns (reads work)"
+}
 
 // ResultErrText is the reply to a request the state machine answered with
 // a deterministic error code (request.Result of KindError).

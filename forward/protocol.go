@@ -74,6 +74,9 @@ const (
 	CodeStateMachine Code = 6
 	// CodeFailed: any other failure; the text says what.
 	CodeFailed Code = 7
+	// CodeDiskFull: the receiver's log disk is below its reserve; the text
+	// says where. Nothing was proposed.
+	CodeDiskFull Code = 8
 )
 
 // RemoteError is a failure reported by the other side.

@@ -102,6 +102,12 @@ func (l *Local) Info(section string, field func(name string, value any)) {
 		if l.store == nil {
 			return
 		}
+		if l.g.cfg.MinFreeDisk > 0 {
+			field("log_disk_free_bytes", l.g.guard.free.Load())
+			field("log_disk_reserve_bytes", l.g.cfg.MinFreeDisk)
+			field("log_disk_low", boolInt(l.g.guard.low.Load()))
+			field("log_disk_low_events", l.g.guard.trips.Load())
+		}
 		ls := l.store.Stats()
 		field("log_appends", ls.Appends)
 		field("log_entries_appended", ls.EntriesAppended)

@@ -76,6 +76,16 @@ type Config struct {
 	SnapshotLogBytes uint64
 	// Tune, when set, adjusts the raft configuration before use (tests, flags).
 	Tune func(*raft.Config)
+
+	// MinFreeDisk is the log disk's reserve (diskguard.go): below it the
+	// group refuses writes with request.ErrDiskFull. 0 disables the guard.
+	MinFreeDisk uint64
+	// DataDir names the log's directory in messages, and is where the free
+	// space is measured unless FreeSpace says otherwise.
+	DataDir string
+	// FreeSpace reports the bytes free for the log (default:
+	// FreeDiskSpace(DataDir)).
+	FreeSpace func() (uint64, error)
 }
 
 // Group is one Raft group on this node.
@@ -108,6 +118,7 @@ type Group struct {
 	encoders  chan *fsm.Encoder
 	stamp     int64 // last stamp; guarded by proposeMu
 	disk      diskGate
+	guard     diskGuard
 
 	stopping atomic.Bool
 	stopCh   chan struct{}
@@ -244,6 +255,13 @@ func Open(cfg Config) (*Group, error) {
 			g.wg.Add(1)
 			go g.runLoading()
 		}
+	}
+	if cfg.MinFreeDisk > 0 && (cfg.FreeSpace != nil || cfg.DataDir != "") {
+		if g.cfg.FreeSpace == nil {
+			g.cfg.FreeSpace = FreeDiskSpace(cfg.DataDir)
+		}
+		g.wg.Add(1)
+		go g.runDiskGuard()
 	}
 	if st, ok := cfg.LogStore.(*raftstore.Store); ok && cfg.SnapshotLogBytes > 0 {
 		g.wg.Add(1)

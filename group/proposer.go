@@ -55,6 +55,9 @@ func (g *Group) Propose(b *Batch) error {
 	if err := g.awaitReady(); err != nil {
 		return err
 	}
+	if g.guard.low.Load() {
+		return g.diskFullErr() // diskguard.go: refuse before the disk does
+	}
 	if cap(b.Results) < len(b.Ops) {
 		b.Results = make([]request.Result, len(b.Ops))
 	}

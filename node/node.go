@@ -72,6 +72,10 @@ type Config struct {
 	// holds this many bytes (or twice the newest snapshot's size, if larger);
 	// default group.DefaultSnapshotLogBytes.
 	SnapshotLogBytes uint64
+	// MinFreeDisk is the data dir's free-space reserve below which writes
+	// are refused with MISCONF (group/diskguard.go): 0 means
+	// group.DefaultMinFreeDisk, negative disables the guard.
+	MinFreeDisk int64
 }
 
 // Node is a running Redcell node.
@@ -214,6 +218,8 @@ func Open(cfg Config) (n *Node, err error) {
 			}
 		},
 		SnapshotLogBytes: cmp.Or(cfg.SnapshotLogBytes, group.DefaultSnapshotLogBytes),
+		MinFreeDisk:      minFreeDisk(cfg.MinFreeDisk),
+		DataDir:          cfg.DataDir,
 	})
 	if err != nil {
 		return nil, err
@@ -334,4 +340,15 @@ func advertiseAddr(advertise string, bound net.Addr) (net.Addr, error) {
 		return nil, fmt.Errorf("--advertise %q: %w", s, err)
 	}
 	return a, nil
+}
+
+// minFreeDisk turns Config.MinFreeDisk into the group's reserve (0: off).
+func minFreeDisk(v int64) uint64 {
+	switch {
+	case v < 0:
+		return 0
+	case v == 0:
+		return group.DefaultMinFreeDisk
+	}
+	return uint64(v)
 }

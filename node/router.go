@@ -166,6 +166,8 @@ func (rt *router) forward(addr string, reqs []request.Request, res []request.Res
 			return request.ErrOutcomeUnknown
 		case forward.CodeStateMachine:
 			return request.ErrStateMachine
+		case forward.CodeDiskFull:
+			return &request.DiskFullError{Detail: re.Text}
 		}
 	}
 	if write {
@@ -218,6 +220,8 @@ func classify(err error) forward.Code {
 		return forward.CodeShutdown
 	case errors.Is(err, request.ErrStateMachine):
 		return forward.CodeStateMachine
+	case errors.Is(err, request.ErrDiskFull):
+		return forward.CodeDiskFull
 	}
 	return forward.CodeFailed
 }

@@ -3,6 +3,8 @@ package raftstore
 import (
 	"fmt"
 	"log/slog"
+	"sync"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -74,11 +76,17 @@ func pebbleOptions(opts Options, logger *slog.Logger) *pebble.Options {
 
 // pebbleEventListener reports the events an operator needs to see (write
 // stalls, slow disks, background errors) and ignores routine ones (every
-// flush and compaction), which would drown the log.
+// flush and compaction), which would drown the log. Background errors and
+// slow-disk reports repeat for as long as their cause lasts (Pebble retries
+// a flush that found no space hundreds of times a second): each is logged
+// at most once per logEvery, with how many were left out.
 func pebbleEventListener(logger *slog.Logger) *pebble.EventListener {
+	bgErrors, slow := newLogLimiter(logEvery), newLogLimiter(logEvery)
 	return &pebble.EventListener{
 		BackgroundError: func(err error) {
-			logger.Error("pebble background error", "error", err)
+			if n, ok := bgErrors.allow(); ok {
+				logger.Error("pebble background error", "error", err, "suppressed_since_last", n)
+			}
 		},
 		WriteStallBegin: func(info pebble.WriteStallBeginInfo) {
 			logger.Warn("pebble write stall", "reason", info.Reason)
@@ -87,7 +95,9 @@ func pebbleEventListener(logger *slog.Logger) *pebble.EventListener {
 			logger.Info("pebble write stall ended")
 		},
 		DiskSlow: func(info pebble.DiskSlowInfo) {
-			logger.Warn("pebble disk slow", "path", info.Path, "op", info.OpType.String(), "duration", info.Duration)
+			if n, ok := slow.allow(); ok {
+				logger.Warn("pebble disk slow", "path", info.Path, "op", info.OpType.String(), "duration", info.Duration, "suppressed_since_last", n)
+			}
 		},
 	}
 }
@@ -115,4 +125,32 @@ func (l pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	l.logger.Error(msg, "source", "pebble", "fatal", true)
 	panic("raftstore: pebble fatal error: " + msg)
+}
+
+// logEvery is how often a repeating Pebble event is logged at most.
+const logEvery = 10 * time.Second
+
+// logLimiter lets one event through per interval and counts the rest.
+// Pebble calls it from its background goroutines, so it locks.
+type logLimiter struct {
+	mu         sync.Mutex
+	every      time.Duration
+	last       time.Time
+	suppressed int
+}
+
+func newLogLimiter(every time.Duration) *logLimiter { return &logLimiter{every: every} }
+
+// allow reports whether to log now, and how many were suppressed since the
+// last one logged.
+func (l *logLimiter) allow() (suppressed int, ok bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now := time.Now(); l.last.IsZero() || now.Sub(l.last) >= l.every {
+		n := l.suppressed
+		l.last, l.suppressed = now, 0
+		return n, true
+	}
+	l.suppressed++
+	return 0, false
 }

@@ -24,4 +24,17 @@ var (
 	// ErrStateMachine: the state machine stopped (an entry it cannot
 	// decode; see the node's log).
 	ErrStateMachine = errors.New("state machine stopped")
+	// ErrDiskFull: the leader's log disk is below its free-space reserve,
+	// so it proposes nothing until space returns. Nothing happened. Returned
+	// wrapped in a *DiskFullError that says where and how much.
+	ErrDiskFull = errors.New("log disk full")
 )
+
+// DiskFullError is ErrDiskFull with what an operator needs to act: which
+// disk, how much is free, what the reserve is.
+type DiskFullError struct{ Detail string }
+
+func (e *DiskFullError) Error() string { return e.Detail }
+
+// Unwrap makes errors.Is(err, ErrDiskFull) hold.
+func (e *DiskFullError) Unwrap() error { return ErrDiskFull }

@@ -300,6 +300,12 @@ func backendErrText(err error) string {
 		return commands.ErrInternal
 	case errors.Is(err, request.ErrOutcomeUnknown):
 		return commands.ErrOutcomeUnknown
+	case errors.Is(err, request.ErrDiskFull):
+		var df *request.DiskFullError
+		if errors.As(err, &df) {
+			return commands.DiskFull(df.Detail)
+		}
+		return commands.DiskFull("the leader's log disk is full")
 	}
 	// Not a failure the Backend contract names: the server cannot tell
 	// whether a write happened, so it must not say that nothing did.

@@ -32,6 +32,7 @@ type config struct {
 	snapEvery   time.Duration
 	snapBytes   uint64
 	procs       int
+	minFreeDisk int64
 
 	clusterSecret     string
 	clusterSecretFile string
@@ -61,6 +62,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Uint64Var(&c.snapThresh, "snapshot-threshold", 16384, "log entries since the last snapshot before the next one is taken (tuning, tests)")
 	fs.DurationVar(&c.snapEvery, "snapshot-interval", 30*time.Second, "how often Raft checks whether a snapshot is due (tuning, tests)")
 	fs.Uint64Var(&c.snapBytes, "snapshot-log-bytes", group.DefaultSnapshotLogBytes, "snapshot once the log written since the last snapshot holds this many bytes (or twice that snapshot's\nsize, if larger): bounds the log a restart replays (64 MiB: under 2 s on a 2-core VM)")
+	fs.Int64Var(&c.minFreeDisk, "min-free-disk", group.DefaultMinFreeDisk, "bytes the data dir's filesystem must keep free: below it, commands that change state are refused\nwith MISCONF (reads work) until space returns, and a leader hands over leadership; 0 disables the guard")
 	fs.IntVar(&c.procs, "procs", 0, "OS threads running Go code at once (GOMAXPROCS); 0 = half the available CPUs, at least 1 (GOMAXPROCS in the environment wins)")
 	fs.StringVar(&c.clusterSecretFile, "cluster-secret-file", "", "file holding the cluster secret (at least 16 bytes; one trailing newline is ignored). Peers must prove it\nin a challenge-response handshake before Raft sees a byte; without a secret the node accepts no peers")
 	fs.StringVar(&c.clusterSecret, "cluster-secret", "", "the cluster secret itself (visible in the process list: prefer --cluster-secret-file or REDCELL_CLUSTER_SECRET)")
@@ -102,6 +104,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("--snapshot-interval %v: want at least 1ms", c.snapEvery)
 	case c.snapBytes < 1:
 		return c, fmt.Errorf("--snapshot-log-bytes %d: want 1 or more", c.snapBytes)
+	case c.minFreeDisk < 0:
+		return c, fmt.Errorf("--min-free-disk %d: want 0 (off) or more bytes", c.minFreeDisk)
 	case c.dataDir == "":
 		return c, fmt.Errorf("--data-dir must not be empty")
 	}

@@ -44,7 +44,17 @@ func startNode(cfg config, log *slog.Logger, level *slog.LevelVar) (*node.Node, 
 		SnapThresh:         cfg.snapThresh,
 		SnapEvery:          cfg.snapEvery,
 		SnapshotLogBytes:   cfg.snapBytes,
+		MinFreeDisk:        minFreeDiskFlag(cfg.minFreeDisk),
 		Version:            version,
 		Logger:             log,
 	})
+}
+
+// minFreeDiskFlag maps --min-free-disk (0 = off) to node.Config's
+// convention (negative = off).
+func minFreeDiskFlag(v int64) int64 {
+	if v == 0 {
+		return -1
+	}
+	return v
 }

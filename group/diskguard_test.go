@@ -1,0 +1,69 @@
+package group
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/request"
+)
+
+// Below the reserve the leader proposes nothing and answers at once with
+// ErrDiskFull saying where and how much; above the reserve plus its margin
+// it proposes again. (The free space is injected here; the system test
+// fills a real filesystem.)
+func Test_DiskGuard_RefusesBelowTheReserveAndResumes(t *testing.T) {
+	var free atomic.Uint64
+	free.Store(1 << 30)
+	n := openSingle(t, func(c *Config) {
+		c.MinFreeDisk = 64 << 20
+		c.DataDir = "/data/redcell"
+		c.FreeSpace = func() (uint64, error) { return free.Load(), nil }
+	})
+	p, err := gcra.NewParams(15, 30, 60, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	propose := func() error {
+		b := NewBatch()
+		b.Ops = append(b.Ops, throttleReq([]byte("k"), p))
+		return n.g.Propose(b)
+	}
+	if err := propose(); err != nil {
+		t.Fatal(err)
+	}
+	before := n.g.Stats().EntriesProposed
+	free.Store(10 << 20)
+	waitFor(t, 5*time.Second, "the guard to see the low disk", func() bool { return n.g.guard.low.Load() })
+	start := time.Now()
+	err = propose()
+	if !errors.Is(err, request.ErrDiskFull) {
+		t.Fatalf("Propose on a low disk = %v; want ErrDiskFull", err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Fatalf("refused after %v; want at once", took)
+	}
+	var df *request.DiskFullError
+	if !errors.As(err, &df) || !strings.Contains(df.Detail, "/data/redcell has 10 MiB free, below the reserve of 64 MiB") {
+		t.Fatalf("detail = %v", err)
+	}
+	if got := n.g.Stats().EntriesProposed; got != before {
+		t.Fatalf("%d entries proposed while the disk was low", got-before)
+	}
+	// Just above the reserve is not enough (no flapping at the edge).
+	free.Store(70 << 20)
+	for range 3 {
+		n.g.checkDisk(new(time.Time), new(time.Time))
+	}
+	if !n.g.guard.low.Load() {
+		t.Fatal("resumed at 70 MiB free; want the 25% margin (80 MiB)")
+	}
+	free.Store(100 << 20)
+	waitFor(t, 5*time.Second, "the guard to see space again", func() bool { return !n.g.guard.low.Load() })
+	if err := propose(); err != nil {
+		t.Fatalf("after space returned: %v", err)
+	}
+}

@@ -1,0 +1,161 @@
+package systemtest
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// mountSmallDisk mounts a tmpfs of size bytes on a fresh directory and
+// unmounts it when the test ends. It needs root: in CI (CI=true) anything
+// less is a failure, elsewhere a skip.
+func mountSmallDisk(t *testing.T, size int64) string {
+	t.Helper()
+	dir := t.TempDir()
+	out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size="+strconv.FormatInt(size, 10), "tmpfs", dir).CombinedOutput()
+	if err != nil {
+		msg := "mounting a " + strconv.FormatInt(size>>20, 10) + " MiB tmpfs (needs root): " + err.Error() + ": " + strings.TrimSpace(string(out))
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", "-l", dir).CombinedOutput(); err != nil {
+			t.Errorf("unmounting %s: %v: %s", dir, err, out)
+		}
+	})
+	return dir
+}
+
+// fillTo writes a filler file until the filesystem at dir has about
+// leave bytes available.
+func fillTo(t *testing.T, dir string, leave int64) string {
+	t.Helper()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	avail := int64(st.Bavail) * st.Bsize
+	path := filepath.Join(dir, "filler")
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	chunk := make([]byte, 1<<20)
+	for n := avail - leave; n > 0; n -= int64(len(chunk)) {
+		if _, err := f.Write(chunk[:min(int64(len(chunk)), n)]); err != nil {
+			t.Fatalf("filling %s: %v", dir, err)
+		}
+	}
+	return path
+}
+
+// TestDiskFullRefusesWritesAndResumes: on a real 96 MiB filesystem filled
+// below the node's reserve, every state-changing command is answered at once
+// with MISCONF naming the disk (never a hang, never a crash), reads and PING
+// keep working, INFO says so; when space returns, writes resume by
+// themselves with every acknowledged decision in force; SIGTERM stops the
+// node cleanly throughout.
+func TestDiskFullRefusesWritesAndResumes(t *testing.T) {
+	t.Parallel()
+	const reserve = 32 << 20
+	fs := mountSmallDisk(t, 96<<20)
+	dataDir := filepath.Join(fs, "data")
+	n := newNode("diskfull", dataDir, t.TempDir(), "--min-free-disk", strconv.Itoa(reserve))
+	registerNodeCleanup(t, n, 0)
+	if err := n.start(); err != nil {
+		t.Fatal(err)
+	}
+	c := mustDial(t, n.addr())
+	origin := freshBase(t, c)
+	// CL.THROTTLE k 9 1 86400: ten per day; the clock is frozen, so
+	// nothing refills while the test runs.
+	for j := int64(1); j <= 3; j++ {
+		expectReply(t, c, wantInts(0, 10, 10-j, -1, 86400*j), "CL.THROTTLE", "k", "9", "1", "86400")
+	}
+
+	filler := fillTo(t, fs, reserve/2)
+	deadline := time.Now().Add(5 * time.Second)
+	var last reply
+	for {
+		start := time.Now()
+		r, err := c.do("CL.THROTTLE", "k", "9", "1", "86400")
+		if err != nil {
+			t.Fatalf("CL.THROTTLE on a full disk: %v", err)
+		}
+		if took := time.Since(start); took > 2*time.Second {
+			t.Fatalf("a write on a full disk took %v to answer", took)
+		}
+		last = r
+		if r.kind == '-' {
+			break
+		}
+		// Admitted before the guard saw the disk: it counts.
+		if time.Now().After(deadline) {
+			t.Fatalf("writes still admitted 5 s after the disk went below the reserve: %v", r)
+		}
+	}
+	if !strings.HasPrefix(last.str, "MISCONF Redcell cannot write its log: the disk of "+dataDir) {
+		t.Fatalf("write on a full disk answered %q; want MISCONF naming %s", last.str, dataDir)
+	}
+	// Every kind of write is refused alike, at once; reads and PING work.
+	for _, args := range [][]string{{"DEL", "k"}, {"TB.TAKE", "t", "5", "1", "1000"}, {"FLUSHALL"}} {
+		r := mustDo(t, c, args...)
+		if r.kind != '-' || !strings.HasPrefix(r.str, "MISCONF ") {
+			t.Errorf("%q on a full disk answered %v; want MISCONF", args, r)
+		}
+	}
+	expectReply(t, c, wantStatus("PONG"), "PING")
+	peek := mustDo(t, c, "CL.PEEK", "k", "9", "1", "86400", "0")
+	if peek.kind != '*' || len(peek.elems) != 5 {
+		t.Fatalf("CL.PEEK on a full disk answered %v", peek)
+	}
+	admitted := 10 - peek.elems[2].num // remaining after everything acknowledged
+	info := mustDo(t, c, "INFO", "persistence")
+	if infoField(info.str, "log_disk_low") != "1" {
+		t.Errorf("INFO persistence does not show the low disk:\n%s", info.str)
+	}
+	if log := n.logTail(1 << 16); strings.Count(log, "log disk below its reserve") != 1 {
+		t.Errorf("the condition is not logged exactly once:\n%s", lastLines(log, 20))
+	}
+
+	// Space returns: writes resume by themselves, the state intact.
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	for {
+		r := mustDo(t, c, "CL.THROTTLE", "k", "9", "1", "86400")
+		if r.kind == '*' {
+			admitted++
+			if r.elems[2].num != 10-admitted {
+				t.Fatalf("after space returned: remaining %d, want %d (every acknowledged decision in force)", r.elems[2].num, 10-admitted)
+			}
+			break
+		}
+		if !strings.HasPrefix(r.str, "MISCONF ") || time.Now().After(deadline) {
+			t.Fatalf("5 s after space returned: %v", r)
+		}
+	}
+
+	// Full again, then SIGTERM: a clean stop, and after a restart every
+	// acknowledged decision is still in force.
+	fillTo(t, fs, reserve/2)
+	c.close()
+	n.mustStop(t)
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	n.mustRestart(t)
+	c = mustDial(t, n.addr())
+	setClock(t, c, origin)
+	expectReply(t, c, wantInts(0, 10, 10-admitted, -1, 86400*admitted), "CL.PEEK", "k", "9", "1", "86400", "0")
+	n.mustStop(t)
+}
