@@ -32,16 +32,43 @@ func BenchmarkEncodeEntry(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(ops)), "ns/op-encoded")
 }
 
-// BenchmarkApplyEntry applies one entry of 1000 CL.THROTTLE ops on random
+// BenchmarkApplyEntry applies one entry of 1000 limiter calls on random
 // keys out of 100k (all present in the table), each entry stamped 1 ms after
-// the last, and releases the results as the proposer does.
+// the last, and releases the results as the proposer does: CL.THROTTLE
+// 15 30 60, TB.TAKE 10 10 1000 (greedy and INTERVAL), SL.HIT 10 1000 (each
+// key's log holding up to 10 runs, which grows and moves its record).
 func BenchmarkApplyEntry(b *testing.B) {
-	const keys, perEntry, entries = 100_000, 1000, 64
-	rng := rand.New(rand.NewPCG(7, 7))
 	p, err := gcra.NewParams(15, 30, 60, 1)
 	if err != nil {
 		b.Fatal(err)
 	}
+	tb := func(interval int64) func([]byte) request.Request {
+		return func(k []byte) request.Request {
+			r := request.Request{Code: request.TBTake, Key: k}
+			r.SetArgs(10, 10, 1000, 1, interval)
+			return r
+		}
+	}
+	for _, c := range []struct {
+		name string
+		req  func(key []byte) request.Request
+	}{
+		{"cl", func(k []byte) request.Request { return throttleReq(k, p) }},
+		{"tb", tb(0)},
+		{"ti", tb(1)},
+		{"sl", func(k []byte) request.Request {
+			r := request.Request{Code: request.SLHit, Key: k}
+			r.SetArgs(10, 1000, 1, 0, 0)
+			return r
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) { benchApply(b, c.req) })
+	}
+}
+
+func benchApply(b *testing.B, req func(key []byte) request.Request) {
+	const keys, perEntry, entries = 100_000, 1000, 64
+	rng := rand.New(rand.NewPCG(7, 7))
 	keyOf := func(i int) []byte { return []byte(fmt.Sprintf("user:%08d", i)) }
 	f := quietFSM(64)
 	stamp := int64(1_700_000_000_000_000_000)
@@ -61,7 +88,7 @@ func BenchmarkApplyEntry(b *testing.B) {
 	for start := 0; start < keys; start += perEntry {
 		ops := make([]request.Request, perEntry)
 		for i := range ops {
-			ops[i] = throttleReq(keyOf(start+i), p)
+			ops[i] = req(keyOf(start + i))
 		}
 		apply(encodeEntry(0, ops))
 	}
@@ -69,7 +96,7 @@ func BenchmarkApplyEntry(b *testing.B) {
 	for j := range data {
 		ops := make([]request.Request, perEntry)
 		for i := range ops {
-			ops[i] = throttleReq(keyOf(rng.IntN(keys)), p)
+			ops[i] = req(keyOf(rng.IntN(keys)))
 		}
 		data[j] = encodeEntry(0, ops)
 	}
