@@ -1,6 +1,8 @@
 package server
 
 import (
+	"sync/atomic"
+
 	"github.com/redcell/redcell/commands"
 	"github.com/redcell/redcell/request"
 )
@@ -25,6 +27,9 @@ type transaction struct {
 	reqs  []request.Request // the queued requests, in order; keys copied
 	res   []request.Result
 	bytes int // what the queue holds: encoded requests and copied arguments
+	// shown is what CLIENT LIST, run by other connections, reads: queued
+	// commands + 1 inside MULTI, 0 outside.
+	shown atomic.Int32
 }
 
 // txItem is one queued command: a request (an index into reqs) or a
@@ -59,6 +64,7 @@ func (t *transaction) reset() {
 	clear(t.reqs)
 	t.reqs = t.reqs[:0]
 	t.active, t.dirty, t.bytes = false, false, 0
+	t.shown.Store(0)
 }
 
 // reject answers a command refused before it runs (unknown, wrong arity,
@@ -116,6 +122,7 @@ func (c *conn) enqueue(spec *commands.Spec, args [][]byte) {
 		c.tx.bytes += n
 		c.tx.items = append(c.tx.items, txItem{spec: spec, req: -1, args: copyArgs(args)})
 	}
+	c.tx.shown.Store(int32(len(c.tx.items)) + 1)
 	c.w.simple("QUEUED")
 }
 
@@ -166,6 +173,7 @@ func cmdMulti(c *conn, _ *commands.Spec, _ [][]byte) {
 		return
 	}
 	c.tx.active = true
+	c.tx.shown.Store(1)
 	c.w.ok()
 }
 

@@ -798,6 +798,39 @@ func (t *tracker) stats() (clients, keys, items, prefixes int) {
 	return len(t.clients), len(t.keys), t.items, prefixes
 }
 
+// listFields are c's CLIENT LIST fields for MULTI, pubsub and tracking, as
+// Redis shows them: flags (x in MULTI, P subscribed, t tracking, B BCAST, R
+// broken redirect; N for none), sub (channels), multi (queued commands, -1
+// outside MULTI) and redir (-1 when not tracking). Safe from any goroutine.
+func (c *conn) listFields() (flags string, sub, multi int, redir int64) {
+	multi = int(c.tx.shown.Load()) - 1
+	if multi >= 0 {
+		flags += "x"
+	}
+	if c.trk.subscribed.Load() {
+		flags += "P"
+		sub = 1
+	}
+	redir = -1
+	t := c.s.trk
+	t.mu.Lock()
+	if tc := t.clients[c.id]; tc != nil {
+		flags += "t"
+		if tc.bcast {
+			flags += "B"
+		}
+		if tc.redirect != 0 && (tc.redirTo == nil || tc.redirTo.out.isClosed()) {
+			flags += "R"
+		}
+		redir = tc.redirect
+	}
+	t.mu.Unlock()
+	if flags == "" {
+		flags = "N"
+	}
+	return flags, sub, multi, redir
+}
+
 // connByID finds a connected client by its ID (CLIENT TRACKING REDIRECT).
 func (s *Server) connByID(id int64) *conn {
 	var found *conn

@@ -341,3 +341,42 @@ func TestTrackingUnreadPushesClose(t *testing.T) {
 		t.Errorf("the next write = %s", got)
 	}
 }
+
+// TestClientListShowsTransactionsAndTracking: CLIENT LIST's flags, sub,
+// multi and redir fields, as Redis shows them.
+func TestClientListShowsTransactionsAndTracking(t *testing.T) {
+	n := startTestNode(t)
+	a, b, admin := n.dial(), n.dial(), n.dial()
+	aid, bid := a.do("CLIENT", "ID")[1:], b.do("CLIENT", "ID")[1:]
+	fields := func(id string) string {
+		t.Helper()
+		line := admin.replyTreeOf("CLIENT", "LIST", "ID", id).s
+		var out []string
+		for _, f := range strings.Fields(line) {
+			for _, name := range []string{"flags=", "sub=", "multi=", "redir="} {
+				if strings.HasPrefix(f, name) {
+					out = append(out, f)
+				}
+			}
+		}
+		return strings.Join(out, " ")
+	}
+	if got := fields(aid); got != "flags=N sub=0 multi=-1 redir=-1" {
+		t.Errorf("a fresh connection: %s", got)
+	}
+	a.do("MULTI")
+	a.do("PING")
+	a.do(peek("k")...)
+	if got := fields(aid); got != "flags=x sub=0 multi=2 redir=-1" {
+		t.Errorf("inside MULTI with two queued: %s", got)
+	}
+	a.do("DISCARD")
+	b.do("SUBSCRIBE", "__redis__:invalidate")
+	a.do("CLIENT", "TRACKING", "ON", "BCAST", "REDIRECT", bid)
+	if got := fields(aid); got != "flags=tB sub=0 multi=-1 redir="+bid {
+		t.Errorf("tracking in BCAST mode with a redirect: %s", got)
+	}
+	if got := fields(bid); got != "flags=P sub=1 multi=-1 redir=-1" {
+		t.Errorf("subscribed: %s", got)
+	}
+}
