@@ -91,11 +91,15 @@ func (f *FSM) keys(r *request.Request, now int64, res *request.Result) {
 // milliseconds (rounded), for INFO keyspace: a key whose lifetime has
 // passed is not counted even before the sweeper reclaims it. Every Redcell
 // key has a lifetime, so Redis's "expires" equals keys. O(keys): a
-// sequential scan of the arenas. Any goroutine.
+// sequential scan of the arenas, which holds one stripe's read lock at a
+// time and never applyMu (INFO, which some clients send on every connect,
+// must not hold up apply for a whole scan; a count needs no cut across
+// stripes). Any goroutine.
 func (f *FSM) Keyspace(now int64) (keys int, avgTTLms int64) {
 	f.applyMu.RLock()
-	defer f.applyMu.RUnlock()
-	keys, sum := f.store.LiveStats(max(now, f.clock.Load()))
+	store, clock := f.store, f.clock.Load() // Restore swaps the store
+	f.applyMu.RUnlock()
+	keys, sum := store.LiveStats(max(now, clock))
 	if keys == 0 {
 		return 0, 0
 	}

@@ -280,3 +280,13 @@ func BenchmarkRestore1M(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*bigN), "ns/key")
 }
+
+// BenchmarkLiveStats1M: INFO keyspace's scan of 1M keys.
+func BenchmarkLiveStats1M(b *testing.B) {
+	s, _ := big()
+	for b.Loop() {
+		if n, _ := s.LiveStats(0); n != bigN {
+			b.Fatalf("%d keys", n)
+		}
+	}
+}
