@@ -43,6 +43,9 @@ type cluster struct {
 	logDir     string
 	extra      []string // flags every node gets
 	nodes      []*clusterNode
+	// dataDirs places chosen nodes' data dirs (by ID); the others get a
+	// fresh t.TempDir().
+	dataDirs map[string]string
 }
 
 // clusterNode is one member: the process, its ID and the address it
@@ -57,8 +60,15 @@ type clusterNode struct {
 // of them are voters that know the same leader.
 func startCluster(t testing.TB, size int, extra ...string) *cluster {
 	t.Helper()
+	return startClusterWithDirs(t, size, nil, extra...)
+}
+
+// startClusterWithDirs is startCluster with some nodes' data dirs chosen
+// by the test (dataDirs by node ID), e.g. on a small filesystem.
+func startClusterWithDirs(t testing.TB, size int, dataDirs map[string]string, extra ...string) *cluster {
+	t.Helper()
 	dir := t.TempDir()
-	c := &cluster{t: t, net: newFaultNet(t), secretFile: filepath.Join(dir, "secret"), logDir: dir, extra: extra}
+	c := &cluster{t: t, net: newFaultNet(t), secretFile: filepath.Join(dir, "secret"), logDir: dir, extra: extra, dataDirs: dataDirs}
 	if err := os.WriteFile(c.secretFile, []byte(clusterSecret+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -104,7 +114,11 @@ func (c *cluster) addNode(id string, join bool) *clusterNode {
 		flags = append(flags, "--join", via)
 	}
 	flags = append(flags, c.extra...)
-	n := newNode(id, t.TempDir(), c.logDir, flags...)
+	dataDir := c.dataDirs[id]
+	if dataDir == "" {
+		dataDir = t.TempDir()
+	}
+	n := newNode(id, dataDir, c.logDir, flags...)
 	n.port = port // the proxy forwards here: a retry must keep it
 	if join {
 		n.readyWhen = serving

@@ -159,3 +159,64 @@ func TestDiskFullRefusesWritesAndResumes(t *testing.T) {
 	expectReply(t, c, wantInts(0, 10, 10-admitted, -1, 86400*admitted), "CL.PEEK", "k", "9", "1", "86400", "0")
 	n.mustStop(t)
 }
+
+// TestClusterLeaderWithFullDiskHandsOver: the leader's data dir is on a
+// real 96 MiB filesystem; filled below the reserve, it refuses writes with
+// MISCONF and hands its leadership to a healthy node within seconds, after
+// which writes through every node (the full one forwards) are decided again,
+// no acknowledged decision lost; once space returns the replicas agree.
+func TestClusterLeaderWithFullDiskHandsOver(t *testing.T) {
+	t.Parallel()
+	const reserve = 32 << 20
+	fs := mountSmallDisk(t, 96<<20)
+	c := startClusterWithDirs(t, 3, map[string]string{"n1": filepath.Join(fs, "n1")}, "--min-free-disk", strconv.Itoa(reserve))
+	if leader := c.waitLeader(); c.nodes[leader].id != "n1" {
+		if r, err := c.call(leader, "RAFT", "TRANSFER", "n1"); err != nil || r.isErr() {
+			t.Fatalf("RAFT TRANSFER n1: %v %v", r, err)
+		}
+		c.waitLeader(0)
+	}
+	admitted := int64(0)
+	throttle := func(i int) (reply, error) { return c.call(i, "CL.THROTTLE", "full", "99", "1", "86400") }
+	for i := range 3 {
+		r, err := throttle(i)
+		if err != nil || r.kind != '*' {
+			t.Fatalf("CL.THROTTLE via %s: %v %v", c.nodes[i].id, r, err)
+		}
+		admitted++
+		if r.elems[2].num != 100-admitted {
+			t.Fatalf("remaining %d after %d admitted", r.elems[2].num, admitted)
+		}
+	}
+
+	filler := fillTo(t, fs, reserve/2)
+	// The full leader answers MISCONF (or, once it has handed over,
+	// forwards); within 10 s a healthy node leads and decides.
+	newLeader := c.waitLeader(1, 2)
+	c.waitFor(10*time.Second, "writes decided again through every node", func() (bool, string) {
+		for i := range 3 {
+			r, err := throttle(i)
+			if err != nil {
+				return false, err.Error()
+			}
+			if r.kind != '*' {
+				if !strings.HasPrefix(r.str, "MISCONF ") && !isFailoverError(r.str) {
+					t.Fatalf("write via %s during the hand-over: %v", c.nodes[i].id, r)
+				}
+				return false, c.nodes[i].id + ": " + r.str
+			}
+			admitted++
+			if r.elems[2].num != 100-admitted {
+				t.Fatalf("via %s: remaining %d after %d admitted: a decision was lost or doubled", c.nodes[i].id, r.elems[2].num, admitted)
+			}
+		}
+		return true, ""
+	})
+	if got := c.nodes[newLeader].id; got == "n1" {
+		t.Fatalf("the node with the full disk leads again")
+	}
+	if err := os.Remove(filler); err != nil {
+		t.Fatal(err)
+	}
+	c.compareReplicas("after the disk had space again")
+}
