@@ -59,7 +59,11 @@ type Config struct {
 	RequirePass string
 	// LogLevel is Logger's level, which CONFIG SET loglevel moves; nil
 	// refuses that.
-	LogLevel    *slog.LevelVar
+	LogLevel *slog.LevelVar
+	// MaxClients and IdleTimeout (seconds) start CONFIG's maxclients and
+	// timeout (server.Config).
+	MaxClients  int64
+	IdleTimeout int64
 	Stripes     int
 	MaxInflight int
 	MaxAppend   int
@@ -239,6 +243,8 @@ func Open(cfg Config) (n *Node, err error) {
 		EnableDebug: cfg.EnableDebug, RedcellVer: cfg.Version, Logger: log,
 		RequirePass: cfg.RequirePass,
 		LogLevel:    cfg.LogLevel,
+		MaxClients:  cfg.MaxClients,
+		IdleTimeout: cfg.IdleTimeout,
 		Save:        saveSchedule(cfg),
 		Shutdown: func() {
 			select {

@@ -79,11 +79,8 @@ type runtimeParams struct {
 	idleTimeout atomic.Int64 // seconds; 0 = never (closeIdle)
 }
 
-// Redis's defaults.
-const (
-	defaultMaxClients = 10000
-	defaultTimeout    = 0
-)
+// defaultMaxClients is Redis's default maxclients.
+const defaultMaxClients = 10000
 
 // logLevels are Redis's loglevel names (7.2 added "nothing") on slog's
 // levels; verbose sits between debug and notice as in Redis.

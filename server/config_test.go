@@ -164,3 +164,17 @@ func TestIdleTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestConfigStartValues: the flags' values are where CONFIG starts.
+func TestConfigStartValues(t *testing.T) {
+	n := startTestNode(t)
+	_, addr := n.serveConfig(Config{MaxClients: 50, IdleTimeout: 7, RequirePass: "pw"})
+	c := dialAddr(t, addr)
+	c.do("AUTH", "pw")
+	if got := c.do("CONFIG", "GET", "maxclients", "timeout", "requirepass"); got != "*[$maxclients $50 $requirepass $pw $timeout $7]" {
+		t.Errorf("CONFIG GET = %s", got)
+	}
+	if info := c.replyTreeOf("INFO", "clients").s; !strings.Contains(info, "maxclients:50\r\n") {
+		t.Errorf("INFO clients:\n%s", info)
+	}
+}

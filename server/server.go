@@ -6,6 +6,7 @@
 package server
 
 import (
+	"cmp"
 	"errors"
 	"log/slog"
 	"net"
@@ -41,6 +42,10 @@ type Config struct {
 	// Save is what CONFIG GET save reports: the snapshot schedule as
 	// Redis's "<seconds> <changes>" (see config.go).
 	Save string
+	// MaxClients and IdleTimeout are the starting values of CONFIG's
+	// maxclients (0: Redis's 10000) and timeout (seconds; 0: never).
+	MaxClients  int64
+	IdleTimeout int64
 	// Shutdown asks the owner of the node to stop it (SHUTDOWN): it must
 	// return at once and stop the node from another goroutine, since Close
 	// waits for the connection that called it. nil: SHUTDOWN is refused.
@@ -94,8 +99,8 @@ func New(cfg Config) *Server {
 	s := &Server{cfg: cfg, log: cfg.Logger, started: time.Now(), conns: make(map[*conn]struct{}), trk: newTracker()}
 	s.rates = newRates(s.sampleCounters, time.Second)
 	s.auth.set(cfg.RequirePass)
-	s.params.maxClients.Store(defaultMaxClients)
-	s.params.idleTimeout.Store(defaultTimeout)
+	s.params.maxClients.Store(cmp.Or(cfg.MaxClients, defaultMaxClients))
+	s.params.idleTimeout.Store(cfg.IdleTimeout)
 	s.idle = startIdleCloser(s, time.Second)
 	return s
 }

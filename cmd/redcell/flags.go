@@ -38,6 +38,8 @@ type config struct {
 	clusterSecretFile string
 	requirePass       string
 	requirePassFile   string
+	maxClients        int64
+	idleTimeout       int64
 	join              string
 	writeTimeout      time.Duration
 	heartbeatTimeout  time.Duration
@@ -68,6 +70,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.clusterSecret, "cluster-secret", "", "the cluster secret itself (visible in the process list: prefer --cluster-secret-file or REDCELL_CLUSTER_SECRET)")
 	fs.StringVar(&c.requirePassFile, "requirepass-file", "", "file holding the password Redis clients must give (AUTH, HELLO AUTH) before any other command\n(one trailing newline is ignored); empty: no password, as Redis without requirepass. CONFIG SET requirepass changes it at runtime")
 	fs.StringVar(&c.requirePass, "requirepass", "", "the client password itself (visible in the process list: prefer --requirepass-file or REDCELL_REQUIREPASS)")
+	fs.Int64Var(&c.maxClients, "maxclients", 10000, "connected clients at most: one more is answered \"-ERR max number of clients reached\" and closed (CONFIG SET maxclients)")
+	fs.Int64Var(&c.idleTimeout, "timeout", 0, "close a client idle for this many seconds; 0 = never (CONFIG SET timeout)")
 	fs.StringVar(&c.join, "join", "", "host:port of any member of an existing cluster: a node with an empty data dir joins it\n(as a non-voter, promoted to voter once caught up) instead of bootstrapping; ignored once the node has data")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", node.DefaultWriteTimeout, "how long a request waits for a leader that can decide it before it is answered TRYAGAIN or CLUSTERDOWN")
 	fs.DurationVar(&c.heartbeatTimeout, "raft-heartbeat-timeout", group.DefaultHeartbeatTimeout, "Raft: a follower that hears nothing from the leader for this long (randomised up to 2x) starts an election")
@@ -106,6 +110,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("--snapshot-log-bytes %d: want 1 or more", c.snapBytes)
 	case c.minFreeDisk < 0:
 		return c, fmt.Errorf("--min-free-disk %d: want 0 (off) or more bytes", c.minFreeDisk)
+	case c.maxClients < 1 || c.maxClients > 1<<32-1:
+		return c, fmt.Errorf("--maxclients %d: want 1 to 4294967295", c.maxClients)
+	case c.idleTimeout < 0 || c.idleTimeout > 1<<31-1:
+		return c, fmt.Errorf("--timeout %d: want 0 to 2147483647 seconds", c.idleTimeout)
 	case c.dataDir == "":
 		return c, fmt.Errorf("--data-dir must not be empty")
 	}

@@ -19,7 +19,8 @@ func TestFlagsAreValidatedLoudly(t *testing.T) {
 		{"--max-inflight", "0"}, {"--max-append-entries", "0"}, {"--snapshot-threshold", "0"},
 		{"--snapshot-interval", "0s"}, {"--data-dir", ""}, {"--write-timeout", "0s"},
 		{"--raft-lease-timeout", "1s"}, {"--raft-heartbeat-timeout", "1ms"},
-		{"--cluster-secret", "x", "--cluster-secret-file", "y"}, {"--requirepass", "x", "--requirepass-file", "y"}, {"extra"},
+		{"--cluster-secret", "x", "--cluster-secret-file", "y"}, {"--requirepass", "x", "--requirepass-file", "y"},
+		{"--maxclients", "0"}, {"--timeout", "-1"}, {"extra"},
 	} {
 		_, err := parseFlags(args, io.Discard)
 		if err == nil {
