@@ -136,7 +136,12 @@ func Open(cfg Config) (n *Node, err error) {
 		}
 	}()
 
-	n.store, err = raftstore.Open(filepath.Join(cfg.DataDir, raftDir), raftstore.Options{Logger: log})
+	n.store, err = raftstore.Open(filepath.Join(cfg.DataDir, raftDir), raftstore.Options{Logger: log, OnFatal: func(err error) {
+		select { // the storage engine is dead (a failed WAL write or fsync): the owner stops the process
+		case n.fatal <- err:
+		default:
+		}
+	}})
 	if err != nil {
 		return nil, fmt.Errorf("opening the raft store: %w", err)
 	}

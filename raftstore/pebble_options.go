@@ -64,7 +64,7 @@ func pebbleOptions(opts Options, logger *slog.Logger) *pebble.Options {
 		MemTableStopWritesThreshold: memTableStopWritesThreshold,
 		MaxOpenFiles:                maxOpenFiles,
 		FormatMajorVersion:          pebble.FormatTableFormatV6,
-		Logger:                      pebbleLogger{logger: logger},
+		Logger:                      &pebbleLogger{logger: logger, onFatal: opts.OnFatal},
 		EventListener:               pebbleEventListener(logger),
 		FS:                          opts.fs,
 	}
@@ -105,26 +105,34 @@ func pebbleEventListener(logger *slog.Logger) *pebble.EventListener {
 // pebbleLogger adapts slog to pebble.Logger. Pebble calls it from its own
 // background goroutines.
 type pebbleLogger struct {
-	logger *slog.Logger
+	logger    *slog.Logger
+	onFatal   func(error)
+	fatalOnce sync.Once
 }
 
-func (l pebbleLogger) Infof(format string, args ...any) {
+func (l *pebbleLogger) Infof(format string, args ...any) {
 	l.logger.Info(fmt.Sprintf(format, args...), "source", "pebble")
 }
 
-func (l pebbleLogger) Errorf(format string, args ...any) {
+func (l *pebbleLogger) Errorf(format string, args ...any) {
 	l.logger.Error(fmt.Sprintf(format, args...), "source", "pebble")
 }
 
 // Fatalf is called by Pebble when an invariant of its on-disk state is broken
 // (for example a MANIFEST it cannot write) and it cannot go on; its contract
 // is not to return (Pebble's default logger exits the process). Continuing
-// would risk acknowledging writes that are not stored, so we log and panic:
-// never on bad input, only on a storage engine that has lost its footing.
-func (l pebbleLogger) Fatalf(format string, args ...any) {
+// would risk acknowledging writes that are not stored, so we log, tell the
+// owner (Options.OnFatal), which stops the process, and never return; with
+// no owner to tell, we panic. Never on bad input, only on a storage engine
+// that has lost its footing (a failed WAL write or fsync among them).
+func (l *pebbleLogger) Fatalf(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	l.logger.Error(msg, "source", "pebble", "fatal", true)
-	panic("raftstore: pebble fatal error: " + msg)
+	if l.onFatal == nil {
+		panic("raftstore: pebble fatal error: " + msg)
+	}
+	l.fatalOnce.Do(func() { l.onFatal(fmt.Errorf("raftstore: the storage engine cannot go on: %s", msg)) })
+	select {} // Pebble's contract: Fatalf does not return
 }
 
 // logEvery is how often a repeating Pebble event is logged at most.

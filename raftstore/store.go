@@ -27,6 +27,13 @@ type Options struct {
 	// Logger receives Pebble's messages and the store's own warnings.
 	// nil = slog.Default().
 	Logger *slog.Logger
+	// OnFatal is called, once, when Pebble reports that it cannot go on
+	// (a failed WAL write or sync: after a failed fsync nothing the page
+	// cache holds can be trusted). The store is then dead: the goroutine
+	// Pebble called from never returns, so the owner must stop the process
+	// without waiting for it (package node hands the error to cmd, which
+	// exits). nil: panic, which stops the process too.
+	OnFatal func(error)
 
 	// fs replaces the real file system; tests use Pebble's crashable
 	// in-memory FS to drop everything that was not fsynced.

@@ -15,6 +15,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"syscall"
+	"time"
 )
 
 // defaultGCPercent trades GC frequency for memory. The keyspace lives in
@@ -45,6 +46,10 @@ func setProcs(flagProcs int) {
 		runtime.GOMAXPROCS(max(1, runtime.GOMAXPROCS(0)/2))
 	}
 }
+
+// fatalCloseBound is how long a node stopping after a fatal error waits
+// for its parts to close.
+const fatalCloseBound = 5 * time.Second
 
 func main() {
 	if os.Getenv("GOGC") == "" {
@@ -86,7 +91,17 @@ func main() {
 		log.Info("shutting down", "reason", "SHUTDOWN command")
 	case err := <-n.Fatal():
 		log.Error("stopping after a fatal error", "err", err)
-		_ = n.Close()
+		// A dead storage engine holds the goroutine that hit it for good,
+		// and raft's shutdown waits for it: close what closes within a
+		// bound, then exit regardless. Clients see their connections end,
+		// never a hang.
+		closed := make(chan struct{})
+		go func() { _ = n.Close(); close(closed) }()
+		select {
+		case <-closed:
+		case <-time.After(fatalCloseBound):
+			log.Error("shutdown did not finish after the fatal error; exiting", "waited", fatalCloseBound)
+		}
 		os.Exit(1)
 	}
 	if err := n.Close(); err != nil {
