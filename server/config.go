@@ -56,9 +56,19 @@ var configParams = []configParam{
 	// and the log is compacted by snapshots on the schedule save reports
 	// ("<seconds> <entries>": every --snapshot-interval, if at least
 	// --snapshot-threshold entries were logged since the last one).
-	{name: "appendonly", get: func(*Server) string { return "yes" }},
-	{name: "appendfsync", get: func(*Server) string { return "always" }},
-	{name: "save", get: func(s *Server) string { return s.cfg.Save }},
+	// Setting one to the value it has is a no-op (scripts that ask for
+	// durability get it); any other value is refused with the reason.
+	{name: "appendonly", get: func(*Server) string { return "yes" },
+		parse: fixedValue("yes", "every decision is in the Raft log before it is answered; appendonly cannot be turned off")},
+	{name: "appendfsync", get: func(*Server) string { return "always" },
+		parse: fixedValue("always", "the Raft log is fsynced before every reply; appendfsync cannot be changed")},
+	{name: "save", get: func(s *Server) string { return s.cfg.Save },
+		parse: func(s *Server, v []byte) (func(), string) {
+			if string(v) == s.cfg.Save {
+				return func() {}, ""
+			}
+			return nil, "snapshots follow --snapshot-interval, --snapshot-threshold and --snapshot-log-bytes, set when the node starts"
+		}},
 
 	// Fixed at start (flags) or by design.
 	{name: "databases", get: func(*Server) string { return "1" }},
@@ -109,6 +119,16 @@ func logLevelName(v *slog.LevelVar) string {
 		return "verbose"
 	default:
 		return "debug"
+	}
+}
+
+// fixedValue accepts only the value a parameter always has.
+func fixedValue(value, reason string) func(*Server, []byte) (func(), string) {
+	return func(_ *Server, v []byte) (func(), string) {
+		if commands.EqualFold(v, value) {
+			return func() {}, ""
+		}
+		return nil, reason
 	}
 }
 

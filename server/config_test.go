@@ -34,7 +34,10 @@ func TestConfigSet(t *testing.T) {
 		{[]string{"CONFIG", "SET", "loglevel", "loud"}, "-ERR CONFIG SET failed (possibly related to argument 'loglevel') - argument(s) must be one of the following: debug, verbose, notice, warning, nothing"},
 		{[]string{"CONFIG", "SET", "maxclients", "10", "maxclients", "11"}, "-ERR CONFIG SET failed (possibly related to argument 'maxclients') - duplicate parameter"},
 		{[]string{"CONFIG", "SET", "timeout", "5", "port", "1"}, "-ERR CONFIG SET failed (possibly related to argument 'port') - can't set immutable config"},
-		{[]string{"CONFIG", "SET", "appendonly", "no"}, "-ERR CONFIG SET failed (possibly related to argument 'appendonly') - can't set immutable config"},
+		{[]string{"CONFIG", "SET", "appendonly", "no"}, "-ERR CONFIG SET failed (possibly related to argument 'appendonly') - every decision is in the Raft log before it is answered; appendonly cannot be turned off"},
+		{[]string{"CONFIG", "SET", "appendfsync", "everysec"}, "-ERR CONFIG SET failed (possibly related to argument 'appendfsync') - the Raft log is fsynced before every reply; appendfsync cannot be changed"},
+		{[]string{"CONFIG", "SET", "save", ""}, "-ERR CONFIG SET failed (possibly related to argument 'save') - snapshots follow --snapshot-interval, --snapshot-threshold and --snapshot-log-bytes, set when the node starts"},
+		{[]string{"CONFIG", "SET", "appendonly", "YES", "appendfsync", "always", "save", "30 16384"}, "+OK"},
 		{[]string{"CONFIG", "SET", "timeout", "5", "maxclients"}, "-ERR wrong number of arguments for 'config|set' command"},
 		{[]string{"CONFIG", "SET", "timeout"}, "-ERR wrong number of arguments for 'config|set' command"},
 		{[]string{"CONFIG", "GET", "maxclients", "timeout"}, "*[$maxclients $50 $timeout $300]"}, // nothing half-applied
