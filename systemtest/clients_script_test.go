@@ -2,6 +2,7 @@ package systemtest
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -71,9 +72,18 @@ func testNodeClient(t *testing.T, n *node, lib, resp string, wantProto int) {
 	_, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json"))
 	requireSetup(t, err == nil, "clients/node/node_modules (npm ci)")
 	s := newClientSession(lib + "-" + resp)
+	checkCache := lib == "node-redis" && resp == "default"
+	if checkCache {
+		s.CacheKey = s.Plain[0][1] + ":cached"
+	}
 	r := runReport(t, s, node, filepath.Join(dir, "session.js"), lib, resp, strconv.Itoa(n.port), s.json())
 	if r.Proto != wantProto {
 		t.Errorf("%s %s with RESP %s: HELLO says proto %d, want %d", lib, r.Version, resp, r.Proto, wantProto)
+	}
+	// node-redis's client-side cache: a miss, a hit, and after a write on
+	// another connection, a miss with the new value.
+	if want := "[none miss none hit string miss]"; checkCache && fmt.Sprint(r.Cache) != want {
+		t.Errorf("node-redis client-side cache: TYPE gave %v, want %s", r.Cache, want)
 	}
 	t.Logf("%s %s, RESP%d", lib, r.Version, r.Proto)
 }

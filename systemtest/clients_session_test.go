@@ -17,6 +17,9 @@ type clientSession struct {
 	Tx    [][]string `json:"tx"`
 	Bad   []string   `json:"bad"`
 	After [][]string `json:"after"`
+	// CacheKey asks a script to check its client's client-side cache on
+	// this key too (node-redis: an option, RESP3).
+	CacheKey string `json:"cacheKey,omitempty"`
 
 	// What the replies must be.
 	wantPlain, wantTx, wantAfter [][]int64
@@ -67,7 +70,9 @@ type sessionReport struct {
 	// CLIENT ID just before and just after the error: the same connection.
 	IDBefore int64 `json:"idBefore"`
 	IDAfter  int64 `json:"idAfter"`
-	Error    struct {
+	// Cache: with CacheKey, each cached TYPE as "<value> <hit|miss>".
+	Cache []string `json:"cache"`
+	Error struct {
 		Class   string `json:"class"`
 		OwnType bool   `json:"ownType"`
 		Message string `json:"message"`

@@ -6,10 +6,12 @@
 //   node session.js <ioredis|node-redis> <resp: default|2|3> <port> <session JSON>
 //
 // The session: {"plain": [[args...]...], "tx": [[args...]...], "bad": [args...],
-// "after": [[args...]...]}. The report: {"lib", "version", "proto" (HELLO's
+// "after": [[args...]...], "cacheKey": key (node-redis: also check its
+// client-side cache on that key)}. The report: {"lib", "version", "proto" (HELLO's
 // answer on the client's own connection), "plain": [reply...], "tx": [reply...],
 // "error": {"class", "ownType", "message"}, "idBefore"/"idAfter" (CLIENT ID
-// around the error: the same connection), "after": [reply...]}.
+// around the error: the same connection), "after": [reply...], "cache":
+// [TYPE results, node-redis with cacheKey]}.
 'use strict';
 
 const [lib, resp, port, sessionJSON] = process.argv.slice(2);
@@ -74,6 +76,36 @@ function helloProto(h) {
   return -1;
 }
 
+// nodeRedisCache checks node-redis's client-side cache (RESP3 only; an
+// option, not a default): TYPE is answered by the server, then by the cache,
+// then, after a write on another connection and a PING on the caching one
+// (the invalidation comes before its PONG), by the server again. It reports
+// each TYPE as "<value> <hit|miss>".
+async function nodeRedisCache(key) {
+  const { createClient } = require('redis');
+  const socket = { port: Number(port), host: '127.0.0.1', reconnectStrategy: false };
+  const c = createClient({ socket, RESP: 3, clientSideCache: { ttl: 0, maxEntries: 0 } });
+  const other = createClient({ socket });
+  c.on('error', () => {});
+  other.on('error', () => {});
+  await c.connect();
+  await other.connect();
+  const out = [];
+  const typ = async () => {
+    const before = c.clientSideCache.stats().hitCount;
+    const v = await c.type(key);
+    out.push(`${v} ${c.clientSideCache.stats().hitCount > before ? 'hit' : 'miss'}`);
+  };
+  await typ();
+  await typ();
+  await other.sendCommand(['CL.THROTTLE', key, '1', '1', '60']);
+  await c.ping();
+  await typ();
+  await c.close();
+  await other.close();
+  return out;
+}
+
 async function main() {
   const c = lib === 'ioredis' ? await withIoredis() : await withNodeRedis();
   const out = { lib, version: c.version, proto: c.proto, plain: [], tx: null, error: null, after: [] };
@@ -89,6 +121,7 @@ async function main() {
   out.idAfter = Number(await c.call(['CLIENT', 'ID']));
   for (const args of session.after) out.after.push(await c.call(args));
   await c.close();
+  if (session.cacheKey && lib === 'node-redis') out.cache = await nodeRedisCache(session.cacheKey);
   process.stdout.write(JSON.stringify(out) + '\n');
 }
 
