@@ -3,6 +3,7 @@ package server
 import (
 	"crypto/sha256"
 	"crypto/subtle"
+	"strings"
 	"sync/atomic"
 
 	"github.com/redcell/redcell/commands"
@@ -100,22 +101,26 @@ func (c *conn) authMayChange(args [][]byte) bool {
 // connection has not given it. Only the connection's goroutine calls it.
 func (c *conn) authRequired() bool { return !c.authed && c.s.auth.required() }
 
-// deniedBeforeAuth reports whether exec must answer NOAUTH instead of
-// running the command: the connection must authenticate and the command is
-// not flagged "no_auth". As in Redis, an unknown command or subcommand and a
-// wrong number of arguments are answered with their own errors first, so a
-// container command whose subcommand does not exist or has the wrong arity
-// goes on to its handler, which answers nothing but that error.
-func (c *conn) deniedBeforeAuth(spec *commands.Spec, args [][]byte) bool {
+// authError is what exec answers instead of running the command on a
+// connection that must authenticate first, or "" to run it: commands
+// flagged "no_auth" run; the others get NOAUTH. As in Redis, an unknown
+// subcommand and a subcommand's wrong number of arguments are answered with
+// their own errors first (exec has checked the command and its arity); they
+// are answered here, so that no handler runs for an unauthenticated client.
+func (c *conn) authError(spec *commands.Spec, args [][]byte) string {
 	if !c.authRequired() || spec.HasFlag("no_auth") {
-		return false
+		return ""
 	}
 	if len(spec.Subs) > 0 && len(args) > 1 {
-		if sub := spec.Sub(args[1]); sub == nil || !sub.CheckArity(len(args)) {
-			return false
+		sub := spec.Sub(args[1])
+		if sub == nil {
+			return commands.UnknownSubcommand(args[1], strings.ToUpper(spec.Name))
+		}
+		if !sub.CheckArity(len(args)) {
+			return commands.WrongArgs(sub.Name)
 		}
 	}
-	return true
+	return commands.ErrNoAuth
 }
 
 // AUTH [username] password

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/redcell/redcell/commands"
 )
 
 const testPass = "s3cret-Pa55"
@@ -316,5 +318,42 @@ func TestAuthRedisCLI(t *testing.T) {
 	}
 	if got := run("--no-auth-warning", "--user", "default", "--pass", testPass, "PING"); got != "PONG" {
 		t.Errorf("redis-cli --user default --pass: %q", got)
+	}
+}
+
+// TestAuthSubcommandErrorsComeFirst: for every container command, an
+// unknown subcommand and a subcommand with the wrong number of arguments
+// get the same error before AUTH as after it (Redis checks both before the
+// password); a valid subcommand gets NOAUTH.
+func TestAuthSubcommandErrorsComeFirst(t *testing.T) {
+	_, _, addr := startAuthNode(t)
+	before, after := dialAddr(t, addr), dialAddr(t, addr)
+	if got := after.do("AUTH", testPass); got != "+OK" {
+		t.Fatal(got)
+	}
+	for _, s := range commands.All() {
+		for _, sub := range s.Subs {
+			container, name, _ := strings.Cut(sub.Name, "|")
+			wrong := []string{container, name}
+			if sub.CheckArity(2) { // give it one argument too many
+				for len(wrong) <= max(sub.Arity, 2) {
+					wrong = append(wrong, "x")
+				}
+			}
+			for _, args := range [][]string{{container, "nosuchsub"}, wrong} {
+				if sub.CheckArity(len(args)) && args[1] != "nosuchsub" {
+					continue
+				}
+				want := after.do(args...)
+				if got := before.do(args...); got != want {
+					t.Errorf("%q before AUTH = %s, after = %s", args, got, want)
+				}
+			}
+		}
+		if len(s.Subs) > 0 {
+			if got := before.do(s.Name, "help"); got != "-NOAUTH Authentication required." {
+				t.Errorf("%s HELP before AUTH = %s", s.Name, got)
+			}
+		}
 	}
 }

@@ -146,8 +146,8 @@ func (c *conn) execCommand(args [][]byte) {
 		c.reject(commands.WrongArgs(spec.Name))
 		return
 	}
-	if c.deniedBeforeAuth(spec, args) {
-		c.reject(commands.ErrNoAuth)
+	if e := c.authError(spec, args); e != "" {
+		c.reject(e)
 		return
 	}
 	if e := c.subscribedRefusal(spec); e != "" {
