@@ -11,7 +11,8 @@ import "encoding/binary"
 //	+24  Kind    uint8
 //	+25  uvarint(len(key)<<1 | dead)
 //	+25+h key bytes (h = 1 for keys shorter than 64 bytes)
-//	     only when Kind has hasValue set: uvarint(len(value)), value bytes
+//	     only when Kind has hasValue set, a value region:
+//	     uvarint(cap), then cap bytes: uvarint(len(value)), value, slack
 //
 // The state and the key sit side by side, so an update touches one or two
 // cache lines of the arena after the index probe; a key like "user:0000012345"
@@ -24,7 +25,10 @@ import "encoding/binary"
 // log's runs). It follows the key and exists only in records whose Kind byte
 // has hasValue set, so a record without one (CL and TB keys) is byte for
 // byte what it was before values existed: no length byte, no padding. A
-// record whose value changes length is moved (see stripe.put).
+// value region has some slack (valueCap), so a value that grows a little
+// (a sliding log gaining a run) or changes length by a byte or two (its
+// deltas re-encoded) is rewritten in place; one that outgrows its region
+// moves (see Store.put).
 const (
 	recExpire = 0
 	recA      = 8
@@ -38,32 +42,31 @@ const (
 )
 
 // recordSize is the arena footprint of a record holding a key of keyLen
-// bytes and a value of valLen bytes (0: no value part at all).
+// bytes and a value of valLen bytes (0: no value region at all).
 func recordSize(keyLen, valLen int) int {
 	n := recFixed + uvarintLen(uint64(keyLen)<<1) + keyLen
 	if valLen > 0 {
-		n += uvarintLen(uint64(valLen)) + valLen
+		c := valueCap(valLen)
+		n += uvarintLen(uint64(c)) + c
 	}
 	return n
 }
 
-// uvarintLen is the length of v encoded by binary.AppendUvarint.
-func uvarintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
+// valueCap is the size of the value region given to a value of valLen
+// bytes when its record is written: its length header and the value, plus
+// an eighth (at least 4 bytes) of slack for growth in place.
+func valueCap(valLen int) int {
+	inner := uvarintLen(uint64(valLen)) + valLen
+	return inner + max(4, inner/8)
 }
 
-// kindByte is the stored Kind byte of st: its Kind, with hasValue when it
-// carries a value.
-func kindByte(st State) byte {
-	if len(st.Val) > 0 {
-		return byte(st.Kind) | hasValue
+// kindByte is the stored Kind byte of a record with or without a value
+// region.
+func kindByte(k Kind, region bool) byte {
+	if region {
+		return byte(k) | hasValue
 	}
-	return byte(st.Kind)
+	return byte(k)
 }
 
 // appendRecord appends a live record for key and st (its value included) to
@@ -72,12 +75,16 @@ func appendRecord(a []byte, key []byte, st State) []byte {
 	a = binary.LittleEndian.AppendUint64(a, uint64(st.Expire))
 	a = binary.LittleEndian.AppendUint64(a, uint64(st.A))
 	a = binary.LittleEndian.AppendUint64(a, uint64(st.B))
-	a = append(a, kindByte(st))
+	a = append(a, kindByte(st.Kind, len(st.Val) > 0))
 	a = binary.AppendUvarint(a, uint64(len(key))<<1)
 	a = append(a, key...)
 	if len(st.Val) > 0 {
+		c := valueCap(len(st.Val))
+		a = binary.AppendUvarint(a, uint64(c))
+		start := len(a)
 		a = binary.AppendUvarint(a, uint64(len(st.Val)))
 		a = append(a, st.Val...)
+		a = append(a, make([]byte, start+c-len(a))...) // slack, zeroed
 	}
 	return a
 }
@@ -103,41 +110,57 @@ func readFullState(a []byte, off int) State {
 	return st
 }
 
-// recordValue is the value of the record at off (nil when it has none),
-// aliasing a with its capacity clipped.
+// recordValue is the value of the record at off (nil when it has no value
+// region), aliasing a with its capacity clipped.
 func recordValue(a []byte, off int) []byte {
+	region := valueRegion(a, off)
+	if region == nil {
+		return nil
+	}
+	n, w := binary.Uvarint(region)
+	return region[w : w+int(n) : w+int(n)]
+}
+
+// valueRegion is the value region of the record at off (nil when it has
+// none): its length header, value and slack.
+func valueRegion(a []byte, off int) []byte {
 	if a[off+recKind]&hasValue == 0 {
 		return nil
 	}
 	_, end, _ := recordKeyOnly(a, off)
-	n, w := binary.Uvarint(a[end:])
+	c, w := binary.Uvarint(a[end:])
 	start := end + w
-	return a[start : start+int(n) : start+int(n)]
-}
-
-// readExpire decodes only the Expire field of the record at off.
-func readExpire(a []byte, off int) int64 {
-	return int64(binary.LittleEndian.Uint64(a[off+recExpire:]))
+	return a[start : start+int(c) : start+int(c)]
 }
 
 // writeState overwrites the record at off in place: the fixed part and the
-// value, whose length must be the record's (see valueFits).
+// value, which must fit the record (valueFits). The value may alias the
+// record's own value (an unchanged one is copied onto itself).
 func writeState(a []byte, off int, st State) {
 	r := a[off : off+recFixed : off+recFixed]
 	binary.LittleEndian.PutUint64(r[recExpire:], uint64(st.Expire))
 	binary.LittleEndian.PutUint64(r[recA:], uint64(st.A))
 	binary.LittleEndian.PutUint64(r[recB:], uint64(st.B))
-	r[recKind] = kindByte(st)
-	if len(st.Val) > 0 {
-		copy(recordValue(a, off), st.Val) // copy handles st.Val aliasing it
+	region := valueRegion(a, off)
+	r[recKind] = kindByte(st.Kind, region != nil)
+	if region != nil {
+		// The value first (copy is a memmove, so a value aliasing the
+		// region is moved intact), then its length header before it.
+		w := uvarintLen(uint64(len(st.Val)))
+		copy(region[w:], st.Val)
+		binary.PutUvarint(region, uint64(len(st.Val)))
 	}
 }
 
-// valueFits reports whether st's value has exactly the length of the value
-// part of the record at off (both absent counts), so writeState can update
-// the record in place.
+// valueFits reports whether st's value can be written in place into the
+// record at off: within its value region (with its length header), or no
+// value where the record has no region.
 func valueFits(a []byte, off int, st State) bool {
-	return len(recordValue(a, off)) == len(st.Val)
+	region := valueRegion(a, off)
+	if region == nil {
+		return len(st.Val) == 0
+	}
+	return uvarintLen(uint64(len(st.Val)))+len(st.Val) <= len(region)
 }
 
 // recordKey returns the key of the record at off (aliasing a, capacity
@@ -147,8 +170,8 @@ func valueFits(a []byte, off int, st State) bool {
 func recordKey(a []byte, off int) (key []byte, end int, dead bool) {
 	key, end, dead = recordKeyOnly(a, off)
 	if a[off+recKind]&hasValue != 0 {
-		n, w := binary.Uvarint(a[end:])
-		end += w + int(n)
+		c, w := binary.Uvarint(a[end:]) // the value region's size
+		end += w + int(c)
 	}
 	return key, end, dead
 }
@@ -177,3 +200,18 @@ func keyEqual(a []byte, off int, key []byte) bool {
 
 // markDead flags the record at off as garbage; its length stays readable.
 func markDead(a []byte, off int) { a[off+recFixed] |= deadBit }
+
+// uvarintLen is the length of v encoded by binary.AppendUvarint.
+func uvarintLen(v uint64) int {
+	n := 1
+	for v >= 0x80 {
+		v >>= 7
+		n++
+	}
+	return n
+}
+
+// readExpire decodes only the Expire field of the record at off.
+func readExpire(a []byte, off int) int64 {
+	return int64(binary.LittleEndian.Uint64(a[off+recExpire:]))
+}

@@ -135,3 +135,39 @@ func TestRangeLiveAndLiveStats(t *testing.T) {
 		t.Errorf("RangeLive %d keys, LiveStats %d keys, ttl sum %v; want 25, 25, 125", got, keys, sum)
 	}
 }
+
+// TestValueGrowsInPlace: a value rewritten a little longer or shorter stays
+// in its record (no garbage: the slack of its region takes it); a value
+// returned unchanged (aliasing the record) is written onto itself intact; a
+// value that outgrows its region moves, and every version reads back.
+func TestValueGrowsInPlace(t *testing.T) {
+	s := New(1)
+	key := []byte("log")
+	val := func(n int) []byte {
+		v := make([]byte, n)
+		for i := range v {
+			v[i] = byte(n + i)
+		}
+		return v
+	}
+	// In place: the arena neither grows nor holds garbage.
+	arena := func() int { return len(s.stripes[0].arena) + s.stripes[0].garbage }
+	s.Put([]byte("other"), State{Kind: KindGCRA, Expire: 100})
+	s.Put(key, State{Kind: KindSlidingLog, Expire: 100, Val: val(40)})
+	size := arena()
+	for _, n := range []int{41, 44, 39, 1, 44} { // region 41 + max(4, 41/8) = 46 bytes
+		s.Update(key, 0, putState(State{Kind: KindSlidingLog, Expire: 100, Val: val(n)}))
+		if got, _ := s.GetValue(key, 0, nil); string(got.Val) != string(val(n)) || arena() != size {
+			t.Fatalf("rewritten with %d bytes: read %d bytes, arena %d bytes, was %d", n, len(got.Val), arena(), size)
+		}
+	}
+	s.Update(key, 0, func(cur State, live bool) (State, Action) { return cur, Put })
+	if got, _ := s.GetValue(key, 0, nil); string(got.Val) != string(val(44)) || arena() != size {
+		t.Fatalf("the unchanged value put back: %d bytes, arena %d bytes, was %d", len(got.Val), arena(), size)
+	}
+	s.Update(key, 0, putState(State{Kind: KindSlidingLog, Expire: 100, Val: val(46)}))
+	if got, _ := s.GetValue(key, 0, nil); string(got.Val) != string(val(46)) || arena() == size {
+		t.Fatalf("outgrown: read %d bytes, arena unchanged (want a move)", len(got.Val))
+	}
+	s.checkInvariants(t)
+}

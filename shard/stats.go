@@ -19,6 +19,9 @@ type Stats struct {
 	// layout states live inside the arena: do not add it to ArenaBytes.
 	EntryBytes int
 	Stripes    int
+	// ValueMoves counts the records moved since the Store was made because
+	// their value outgrew its region (see DESIGN.md, "Values").
+	ValueMoves uint64
 
 	// ArenaCap is the memory allocated for arenas (ArenaBytes plus the
 	// unused tail kept for growth).
@@ -30,7 +33,7 @@ type Stats struct {
 
 // Stats sums the stripes, each under its read lock. Any goroutine.
 func (s *Store) Stats() Stats {
-	out := Stats{Stripes: len(s.stripes)}
+	out := Stats{Stripes: len(s.stripes), ValueMoves: s.moves.Load()}
 	for i := range s.stripes {
 		st := &s.stripes[i]
 		st.mu.RLock()

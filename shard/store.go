@@ -27,6 +27,7 @@ package shard
 import (
 	"hash/maphash"
 	"math/bits"
+	"sync/atomic"
 )
 
 // MaxStripes caps the stripe count given to New.
@@ -42,6 +43,7 @@ type Store struct {
 
 	// moving holds a value while its record moves (put); writer only.
 	moving []byte
+	moves  atomic.Uint64 // records moved because their value outgrew its region
 }
 
 // New makes a store with stripes stripes, rounded up to a power of two and
@@ -128,6 +130,7 @@ func (s *Store) put(st *stripe, h uint64, key []byte, next State, p, want uint64
 			writeState(st.arena, off, next)
 			return
 		}
+		s.moves.Add(1)
 		s.moving = append(s.moving[:0], next.Val...)
 		next.Val = s.moving
 		st.remove(p)
