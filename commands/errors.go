@@ -56,6 +56,11 @@ const (
 	// for an error it does not recognise, which cannot promise either.
 	ErrOutcomeUnknown = "TRYAGAIN Leadership changed before the write was confirmed: it may or may not have been applied"
 
+	// ErrOOM answers a request that would create a key while the leader is
+	// above maxmemory (Redis 7's text): new keys are refused, existing
+	// limiters keep deciding, nothing is ever evicted.
+	ErrOOM = "OOM command not allowed when used memory > 'maxmemory'."
+
 	// ErrDiskFullPrefix opens the answer to request.ErrDiskFull (see
 	// DiskFull): Redis answers MISCONF when it cannot persist, and clients
 	// and operators know that word.
@@ -102,6 +107,8 @@ func ResultErrText(code request.ErrCode) string {
 		return string(tokenbucket.ErrCorrupt)
 	case request.ErrCorruptLog:
 		return string(slidinglog.ErrCorrupt)
+	case request.ErrOOM:
+		return ErrOOM
 	}
 	return ErrInternal
 }

@@ -86,6 +86,9 @@ type Config struct {
 	// FreeSpace reports the bytes free for the log (default:
 	// FreeDiskSpace(DataDir)).
 	FreeSpace func() (uint64, error)
+	// MaxMemory is maxmemory in bytes (0: none), shared with whoever sets
+	// it at runtime (CONFIG SET); nil: no limit and no guard (memoryguard.go).
+	MaxMemory *atomic.Int64
 }
 
 // Group is one Raft group on this node.
@@ -119,6 +122,7 @@ type Group struct {
 	stamp     int64 // last stamp; guarded by proposeMu
 	disk      diskGate
 	guard     diskGuard
+	mem       memoryGuard
 
 	stopping atomic.Bool
 	stopCh   chan struct{}
@@ -255,6 +259,11 @@ func Open(cfg Config) (*Group, error) {
 			g.wg.Add(1)
 			go g.runLoading()
 		}
+	}
+	if cfg.MaxMemory != nil {
+		g.mem.limit = cfg.MaxMemory
+		g.wg.Add(1)
+		go g.runMemoryGuard()
 	}
 	if cfg.MinFreeDisk > 0 && (cfg.FreeSpace != nil || cfg.DataDir != "") {
 		if g.cfg.FreeSpace == nil {

@@ -52,6 +52,14 @@ func (g *Group) Propose(b *Batch) error {
 	if len(b.Ops) == 0 {
 		return nil
 	}
+	if g.mem.over.Load() {
+		return g.proposeWithinMemory(b) // memoryguard.go
+	}
+	return g.propose(b)
+}
+
+// propose is Propose without the maxmemory check.
+func (g *Group) propose(b *Batch) error {
 	if err := g.awaitReady(); err != nil {
 		return err
 	}

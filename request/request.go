@@ -69,6 +69,10 @@ func (c Code) IsWrite() bool { return c < firstRead }
 // MultiKey reports whether the code takes Keys (a list) rather than Key.
 func (c Code) MultiKey() bool { return c == Del || c == Exists }
 
+// CreatesKey reports whether a request with this code creates its Key when
+// it is missing (a limiter's first call): what maxmemory refuses.
+func (c Code) CreatesKey() bool { return c == Throttle || c == TBTake || c == SLHit }
+
 // Known reports whether this build knows the code.
 func (c Code) Known() bool {
 	switch c {
@@ -140,6 +144,9 @@ const (
 	// never writes (a bug or a damaged snapshot). Nothing changed.
 	ErrCorruptBucket
 	ErrCorruptLog
+	// ErrOOM: the leader is above maxmemory and the request would create
+	// a key. Never proposed: nothing changed, and existing keys still decide.
+	ErrOOM
 )
 
 // Key types: what a Type request answers, in Ints[0] of a KindType result.

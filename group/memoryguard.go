@@ -1,0 +1,109 @@
+package group
+
+import (
+	"runtime/metrics"
+	"sync/atomic"
+	"time"
+
+	"github.com/redcell/redcell/request"
+)
+
+// maxmemory: refuse new keys, never evict.
+//
+// A rate limiter must not forget a live limit to make room (that would let
+// its traffic through), so the only policy is Redis's noeviction, narrowed
+// to what can grow: above the limit the leader refuses every request that
+// would create a key (request.Code.CreatesKey on a missing key) with
+// request.ErrOOM, while requests on existing keys, deletions and reads go
+// on. The check is the leader's, before proposing, so replicas never
+// disagree about what was refused: nothing refused enters the log.
+//
+// Used memory is the Go heap's live objects (runtime/metrics), polled every
+// diskPollInterval; between two polls a burst of new keys can pass the
+// limit by what arrives in that time.
+type memoryGuard struct {
+	limit *atomic.Int64 // bytes; 0 = no limit. Shared with CONFIG SET.
+	used  atomic.Uint64 // heap bytes at the last poll
+	over  atomic.Bool
+}
+
+// heapObjectsMetric is the live (and not yet swept) heap, Redis's
+// used_memory in spirit.
+const heapObjectsMetric = "/memory/classes/heap/objects:bytes"
+
+// runMemoryGuard polls used memory until the group stops.
+func (g *Group) runMemoryGuard() {
+	defer g.wg.Done()
+	sample := []metrics.Sample{{Name: heapObjectsMetric}}
+	t := time.NewTicker(diskPollInterval)
+	defer t.Stop()
+	for {
+		metrics.Read(sample)
+		used := sample[0].Value.Uint64()
+		g.mem.used.Store(used)
+		limit := g.mem.limit.Load()
+		over := limit > 0 && used > uint64(limit)
+		if over != g.mem.over.Swap(over) {
+			if over {
+				g.log.Warn("above maxmemory: refusing new keys (existing limiters keep deciding)", "used_bytes", used, "maxmemory", limit)
+			} else {
+				g.log.Info("below maxmemory again: accepting new keys", "used_bytes", used, "maxmemory", limit)
+			}
+		}
+		select {
+		case <-t.C:
+		case <-g.stopCh:
+			return
+		}
+	}
+}
+
+// proposeWithinMemory is Propose above maxmemory: the requests that would
+// create a key are answered ErrOOM and left out of the entry; the rest are
+// proposed as usual (and keep their order).
+func (g *Group) proposeWithinMemory(b *Batch) error {
+	now := max(g.cfg.Clock.Now(), g.fsm.Clock())
+	refused := make([]bool, len(b.Ops))
+	any := false
+	for i := range b.Ops {
+		if op := &b.Ops[i]; op.Code.CreatesKey() && !g.isLive(op.Key, now) {
+			refused[i], any = true, true
+		}
+	}
+	if !any {
+		return g.propose(b)
+	}
+	rest := NewBatch()
+	for i := range b.Ops {
+		if !refused[i] {
+			rest.Ops = append(rest.Ops, b.Ops[i])
+		}
+	}
+	if len(rest.Ops) > 0 {
+		if err := g.propose(rest); err != nil {
+			return err
+		}
+	}
+	if cap(b.Results) < len(b.Ops) {
+		b.Results = make([]request.Result, len(b.Ops))
+	}
+	b.Results = b.Results[:len(b.Ops)]
+	j := 0
+	for i := range b.Ops {
+		if refused[i] {
+			b.Results[i] = request.Result{}
+			b.Results[i].SetErr(request.ErrOOM)
+			continue
+		}
+		b.Results[i] = rest.Results[j]
+		j++
+	}
+	return nil
+}
+
+// isLive reports whether key holds a live limiter at now.
+func (g *Group) isLive(key []byte, now int64) bool {
+	var res request.Result
+	g.fsm.Read(&request.Request{Code: request.Exists, Keys: [][]byte{key}}, now, &res)
+	return res.Err == request.ErrNone && res.Ints[0] > 0
+}
