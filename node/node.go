@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -62,7 +63,11 @@ type Config struct {
 	LogLevel *slog.LevelVar
 	// MaxClients and IdleTimeout (seconds) start CONFIG's maxclients and
 	// timeout (server.Config).
-	MaxClients  int64
+	MaxClients int64
+	// MaxMemory is maxmemory's starting value in bytes (0: none): above it
+	// new keys are refused with OOM (group/memoryguard.go); CONFIG SET
+	// changes it.
+	MaxMemory   int64
 	IdleTimeout int64
 	Stripes     int
 	MaxInflight int
@@ -98,6 +103,7 @@ type Node struct {
 	group     *group.Group
 	fsm       *fsm.FSM
 	local     *group.Local    // the group as a server backend
+	maxMemory *atomic.Int64   // maxmemory, shared by the group (enforces) and the server (CONFIG)
 	fwd       *forward.Client // to the leader
 	fwdSrv    *forward.Server // from followers
 	router    *router
@@ -127,6 +133,8 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	n = &Node{log: log, fatal: make(chan error, 1), shutdown: make(chan struct{}, 1), stop: make(chan struct{}), members: memberMonitor{views: map[string]memberView{}}}
+	n.maxMemory = new(atomic.Int64)
+	n.maxMemory.Store(cfg.MaxMemory)
 	var closers []func() error
 	defer func() {
 		if err != nil {
@@ -228,6 +236,7 @@ func Open(cfg Config) (n *Node, err error) {
 		},
 		SnapshotLogBytes: cmp.Or(cfg.SnapshotLogBytes, group.DefaultSnapshotLogBytes),
 		MinFreeDisk:      minFreeDisk(cfg.MinFreeDisk),
+		MaxMemory:        n.maxMemory,
 		DataDir:          cfg.DataDir,
 	})
 	if err != nil {
@@ -250,6 +259,7 @@ func Open(cfg Config) (n *Node, err error) {
 		LogLevel:    cfg.LogLevel,
 		MaxClients:  cfg.MaxClients,
 		IdleTimeout: cfg.IdleTimeout,
+		MaxMemory:   n.maxMemory,
 		Save:        saveSchedule(cfg),
 		Shutdown: func() {
 			select {

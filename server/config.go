@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/redcell/redcell/commands"
+	"github.com/redcell/redcell/internal/arg"
 )
 
 // configParam is one parameter of CONFIG GET, and of CONFIG SET when it
@@ -75,7 +76,20 @@ var configParams = []configParam{
 	{name: "bind", get: func(s *Server) string { h, _ := splitHostPort(s.cfg.Addr); return h }},
 	{name: "port", get: func(s *Server) string { _, p := splitHostPort(s.cfg.Addr); return p }},
 	{name: "dir", get: func(s *Server) string { return s.cfg.DataDir }},
-	{name: "maxmemory", get: func(*Server) string { return "0" }},
+	// maxmemory: above it the leader refuses new keys (OOM) and never
+	// evicts a live limit (group/memoryguard.go); noeviction is the only
+	// policy a rate limiter can have.
+	{name: "maxmemory", get: func(s *Server) string { return strconv.FormatInt(s.maxMemory(), 10) },
+		parse: func(s *Server, v []byte) (func(), string) {
+			n, ok := arg.Memory(string(v))
+			if !ok {
+				return nil, "argument must be a memory value"
+			}
+			if s.cfg.MaxMemory == nil {
+				return nil, "can't set immutable config"
+			}
+			return func() { s.cfg.MaxMemory.Store(n) }, ""
+		}},
 	{name: "maxmemory-policy", get: func(*Server) string { return "noeviction" }},
 	{name: "cluster-enabled", get: func(*Server) string { return "no" }},
 	{name: "proto-max-bulk-len", get: func(*Server) string { return strconv.Itoa(maxBulkLen) }},
@@ -241,6 +255,14 @@ func configSet(c *conn, pairs [][]byte) {
 		apply()
 	}
 	c.w.ok()
+}
+
+// maxMemory is maxmemory in bytes (0: no limit).
+func (s *Server) maxMemory() int64 {
+	if s.cfg.MaxMemory == nil {
+		return 0
+	}
+	return s.cfg.MaxMemory.Load()
 }
 
 // parseConfigInt parses an integer value of CONFIG SET within [lo, hi],

@@ -84,6 +84,8 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 		kv("used_memory", ms.HeapAlloc)
 		kv("used_memory_rss", readRSS())
 		kv("used_memory_sys", ms.Sys)
+		kv("maxmemory", s.maxMemory())
+		kv("maxmemory_policy", "noeviction")
 		kv("gc_cycles", ms.NumGC)
 		s.cfg.Backend.Info(section, kv)
 	case "persistence":

@@ -46,6 +46,9 @@ type Config struct {
 	// maxclients (0: Redis's 10000) and timeout (seconds; 0: never).
 	MaxClients  int64
 	IdleTimeout int64
+	// MaxMemory is maxmemory (bytes; 0 none), shared with the group that
+	// enforces it; CONFIG SET changes it. nil: fixed at 0.
+	MaxMemory *atomic.Int64
 	// Shutdown asks the owner of the node to stop it (SHUTDOWN): it must
 	// return at once and stop the node from another goroutine, since Close
 	// waits for the connection that called it. nil: SHUTDOWN is refused.

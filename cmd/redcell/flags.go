@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"github.com/redcell/redcell/internal/arg"
 	"io"
 	"log/slog"
 	"os"
@@ -39,6 +40,7 @@ type config struct {
 	requirePass       string
 	requirePassFile   string
 	maxClients        int64
+	maxMemory         string
 	idleTimeout       int64
 	join              string
 	writeTimeout      time.Duration
@@ -70,6 +72,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.clusterSecret, "cluster-secret", "", "the cluster secret itself (visible in the process list: prefer --cluster-secret-file or REDCELL_CLUSTER_SECRET)")
 	fs.StringVar(&c.requirePassFile, "requirepass-file", "", "file holding the password Redis clients must give (AUTH, HELLO AUTH) before any other command\n(one trailing newline is ignored); empty: no password, as Redis without requirepass. CONFIG SET requirepass changes it at runtime")
 	fs.StringVar(&c.requirePass, "requirepass", "", "the client password itself (visible in the process list: prefer --requirepass-file or REDCELL_REQUIREPASS)")
+	fs.StringVar(&c.maxMemory, "maxmemory", "0", "memory limit (bytes, or with a unit: 100mb, 2gb): above it commands that would create a key get\n\"-OOM command not allowed when used memory > 'maxmemory'.\"; existing limiters keep deciding and nothing is evicted; 0 = none (CONFIG SET maxmemory)")
 	fs.Int64Var(&c.maxClients, "maxclients", 10000, "connected clients at most: one more is answered \"-ERR max number of clients reached\" and closed (CONFIG SET maxclients)")
 	fs.Int64Var(&c.idleTimeout, "timeout", 0, "close a client idle for this many seconds; 0 = never (CONFIG SET timeout)")
 	fs.StringVar(&c.join, "join", "", "host:port of any member of an existing cluster: a node with an empty data dir joins it\n(as a non-voter, promoted to voter once caught up) instead of bootstrapping; ignored once the node has data")
@@ -110,6 +113,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("--snapshot-log-bytes %d: want 1 or more", c.snapBytes)
 	case c.minFreeDisk < 0:
 		return c, fmt.Errorf("--min-free-disk %d: want 0 (off) or more bytes", c.minFreeDisk)
+	case !validMemory(c.maxMemory):
+		return c, fmt.Errorf("--maxmemory %q: want bytes, optionally with a unit (kb, mb, gb)", c.maxMemory)
 	case c.maxClients < 1 || c.maxClients > 1<<32-1:
 		return c, fmt.Errorf("--maxclients %d: want 1 to 4294967295", c.maxClients)
 	case c.idleTimeout < 0 || c.idleTimeout > 1<<31-1:
@@ -183,3 +188,5 @@ func (c config) slogLevel() (slog.Level, error) {
 	err := l.UnmarshalText([]byte(c.logLevel))
 	return l, err
 }
+
+func validMemory(s string) bool { _, ok := arg.Memory(s); return ok }

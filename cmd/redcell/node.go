@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"github.com/redcell/redcell/internal/arg"
 	"log/slog"
 
 	"github.com/redcell/redcell/node"
@@ -39,6 +40,7 @@ func startNode(cfg config, log *slog.Logger, level *slog.LevelVar) (*node.Node, 
 		RequirePass:        pass,
 		LogLevel:           level,
 		MaxClients:         cfg.maxClients,
+		MaxMemory:          mustMemory(cfg.maxMemory),
 		IdleTimeout:        cfg.idleTimeout,
 		Stripes:            cfg.stripes,
 		MaxInflight:        cfg.maxInflight,
@@ -60,3 +62,6 @@ func minFreeDiskFlag(v int64) int64 {
 	}
 	return v
 }
+
+// mustMemory is --maxmemory in bytes; parseFlags has validated it.
+func mustMemory(s string) int64 { n, _ := arg.Memory(s); return n }

@@ -40,3 +40,17 @@ func TestEqualFold(t *testing.T) {
 		}
 	}
 }
+
+// Memory sizes read as Redis's configuration reads them.
+func TestMemory(t *testing.T) {
+	for s, want := range map[string]int64{"0": 0, "1024": 1024, "1kb": 1024, "1KB": 1024, "1k": 1000, "100mb": 100 << 20, "2gb": 2 << 30, "3m": 3_000_000, "5b": 5} {
+		if got, ok := Memory(s); !ok || got != want {
+			t.Errorf("Memory(%q) = %d, %v; want %d", s, got, ok, want)
+		}
+	}
+	for _, s := range []string{"", "-1", "mb", "1tb", "1.5gb", "9223372036854775807kb", "x"} {
+		if got, ok := Memory(s); ok {
+			t.Errorf("Memory(%q) = %d; want refused", s, got)
+		}
+	}
+}
