@@ -87,9 +87,11 @@ type trackClient struct {
 	// invalidations of them are not sent to it, as Redis skips the client
 	// that made the change.
 	own map[string]int
-	// pending holds this Written call's invalidations; flushed: a null one.
+	// pending holds this Written call's invalidations; flushed: a null one;
+	// touched: it is in tracker.touched.
 	pending [][]byte
 	flushed bool
+	touched bool
 }
 
 // connTracking is a connection's own tracking state; only its goroutine
@@ -150,7 +152,7 @@ func (t *tracker) Written(keys [][]byte, flushed bool) {
 			t.deliver(tc, tc.pending, false)
 		}
 		clear(tc.pending)
-		tc.pending, tc.flushed = tc.pending[:0], false
+		tc.pending, tc.flushed, tc.touched = tc.pending[:0], false, false
 		t.touched[i] = nil
 	}
 	t.touched = t.touched[:0]
@@ -158,12 +160,10 @@ func (t *tracker) Written(keys [][]byte, flushed bool) {
 
 // touch adds tc to this call's targets once. Caller holds mu.
 func (t *tracker) touch(tc *trackClient) {
-	for _, o := range t.touched {
-		if o == tc {
-			return
-		}
+	if !tc.touched {
+		tc.touched = true
+		t.touched = append(t.touched, tc)
 	}
-	t.touched = append(t.touched, tc)
 }
 
 func hasAnyPrefix(k []byte, prefixes []string) bool {
