@@ -1,4 +1,4 @@
-package commands
+package glob
 
 import (
 	"strings"
@@ -139,7 +139,7 @@ func refMatchImpl(pat []byte, p, plen int, str []byte, s, slen int, nocase bool,
 	return plen == 0 && slen == 0
 }
 
-func TestGlobMatch(t *testing.T) {
+func TestMatch(t *testing.T) {
 	tests := []struct {
 		pattern, str string
 		nocase, want bool
@@ -210,20 +210,20 @@ func TestGlobMatch(t *testing.T) {
 		if ref != tt.want {
 			t.Errorf("reference(%q, %q, nocase=%v) = %v, want %v (the reference is wrong)", tt.pattern, tt.str, tt.nocase, ref, tt.want)
 		}
-		if got := GlobMatch([]byte(tt.pattern), []byte(tt.str), tt.nocase); got != tt.want {
-			t.Errorf("GlobMatch(%q, %q, nocase=%v) = %v, want %v", tt.pattern, tt.str, tt.nocase, got, tt.want)
+		if got := Match([]byte(tt.pattern), []byte(tt.str), tt.nocase); got != tt.want {
+			t.Errorf("Match(%q, %q, nocase=%v) = %v, want %v", tt.pattern, tt.str, tt.nocase, got, tt.want)
 		}
 	}
 }
 
-// TestGlobMatchAbusivePatterns: Redis's regression tests for patterns that
+// TestMatchAbusivePatterns: Redis's regression tests for patterns that
 // made stringmatchlen exponential or overflow the stack finish at once.
-func TestGlobMatchAbusivePatterns(t *testing.T) {
+func TestMatchAbusivePatterns(t *testing.T) {
 	start := time.Now()
-	if GlobMatch([]byte(strings.Repeat("*?", 50000)), []byte(strings.Repeat("a", 50000)), false) {
+	if Match([]byte(strings.Repeat("*?", 50000)), []byte(strings.Repeat("a", 50000)), false) {
 		t.Errorf("*?×50000 matched 50000 a's; Redis gives up past 1000 levels of nesting")
 	}
-	if GlobMatch([]byte(strings.Repeat("a*", 1000)+"b"), []byte(strings.Repeat("a", 5000)), false) {
+	if Match([]byte(strings.Repeat("a*", 1000)+"b"), []byte(strings.Repeat("a", 5000)), false) {
 		t.Errorf("a*…b matched a's")
 	}
 	if d := time.Since(start); d > 5*time.Second {
@@ -231,8 +231,8 @@ func TestGlobMatchAbusivePatterns(t *testing.T) {
 	}
 }
 
-// FuzzGlobMatch compares GlobMatch with the transcription of Redis's C.
-func FuzzGlobMatch(f *testing.F) {
+// FuzzMatch compares Match with the transcription of Redis's C.
+func FuzzMatch(f *testing.F) {
 	for _, s := range [][2]string{
 		{"h*llo", "hello"}, {"[a-z]*", "abc"}, {"[^a-", "b"}, {"\\", "\\"}, {"*?*", "ab"}, {"[\\", "x"},
 		{"a*b*c*", "aabbcc"}, {"[]-]", "-"}, {"**a", "ba"},
@@ -245,8 +245,8 @@ func FuzzGlobMatch(f *testing.F) {
 			return // the reference is exponential on long inputs without skipLonger help
 		}
 		want := refStringMatch(pattern, str, nocase)
-		if got := GlobMatch(pattern, str, nocase); got != want {
-			t.Fatalf("GlobMatch(%q, %q, nocase=%v) = %v, Redis: %v", pattern, str, nocase, got, want)
+		if got := Match(pattern, str, nocase); got != want {
+			t.Fatalf("Match(%q, %q, nocase=%v) = %v, Redis: %v", pattern, str, nocase, got, want)
 		}
 	})
 }
