@@ -345,8 +345,9 @@ type Stats struct {
 	AppliedIndex uint64
 	Entries      uint64 // command entries applied
 	Ops          uint64 // requests applied
-	// Keys counts the keyspace's entries, expired-but-not-yet-swept ones
-	// included, as Redis's INFO keyspace does; DBSIZE counts exactly.
+	// Keys counts the keyspace's table entries, expired-but-not-yet-swept
+	// ones included (a metric of the table, O(stripes)); INFO keyspace and
+	// DBSIZE count live keys exactly (Keyspace, a read).
 	Keys  int
 	Store shard.Stats
 }
