@@ -2,6 +2,7 @@ package fsm
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -189,11 +190,20 @@ func readSnapshot(r io.Reader, stripes int) (*shard.Store, int64, error) {
 	count := binary.LittleEndian.Uint64(hdr[13:])
 	store := shard.New(stripes)
 	var rr recordReader
+	var prev []byte
 	for i := uint64(0); i < count; i++ {
 		st, err := rr.read(hr, version)
 		if err != nil {
 			return nil, 0, fmt.Errorf("record %d: %w", i, err)
 		}
+		// Every writer sorts its records (that is what makes replicas'
+		// snapshots byte-identical), so a key out of order or repeated
+		// means the stream was not written by a Redcell node: restoring it
+		// would silently keep one of two states for a key.
+		if i > 0 && bytes.Compare(prev, rr.key) >= 0 {
+			return nil, 0, fmt.Errorf("record %d: key %q not after the previous key %q", i, rr.key, prev)
+		}
+		prev = append(prev[:0], rr.key...)
 		store.Put(rr.key, st)
 	}
 	want := hr.h.Sum32()
@@ -203,6 +213,11 @@ func readSnapshot(r io.Reader, stripes int) (*shard.Store, int64, error) {
 	}
 	if got := binary.LittleEndian.Uint32(trailer[:]); got != want {
 		return nil, 0, fmt.Errorf("checksum mismatch: stream says %08x, content is %08x", got, want)
+	}
+	// The checksum ends the stream: more bytes mean a count that is too
+	// small, or two streams run together.
+	if _, err := hr.r.ReadByte(); err != io.EOF {
+		return nil, 0, errors.New("bytes after the checksum")
 	}
 	return store, clock, nil
 }

@@ -219,3 +219,38 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDecodeResult: arbitrary bytes never panic the result decoder; what it
+// accepts is a prefix of the input (the rest is returned untouched) that
+// re-encodes to a result decoding the same, and a result of an unknown kind
+// is refused.
+func FuzzDecodeResult(f *testing.F) {
+	var r Result
+	r.Kind = KindThrottle
+	r.Ints = [5]int64{0, 10, 9, -1, math.MaxInt64}
+	f.Add(AppendResult(nil, &r))
+	r = Result{}
+	r.SetInt(math.MinInt64)
+	f.Add(AppendResult([]byte{}, &r))
+	r = Result{}
+	r.SetErr(ErrInvalidOp)
+	f.Add(AppendResult(AppendResult(nil, &r), &r))
+	f.Add([]byte{byte(KindScan) + 1, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var got Result
+		rest, err := DecodeResult(data, &got)
+		if err != nil {
+			return
+		}
+		if got.Kind < KindThrottle || got.Kind > KindScan {
+			t.Fatalf("kind %d accepted", got.Kind)
+		}
+		if len(rest) > len(data)-2 || !bytes.Equal(rest, data[len(data)-len(rest):]) {
+			t.Fatalf("the rest is not the input's tail")
+		}
+		var again Result
+		if left, err := DecodeResult(AppendResult(nil, &got), &again); err != nil || len(left) != 0 || !again.Equal(got) {
+			t.Fatalf("result %+v re-encodes to %+v (%v, %d left)", got, again, err, len(left))
+		}
+	})
+}
