@@ -75,10 +75,11 @@ func TestDiskFullRefusesWritesAndResumes(t *testing.T) {
 	}
 	c := mustDial(t, n.addr())
 	origin := freshBase(t, c)
-	// CL.THROTTLE k 9 1 86400: ten per day; the clock is frozen, so
+	// CL.THROTTLE k 99999 1 86400: 100,000 per day, far more than the
+	// writes that can pass before the guard trips; the clock is frozen, so
 	// nothing refills while the test runs.
 	for j := int64(1); j <= 3; j++ {
-		expectReply(t, c, wantInts(0, 10, 10-j, -1, 86400*j), "CL.THROTTLE", "k", "9", "1", "86400")
+		expectReply(t, c, wantInts(0, 100000, 100000-j, -1, 86400*j), "CL.THROTTLE", "k", "99999", "1", "86400")
 	}
 
 	filler := fillTo(t, fs, reserve/2)
@@ -86,7 +87,7 @@ func TestDiskFullRefusesWritesAndResumes(t *testing.T) {
 	var last reply
 	for {
 		start := time.Now()
-		r, err := c.do("CL.THROTTLE", "k", "9", "1", "86400")
+		r, err := c.do("CL.THROTTLE", "k", "99999", "1", "86400")
 		if err != nil {
 			t.Fatalf("CL.THROTTLE on a full disk: %v", err)
 		}
@@ -113,11 +114,11 @@ func TestDiskFullRefusesWritesAndResumes(t *testing.T) {
 		}
 	}
 	expectReply(t, c, wantStatus("PONG"), "PING")
-	peek := mustDo(t, c, "CL.PEEK", "k", "9", "1", "86400", "0")
+	peek := mustDo(t, c, "CL.PEEK", "k", "99999", "1", "86400", "0")
 	if peek.kind != '*' || len(peek.elems) != 5 {
 		t.Fatalf("CL.PEEK on a full disk answered %v", peek)
 	}
-	admitted := 10 - peek.elems[2].num // remaining after everything acknowledged
+	admitted := 100000 - peek.elems[2].num // remaining after everything acknowledged
 	info := mustDo(t, c, "INFO", "persistence")
 	if infoField(info.str, "log_disk_low") != "1" {
 		t.Errorf("INFO persistence does not show the low disk:\n%s", info.str)
@@ -132,11 +133,11 @@ func TestDiskFullRefusesWritesAndResumes(t *testing.T) {
 	}
 	deadline = time.Now().Add(5 * time.Second)
 	for {
-		r := mustDo(t, c, "CL.THROTTLE", "k", "9", "1", "86400")
+		r := mustDo(t, c, "CL.THROTTLE", "k", "99999", "1", "86400")
 		if r.kind == '*' {
 			admitted++
-			if r.elems[2].num != 10-admitted {
-				t.Fatalf("after space returned: remaining %d, want %d (every acknowledged decision in force)", r.elems[2].num, 10-admitted)
+			if r.elems[0].num != 0 || r.elems[2].num != 100000-admitted {
+				t.Fatalf("after space returned: remaining %d, want %d (every acknowledged decision in force)", r.elems[2].num, 100000-admitted)
 			}
 			break
 		}
@@ -156,7 +157,7 @@ func TestDiskFullRefusesWritesAndResumes(t *testing.T) {
 	n.mustRestart(t)
 	c = mustDial(t, n.addr())
 	setClock(t, c, origin)
-	expectReply(t, c, wantInts(0, 10, 10-admitted, -1, 86400*admitted), "CL.PEEK", "k", "9", "1", "86400", "0")
+	expectReply(t, c, wantInts(0, 100000, 100000-admitted, -1, 86400*admitted), "CL.PEEK", "k", "99999", "1", "86400", "0")
 	n.mustStop(t)
 }
 
