@@ -2,6 +2,7 @@
 // algorithm (bench/gcra.lua) in one run on one machine, and prints the ratios.
 //
 //	go run ./bench                                  # compare: one table, Redcell / Redis-Lua
+//	go run ./bench -mode limiters                   # TB.TAKE and SL.HIT against their Lua scripts
 //	go run ./bench -mode matrix                     # clients × pipeline, SVG chart + markdown
 //	go run ./bench -mode latency                    # one client, no pipelining: p50/p99
 //	go run ./bench -mode memory                     # bytes per key, RSS under key churn
@@ -53,12 +54,12 @@ type options struct {
 	memory     memoryOptions
 }
 
-var allModes = []string{"compare", "latency", "matrix", "memory", "cluster"}
+var allModes = []string{"compare", "limiters", "latency", "matrix", "memory", "cluster"}
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	mode := fs.String("mode", "compare", "compare | latency | matrix | memory | cluster | all (comma-separated list allowed)")
+	mode := fs.String("mode", "compare", "compare | limiters | latency | matrix | memory | cluster | all (comma-separated list allowed)")
 	servers := fs.String("servers", "all", "servers to run: all, or a comma-separated list of redcell, redis (both Redis servers), redis-lua, redis-lua-fsync")
 	quick := fs.Bool("quick", false, "short runs and 100k keys for a smoke check (results are marked as quick)")
 	out := fs.String("out", "", "SVG chart of the matrix mode (default bench/results/throughput.svg in the repository)")
@@ -69,6 +70,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	keys := fs.Int("keys", 1000000, "memory mode: distinct keys to load (100000 with -quick)")
 	churnFor := fs.Duration("churn", 30*time.Second, "memory mode: duration of the churn phase (5s with -quick)")
 	churnRate := fs.Int("churn-rate", 50000, "memory mode: new one-second keys per second during churn")
+	memFamilies := fs.String("families", "cl,tb,sl", "memory mode: limiter families to load, each on a fresh server (cl, tb, sl or all)")
+	slHits := fs.Int("sl-hits", 10, "memory mode: hits per sliding-log key (limit 10), at distinct instants")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -79,7 +82,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	o := options{quick: *quick, svgPath: *out, mdPath: *md, seconds: *seconds, rounds: *rounds, dataParent: *tmp,
-		memory: memoryOptions{keys: *keys, churnFor: *churnFor, churnRate: *churnRate, conns: 4}}
+		memory: memoryOptions{keys: *keys, churnFor: *churnFor, churnRate: *churnRate, conns: 4, slHits: *slHits}}
 	if o.quick {
 		if !set["seconds"] {
 			o.seconds = 1
@@ -98,6 +101,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.servers, err = parseServers(*servers); err != nil {
 		return options{}, err
 	}
+	if o.memory.families, err = parseFamilies(*memFamilies); err != nil {
+		return options{}, err
+	}
+	if o.memory.slHits < 1 || o.memory.slHits > 10 {
+		return options{}, errors.New("-sl-hits must be between 1 and 10 (the sliding-log keys' limit)")
+	}
 	if o.seconds <= 0 || o.rounds < 1 || o.memory.keys < 1 || o.memory.churnRate < 1 || o.memory.churnFor <= 0 {
 		return options{}, errors.New("-seconds, -rounds, -keys, -churn and -churn-rate must be positive")
 	}
@@ -115,7 +124,7 @@ func parseModes(s string) ([]string, error) {
 				modes = append(modes, m)
 			}
 		default:
-			return nil, fmt.Errorf("unknown -mode %q (want compare, latency, matrix, memory, cluster or all)", m)
+			return nil, fmt.Errorf("unknown -mode %q (want compare, limiters, latency, matrix, memory, cluster or all)", m)
 		}
 	}
 	return modes, nil
@@ -198,7 +207,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			if err != nil {
 				return err
 			}
-			if err := checkThrottle(ctx, s); err != nil {
+			if err := checkFamilies(ctx, s, "bench:check", allFamilies); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "started %s pid %d on %s\n", s.kind, s.pid(), s.addr())
@@ -213,12 +222,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 
 	for _, mode := range opts.modes {
 		switch mode {
-		case "compare", "latency":
+		case "compare", "limiters", "latency":
 			if err := startThroughputServers(); err != nil {
 				return err
 			}
 			works, title := compareWorkloads, "Comparison"
-			if mode == "latency" {
+			switch mode {
+			case "limiters":
+				works, title = limiterWorkloads, "Limiters: TB.TAKE and SL.HIT against their Lua scripts"
+			case "latency":
 				works, title = latencyWorkloads, "Latency: one client, no pipelining"
 			}
 			fmt.Fprintf(stdout, "\n== %s (%d rounds, ~%.0f s per run)\n", title, opts.rounds, opts.seconds)
@@ -228,7 +240,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			}
 			fmt.Fprintln(stdout)
 			printMeasurements(stdout, ms)
-			report.add(title, measurementsMarkdown(ms))
+			md := measurementsMarkdown(ms)
+			if mode == "limiters" {
+				md = "Load: " + scriptsNote(works) + ". Each ratio divides by the same command's script on Redis-Lua.\n\n" + md
+			}
+			report.add(title, md)
 		case "matrix":
 			if err := startThroughputServers(); err != nil {
 				return err
@@ -257,7 +273,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 				}
 			}
 			throughput = nil
-			fmt.Fprintf(stdout, "\n== Memory: %d keys, then %s of churn at %d keys/s\n", opts.memory.keys, opts.memory.churnFor, opts.memory.churnRate)
+			fmt.Fprintf(stdout, "\n== Memory: %d keys of each of %d families, then %s of churn at %d keys/s\n", opts.memory.keys, len(opts.memory.families), opts.memory.churnFor, opts.memory.churnRate)
 			rs, err := runMemory(ctx, f, opts.servers, opts.memory, stdout)
 			if err != nil {
 				return err
@@ -312,22 +328,36 @@ func checkThrottle(ctx context.Context, s *server) error {
 // checkThrottleKey is checkThrottle on the given fresh key (the nodes of a
 // cluster share one keyspace, so each needs its own).
 func checkThrottleKey(ctx context.Context, s *server, key string) error {
+	return checkFamilies(ctx, s, key, []family{familyCL})
+}
+
+// checkFamilies makes one decision of each family on a fresh key (key plus
+// the family's name) with the family's load arguments and checks the reply
+// a fresh key gets.
+func checkFamilies(ctx context.Context, s *server, key string, fs []family) error {
 	c, err := dialRESP(ctx, s.addr())
 	if err != nil {
 		return err
 	}
 	defer c.Close()
 	c.setDeadline(time.Now().Add(5 * time.Second))
-	v, err := c.do(s.throttleCommand(key, throttleArgs...)...)
-	if err != nil {
-		return fmt.Errorf("%s: check decision: %w", s.label(), err)
-	}
-	got, err := throttleReply(v)
-	if err != nil {
-		return fmt.Errorf("%s: check decision: %w", s.label(), err)
-	}
-	if want := [5]int64{0, 16, 15, -1, 2}; got != want {
-		return fmt.Errorf("%s: check decision answered %v, want %v", s.label(), got, want)
+	for _, f := range fs {
+		spec := families[f]
+		k := key
+		if f != familyCL {
+			k += ":" + string(f)
+		}
+		v, err := c.do(s.limiterCommand(f, k, spec.args...)...)
+		if err != nil {
+			return fmt.Errorf("%s: check %s decision: %w", s.label(), spec.command, err)
+		}
+		got, err := throttleReply(v)
+		if err != nil {
+			return fmt.Errorf("%s: check %s decision: %w", s.label(), spec.command, err)
+		}
+		if got != spec.fresh {
+			return fmt.Errorf("%s: check %s decision answered %v, want %v", s.label(), spec.command, got, spec.fresh)
+		}
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ var throttleArgs = []string{"15", "30", "60", "1"}
 
 // workload is one redis-benchmark load shape.
 type workload struct {
+	family   family // the limiter driven; the zero value is CL.THROTTLE
 	clients  int
 	pipeline int
 	keyspace int // distinct random keys (user:__rand_int__); 0 = one hot key
@@ -28,6 +29,9 @@ func (w workload) String() string {
 	keys := "hot key"
 	if w.keyspace > 0 {
 		keys = fmt.Sprintf("%d random keys", w.keyspace)
+	}
+	if w.family != familyCL {
+		keys = w.family.name() + ", " + keys
 	}
 	return fmt.Sprintf("%s, -c %d -P %d", keys, w.clients, w.pipeline)
 }
@@ -129,7 +133,7 @@ func redisBenchmarkArgs(s *server, w workload, n int) []string {
 		args = append(args, "-r", strconv.Itoa(w.keyspace))
 		key = "user:__rand_int__"
 	}
-	return append(args, s.throttleCommand(key, throttleArgs...)...)
+	return append(args, s.limiterCommand(w.family, key, families[w.family].args...)...)
 }
 
 // runRedisBenchmark runs redis-benchmark once against one server and parses
@@ -166,7 +170,7 @@ func runTarget(ctx context.Context, t target, w workload, ns []int) (benchResult
 	}
 	procs := make([]*proc, len(t.nodes))
 	for i, s := range t.nodes {
-		p := &proc{node: s, args: redisBenchmarkArgs(s, workload{clients: clients[i], pipeline: w.pipeline, keyspace: w.keyspace}, ns[i])}
+		p := &proc{node: s, args: redisBenchmarkArgs(s, workload{family: w.family, clients: clients[i], pipeline: w.pipeline, keyspace: w.keyspace}, ns[i])}
 		p.cmd = exec.CommandContext(ctx, "redis-benchmark", p.args...)
 		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 		procs[i] = p

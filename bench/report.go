@@ -45,7 +45,7 @@ func (r *resultsReport) markdown() string {
 	fmt.Fprintf(&b, "| data dirs on | %s |\n", r.info.DataFS)
 	fmt.Fprintf(&b, "| fsync there | %s |\n", r.info.Fsync)
 	fmt.Fprintf(&b, "| load average (1/5/15 min) | %s at start, %s at end |\n", r.info.LoadStart, r.loadEnd)
-	fmt.Fprintf(&b, "| load | redis-benchmark, CL.THROTTLE `<key> %s` (Redis: EVALSHA of bench/gcra.lua) |\n", strings.Join(throttleArgs, " "))
+	fmt.Fprintf(&b, "| load | redis-benchmark, CL.THROTTLE `<key> %s` (Redis: EVALSHA of bench/gcra.lua); TB.TAKE and SL.HIT (limiters, memory) in their sections |\n", strings.Join(throttleArgs, " "))
 	fmt.Fprintf(&b, "\nServers: **Redcell** (durable: one fsync per batch), **Redis-Lua** (`--save '' --appendonly no`, not durable), **Redis-Lua-fsync** (`--appendonly yes --appendfsync always`). Ratios divide by Redis-Lua measured in the same run; see bench/DESIGN.md.\n")
 	for _, s := range r.sections {
 		fmt.Fprintf(&b, "\n## %s\n\n%s", s.title, s.body)

@@ -44,7 +44,7 @@ type server struct {
 	port    int
 	dataDir string
 	logPath string
-	sha     string // SHA1 of gcra.lua when the server is Redis
+	shas    map[family]string // SHA1 of each family's script when the server is Redis
 	cmd     *exec.Cmd
 	readyCh chan struct{} // closed when the log shows the ready line
 	exited  chan struct{} // closed once the process has been reaped
@@ -58,13 +58,7 @@ func (s *server) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 // with the given arguments: the native command on Redcell, EVALSHA of the
 // loaded script on Redis.
 func (s *server) throttleCommand(key string, args ...string) []string {
-	var cmd []string
-	if s.kind == kindRedcell {
-		cmd = []string{"CL.THROTTLE", key}
-	} else {
-		cmd = []string{"EVALSHA", s.sha, "1", key}
-	}
-	return append(cmd, args...)
+	return s.limiterCommand(familyCL, key, args...)
 }
 
 // pid is the server's process id.
@@ -106,7 +100,7 @@ func (f *fleet) buildRedcell(ctx context.Context) error {
 
 // start launches a fresh server of the given kind on a free port with a new
 // empty data dir and returns once it answers PING (and, for Redis, once the
-// script is loaded).
+// scripts are loaded).
 func (f *fleet) start(ctx context.Context, kind serverKind) (*server, error) {
 	return f.startNode(ctx, kind, "", nil)
 }
@@ -158,7 +152,7 @@ func (f *fleet) startNode(ctx context.Context, kind serverKind, name string, ext
 		return nil, err
 	}
 	if kind != kindRedcell {
-		if err := s.loadScript(ctx, gcraLua); err != nil {
+		if err := s.loadScripts(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -273,25 +267,24 @@ func (s *server) ping(ctx context.Context) error {
 	return nil
 }
 
-// loadScript loads script into the server and records its SHA1.
-func (s *server) loadScript(ctx context.Context, script string) error {
+// loadScript loads script into the server and returns its SHA1.
+func (s *server) loadScript(ctx context.Context, script string) (string, error) {
 	c, err := dialRESP(ctx, s.addr())
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer c.Close()
 	c.setDeadline(time.Now().Add(5 * time.Second))
 	v, err := c.do("SCRIPT", "LOAD", script)
 	if err != nil {
-		return fmt.Errorf("SCRIPT LOAD: %w", err)
+		return "", fmt.Errorf("SCRIPT LOAD: %w", err)
 	}
 	sum := sha1.Sum([]byte(script))
 	want := hex.EncodeToString(sum[:])
 	if v.Kind != '$' || v.Str != want {
-		return fmt.Errorf("SCRIPT LOAD answered %s, want %s", v, want)
+		return "", fmt.Errorf("SCRIPT LOAD answered %s, want %s", v, want)
 	}
-	s.sha = want
-	return nil
+	return want, nil
 }
 
 func (s *server) exitError(when string) error {
