@@ -65,63 +65,94 @@ func (o Outcome) String() string {
 	return "Outcome(?)"
 }
 
-// Throttle decides one CL.THROTTLE at time now (Unix ns).
+// Decision is everything one CL.THROTTLE decides: the reply, what to do
+// with the stored state, and how long the key then lives.
+type Decision struct {
+	Reply
+	Outcome Outcome
+	// TAT is the stored TAT after the call, an unsigned 64-bit instant in ns
+	// (the spec keeps it so, and it wraps only there: the exact new TAT mod
+	// 2^64). On Keep it is the TAT the decision saw (now for an absent key).
+	TAT uint64
+	// Live reports whether the key exists after a Store or StoreExpireError:
+	// the exact TTL (new TAT − now, before any wrap) is positive.
+	Live bool
+	// TTLMillis is that exact TTL truncated to whole ms, what redis-cell
+	// hands to Redis's expiry (meaningful when Live).
+	TTLMillis int64
+}
+
+// Decide decides one CL.THROTTLE at time now (Unix ns).
 //
-// tat is the stored TAT when the key exists. Callers pass present=false when
-// the key is absent or its TAT <= now ("a TAT in the past behaves like an
-// absent key"); Throttle then uses tat = now. A present tat <= now is not an
-// error: it follows the spec's formulas literally (new_tat = max(now, tat) +
-// inc, a limited call's ttl = tat - now), which is what redis-cell answers
-// while its millisecond key expiry lags behind the TAT (see DESIGN.md).
+// tat is the stored TAT (unsigned 64-bit ns) when the key exists. Callers
+// pass present=false when the key is absent; Decide then uses tat = now. A
+// present tat <= now is not an error: it follows the spec's formulas
+// literally (new_tat = max(now, tat) + inc, a limited call's ttl = tat − now),
+// which is what redis-cell answers while its millisecond key expiry lags
+// behind the TAT (see DESIGN.md).
 //
-// newTAT is the key's TAT after the call: on Keep it is the TAT the decision
-// saw (now for an absent key), so it is always safe to read, but only Store
-// and StoreExpireError ask the caller to write it.
+// Exactly the three products wrap like int64 (limit, tau = T·limit,
+// inc = T·Q) and the stored TAT wraps mod 2^64; new_tat, allow_at, the
+// comparison, ttl and next are exact (128-bit) integers, as the spec's
+// "Width" paragraph demands. The only float operation is the one division
+// behind Remaining, which is a reply value and never state.
 //
-// Arithmetic wraps like int64 exactly where the spec says it wraps: limit,
-// tau = T·limit, inc = T·Q, the new TAT and every difference. The only float
-// operation is the one division behind Remaining, which is a reply value and
-// never state.
-//
-// Throttle is pure and does not allocate, so any goroutine may call it; the
+// Decide is pure and does not allocate, so any goroutine may call it; the
 // fsm's apply loop calls it (through shard) once per CL.THROTTLE decision.
-func Throttle(tat int64, present bool, now int64, p Params) (r Reply, newTAT int64, o Outcome) {
+func Decide(tat uint64, present bool, now int64, p Params) (d Decision) {
 	interval := p.Interval
-	tau := interval * p.Limit    // delay variation tolerance
-	inc := interval * p.Quantity // the cost of this request in time
+	tau := interval * p.Limit    // delay variation tolerance (wraps)
+	inc := interval * p.Quantity // the cost of this request in time (wraps)
 
-	if !present {
-		tat = now
+	nowW := wideInt(now)
+	tatW := nowW
+	if present {
+		tatW = wideUint(tat)
 	}
-	newTAT = max(now, tat) + inc
-	allowAt := newTAT - tau
+	newTAT := nowW
+	if nowW.less(tatW) {
+		newTAT = tatW
+	}
+	newTAT = newTAT.add(wideInt(inc))
+	allowAt := newTAT.sub(wideInt(tau))
 
-	var retry, ttl int64
-	if now < allowAt {
+	var retry, ttl wide
+	if nowW.less(allowAt) {
 		// Limited: nothing is written, no TTL refresh.
-		r.Limited = 1
-		retry = minusOneSecond
+		d.Limited = 1
+		retry = wideInt(minusOneSecond)
 		if inc <= tau {
-			retry = allowAt - now
+			retry = allowAt.sub(nowW)
 		}
-		ttl = tat - now
-		newTAT = tat
-		o = Keep
+		ttl = tatW.sub(nowW)
+		d.TAT = tatW.lo // tat, or now's bits for an absent key
+		d.Outcome = Keep
 	} else {
 		// Allowed, boundary inclusive.
-		retry = minusOneSecond
-		ttl = newTAT - now
-		o = Store
-		if ttl/nanosPerMilli <= expireErrorMillis {
-			o = StoreExpireError
+		retry = wideInt(minusOneSecond)
+		ttl = newTAT.sub(nowW)
+		d.TAT = newTAT.lo // the stored TAT wraps mod 2^64
+		d.Outcome = Store
+		if !wideInt(expireErrorMillis * nanosPerMilli).less(ttl) {
+			d.Outcome = StoreExpireError // trunc_ms(ttl) <= -2
 		}
+		d.Live = ttl.positive()
+		d.TTLMillis, _ = ttl.quo(nanosPerMilli)
 	}
 
-	r.Limit = p.Limit
-	r.Remaining = remaining(tau-ttl, interval)
-	r.RetryAfter = Secs(retry)
-	r.ResetAfter = Secs(ttl)
-	return r, newTAT, o
+	d.Limit = p.Limit
+	d.Remaining = remaining(wideInt(tau).sub(ttl), interval)
+	d.RetryAfter = secsWide(retry)
+	d.ResetAfter = secsWide(ttl)
+	return d
+}
+
+// Throttle is Decide for callers that keep the TAT as an int64 (the same
+// 64 bits: a TAT past 2262 reads as negative there, so compare it through
+// Decide's Live rather than with now). newTAT is Decision.TAT's bits.
+func Throttle(tat int64, present bool, now int64, p Params) (r Reply, newTAT int64, o Outcome) {
+	d := Decide(uint64(tat), present, now, p)
+	return d.Reply, int64(d.TAT), d.Outcome
 }
 
 // Peek answers what Throttle would with no effect (CL.PEEK): the identical
@@ -129,11 +160,11 @@ func Throttle(tat int64, present bool, now int64, p Params) (r Reply, newTAT int
 // client must see the same error a CL.THROTTLE would have produced). Same
 // arguments, purity and callers as Throttle.
 func Peek(tat int64, present bool, now int64, p Params) (Reply, error) {
-	r, _, o := Throttle(tat, present, now, p)
-	if o == StoreExpireError {
-		return r, ErrExpire
+	d := Decide(uint64(tat), present, now, p)
+	if d.Outcome == StoreExpireError {
+		return d.Reply, ErrExpire
 	}
-	return r, nil
+	return d.Reply, nil
 }
 
 // remaining is redis-cell's token count: next/T in whole microseconds, as a
@@ -145,20 +176,25 @@ func Peek(tat int64, present bool, now int64, p Params) (Reply, error) {
 // is why 1 ns < T < 1 µs reports MaxInt64 and T = 1 ns reports 0. Division is
 // a single correctly rounded IEEE operation, so every replica and every
 // architecture gets the same answer.
-func remaining(next, interval int64) int64 {
-	if next <= -interval {
+func remaining(next wide, interval int64) int64 {
+	if !wideInt(interval).neg().less(next) { // next <= -T, -T exact (T may be MinInt64)
 		return 0
 	}
-	return truncSat(float64(next/nanosPerMicro) / float64(interval/nanosPerMicro))
+	micros, _ := next.quo(nanosPerMicro)
+	return truncSat(float64(micros) / float64(interval/nanosPerMicro))
 }
 
 // Secs converts a duration in ns to redis-cell's whole seconds (spec:
 // secs(d)): d truncated toward zero, plus 1 when d > 0 and its sub-second
 // part holds at least one whole millisecond. So 2.0005 s → 2, 2.001 s → 3,
 // 0.0005 s → 0, -0.5 s → 0 and -1 s → -1. It never overflows.
-func Secs(d int64) int64 {
-	s := d / nanosPerSecond
-	if d > 0 && d%nanosPerSecond >= nanosPerMilli {
+func Secs(d int64) int64 { return secsWide(wideInt(d)) }
+
+// secsWide is Secs of an exact wide duration (|d| < 2^68 ns, so the whole
+// seconds fit an int64 with room to spare).
+func secsWide(d wide) int64 {
+	s, sub := d.quo(nanosPerSecond)
+	if d.positive() && sub >= nanosPerMilli {
 		s++
 	}
 	return s

@@ -83,16 +83,33 @@ var throttleCases = []throttleCase{
 		wantInterval: 1e9, want: Reply{1, 6, 0, 7523372032, 7523372037}, wantNewTAT: math.MaxInt64 - 7, wantOutcome: Keep},
 	{name: "max_burst MinInt64", maxBurst: math.MinInt64, count: 1, period: 1, qty: 1, now: now0,
 		wantInterval: 1e9, want: Reply{0, math.MinInt64 + 1, 0, -1, 1}, wantNewTAT: now0 + 1e9, wantOutcome: Store},
+	// Exact sums (spec "Width"): now + MaxInt64 does not wrap into the past,
+	// and allow_at = new_tat − MinInt64 lies far ahead, so these are limited.
 	{name: "T saturates at MaxInt64", maxBurst: math.MaxInt64, count: 1, period: math.MaxInt64, qty: 1, now: now0,
-		wantInterval: math.MaxInt64, want: Reply{0, math.MinInt64, 0, -1, 9223372037}, wantNewTAT: -7523372036731319020, wantOutcome: Store},
+		wantInterval: math.MaxInt64, want: Reply{1, math.MinInt64, 0, -1, 0}, wantNewTAT: now0, wantOutcome: Keep},
 	{name: "T saturates at MaxInt64 quantity 0", maxBurst: math.MaxInt64, count: 1, period: math.MaxInt64, qty: 0, now: now0,
-		wantInterval: math.MaxInt64, want: Reply{0, math.MinInt64, 0, -1, 0}, wantNewTAT: now0, wantOutcome: Store},
+		wantInterval: math.MaxInt64, want: Reply{1, math.MinInt64, 0, -1, 0}, wantNewTAT: now0, wantOutcome: Keep},
 	{name: "period MinInt64 count -1 saturates up", maxBurst: 5, count: -1, period: math.MinInt64, qty: 1, now: now0,
-		wantInterval: math.MaxInt64, want: Reply{0, 6, 1, -1, 9223372037}, wantNewTAT: -7523372036731319020, wantOutcome: Store},
+		wantInterval: math.MaxInt64, want: Reply{1, 6, 0, -1, 0}, wantNewTAT: now0, wantOutcome: Keep},
 	{name: "period MinInt64 count 1 saturates down", maxBurst: 5, count: 1, period: math.MinInt64, qty: 1, now: now0,
 		wantInterval: math.MinInt64, want: Reply{0, 6, 0, -1, -9223372036}, wantNewTAT: -7523372036731319019, wantOutcome: StoreExpireError},
 	{name: "period 1e10 count 1e10 (product past 2^63)", maxBurst: 5, count: 1e10, period: 1e10, qty: 1, now: now0,
 		wantInterval: 1e9, want: Reply{0, 6, 5, -1, 1}, wantNewTAT: now0 + 1e9, wantOutcome: Store},
+
+	// Instants past 2262 (the end of int64 ns): the stored TAT is an unsigned
+	// 64-bit instant and the sums are exact.
+	{name: "1 per 3.8e9 s: TAT past 2262 stored", maxBurst: 1, count: 1, period: 3_800_000_000, qty: 1,
+		tat: 5500000000123456789, present: true, now: now0,
+		wantInterval: 3.8e18, want: Reply{0, 2, 0, -1, 7600000000}, wantNewTAT: int64(-9146744073586094827), wantOutcome: Store},
+	{name: "1 per 3.8e9 s: TAT past 2262 read back, limited", maxBurst: 1, count: 1, period: 3_800_000_000, qty: 1,
+		tat: int64(-9146744073586094827), present: true, now: now0,
+		wantInterval: 3.8e18, want: Reply{1, 2, 0, 3800000000, 7600000000}, wantNewTAT: int64(-9146744073586094827), wantOutcome: Keep},
+	{name: "period 5e9 s burst 0 second call limited", maxBurst: 0, count: 1, period: 5_000_000_000, qty: 1,
+		tat: 6700000000123456789, present: true, now: now0,
+		wantInterval: 5e18, want: Reply{1, 1, 0, 5000000000, 5000000000}, wantNewTAT: 6700000000123456789, wantOutcome: Keep},
+	{name: "TAT near 2^64 plus MaxInt64 increment: new TAT wraps mod 2^64, TTL exact", maxBurst: math.MaxInt64 - 1, count: 1, period: math.MaxInt64, qty: 1,
+		tat: -1, present: true, now: now0,
+		wantInterval: math.MaxInt64, want: Reply{1, math.MaxInt64, 0, -1, 16746744074}, wantNewTAT: -1, wantOutcome: Keep},
 
 	// Quantities against the limit.
 	{name: "quantity > limit fresh", maxBurst: 4, count: 1, period: 1, qty: 6, now: now0,
