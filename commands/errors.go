@@ -140,11 +140,17 @@ func CellUsage(name string) string {
 	return cellPrefix + "Usage: " + name + " <key> <max_burst> <count per period> <period> [<quantity>]"
 }
 
-// CellNotInteger is redis-cell's integer error, echoing the argument as Redis
-// sanitises error text.
+// CellNotInteger is redis-cell's integer error, echoing the argument. Redis
+// sanitises a module's error on the whole message, prefix and echoed
+// argument together: so a CR or LF that starts the argument is inside the
+// message and becomes a space, while one that ends it is trimmed.
 func CellNotInteger(arg []byte) string {
-	return cellPrefix + "Couldn't parse as integer: " + SanitizeErrorText(arg)
+	msg := make([]byte, 0, len(cellNotIntegerPrefix)+len(arg))
+	msg = append(append(msg, cellNotIntegerPrefix...), arg...)
+	return SanitizeErrorText(msg)
 }
+
+const cellNotIntegerPrefix = cellPrefix + "Couldn't parse as integer: "
 
 // WrongArgs is Redis's arity error; name is the lower-case command name, or
 // "container|sub" for a subcommand.

@@ -145,7 +145,19 @@ func TestErrorTextsAreSpecVerbatim(t *testing.T) {
 		ErrCellExpir:                  "Cell error: Store error: Error while setting key expire",
 		CellUsage("cl.throttle"):      "Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]",
 		CellNotInteger([]byte("1.5")): "Cell error: Store error: Couldn't parse as integer: 1.5",
-		WrongArgs("client|setname"):   "ERR wrong number of arguments for 'client|setname' command",
+		// Sanitised on the whole message: a leading CR/LF is inside it
+		// (a space, two in all after the colon), a trailing one is trimmed,
+		// a NUL cuts the rest.
+		CellNotInteger([]byte("\n5")):      "Cell error: Store error: Couldn't parse as integer:  5",
+		CellNotInteger([]byte("\r\n5")):    "Cell error: Store error: Couldn't parse as integer:   5",
+		CellNotInteger([]byte("5\n")):      "Cell error: Store error: Couldn't parse as integer: 5",
+		CellNotInteger([]byte("\n5\r\n")):  "Cell error: Store error: Couldn't parse as integer:  5",
+		CellNotInteger([]byte("1\r2\n3")):  "Cell error: Store error: Couldn't parse as integer: 1 2 3",
+		CellNotInteger([]byte("7\x00\n8")): "Cell error: Store error: Couldn't parse as integer: 7",
+		CellNotInteger([]byte("\x00abc")):  "Cell error: Store error: Couldn't parse as integer: ",
+		CellNotInteger([]byte("\n")):       "Cell error: Store error: Couldn't parse as integer: ",
+		CellNotInteger([]byte("")):         "Cell error: Store error: Couldn't parse as integer: ",
+		WrongArgs("client|setname"):        "ERR wrong number of arguments for 'client|setname' command",
 	} {
 		if got != want {
 			t.Errorf("%q, want %q", got, want)

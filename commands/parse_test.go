@@ -89,7 +89,7 @@ func TestParseGCRAErrors(t *testing.T) {
 		{"cl.throttle", argv("cl.throttle", "k", "9223372036854775808", "1", "1"), notInt + "9223372036854775808"},
 		// Sanitising the echoed argument.
 		{"cl.throttle", argv("cl.throttle", "k", "a\x00b", "1", "1"), notInt + "a"},
-		{"cl.throttle", argv("cl.throttle", "k", "\r\nab\r\n", "1", "1"), notInt + "ab"},
+		{"cl.throttle", argv("cl.throttle", "k", "\r\nab\r\n", "1", "1"), notInt + "  ab"}, // sanitised on the whole message: the leading CR LF become spaces,
 		{"cl.throttle", argv("cl.throttle", "k", "a\rb\nc", "1", "1"), notInt + "a b c"},
 		{"cl.throttle", argv("cl.throttle", "k", "a\r\nb", "1", "1"), notInt + "a  b"},
 		{"cl.throttle", argv("cl.throttle", "k", "\n", "1", "1"), notInt},

@@ -12,8 +12,17 @@ import (
 
 // The redis-cell family (CL.THROTTLE, CL.PEEK) in the state machine: how
 // its requests are checked and applied, and how its keys are stored. A key
-// is a shard.State of KindGCRA with the TAT in A and redis-cell's
-// millisecond expiry model in Expire (gcraExpire).
+// is a shard.State of KindGCRA:
+//
+//   - A: the TAT, an unsigned 64-bit instant in ns (up to year 2554) kept in
+//     an int64's bits;
+//   - Expire: redis-cell's millisecond expiry (gcraExpire) as the first ns
+//     the key is gone, saturated at MaxInt64 (year 2262) for the shard's
+//     liveness rule;
+//   - B: 0 while Expire is exact (every key whose expiry falls before 2262,
+//     so the common key is bit for bit what it was before B was used);
+//     otherwise the expiry in Unix ms, which int64 ms hold for 292 million
+//     years. Same 25 bytes per key either way.
 var clFamily = family{
 	write: request.Throttle,
 	read:  request.Peek,
@@ -64,20 +73,22 @@ func (f *FSM) throttle(r *request.Request, now int64, res *request.Result) {
 			res.SetErr(request.ErrWrongType)
 			return cur, shard.Keep
 		}
-		rep, tat, outcome := gcra.Throttle(cur.A, live, now, p)
-		switch outcome {
+		d := gcra.Decide(uint64(cur.A), live, now, p)
+		switch d.Outcome {
 		case gcra.Store:
-			setThrottle(res, rep)
+			setThrottle(res, d.Reply)
 		case gcra.StoreExpireError:
 			res.SetErr(request.ErrExpire)
 		default:
-			setThrottle(res, rep)
+			setThrottle(res, d.Reply)
 			return cur, shard.Keep
 		}
-		// A TAT at or before now is the same as no key (a refund into the
-		// past, or quantity 0 on a fresh key).
-		if tat > now {
-			return shard.State{Kind: shard.KindGCRA, Expire: gcraExpire(now, tat), A: tat}, shard.Put
+		// A TAT at or before now (exactly: the TTL before the stored TAT
+		// wraps) is the same as no key: a refund into the past, or
+		// quantity 0 on a fresh key.
+		if d.Live {
+			expire, expireMs := gcraExpire(now, d.TTLMillis)
+			return shard.State{Kind: shard.KindGCRA, Expire: expire, A: int64(d.TAT), B: expireMs}, shard.Put
 		}
 		if live {
 			return cur, shard.Delete
@@ -100,24 +111,41 @@ func (f *FSM) clPeek(r *request.Request, now int64, res *request.Result) {
 	setThrottle(res, rep)
 }
 
-// gcraExpire is when a CL key written at now with TAT tat stops existing, as
-// redis-cell stores it: Redis expires the key at ms(now) + trunc_ms(tat-now)
-// (RedisModule_SetExpire with a whole-millisecond TTL) and a key lives while
-// the millisecond clock has not passed that instant. So the key can vanish up
-// to ~1 ms before its TAT, which the replies of fast rates show. Returned as
-// the first nanosecond at which the key is gone.
-func gcraExpire(now, tat int64) int64 {
-	ms := floorDiv(now, 1e6) + (tat-now)/1e6 + 1
-	if ms > math.MaxInt64/1_000_000 {
-		return math.MaxInt64
+// gcraExpire is when a CL key written at now with a TTL of ttlMs whole
+// milliseconds (the exact TTL truncated, gcra.Decision.TTLMillis) stops
+// existing, as redis-cell stores it: Redis expires the key at
+// ms(now) + ttlMs (RedisModule_SetExpire with a whole-millisecond TTL) and a
+// key lives while the millisecond clock has not passed that instant. So the
+// key can vanish up to ~1 ms before its TAT, which the replies of fast rates
+// show.
+//
+// expire is the first nanosecond at which the key is gone, saturated at
+// MaxInt64; expireMs is 0 when expire is exact, else redis-cell's expiry
+// millisecond itself (past 2262, where int64 ns end; B of the state).
+func gcraExpire(now, ttlMs int64) (expire, expireMs int64) {
+	ms := floorDiv(now, 1e6) + ttlMs // |ttlMs| < 2^49: no overflow
+	if ms+1 > math.MaxInt64/1_000_000 {
+		return math.MaxInt64, ms
 	}
-	return ms * 1e6
+	return (ms + 1) * 1e6, 0
+}
+
+// gcraWideExpiry reports whether st's B is a wide expiry gcraExpire could
+// have written: Expire saturated and the millisecond past its range.
+func gcraWideExpiry(st shard.State) bool {
+	return st.Expire == math.MaxInt64 && st.B+1 > math.MaxInt64/1_000_000
 }
 
 // gcraPTTL is Redis's PTTL of a live CL key: its expiry millisecond minus the
 // current millisecond (0 in the key's last millisecond).
 func gcraPTTL(st shard.State, now int64) int64 {
+	if st.B != 0 {
+		return st.B - floorDiv(now, 1e6)
+	}
 	if st.Expire == math.MaxInt64 {
+		// Written by a build that saturated the expiry without keeping its
+		// millisecond (before B was used): the best left is the saturated
+		// instant.
 		return expiry.MsUp(st.Expire - now)
 	}
 	return st.Expire/1e6 - 1 - floorDiv(now, 1e6)

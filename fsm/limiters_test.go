@@ -196,27 +196,28 @@ func TestSnapshotRoundTripAllFamilies(t *testing.T) {
 	}
 }
 
-// TestSnapshotVersion1StillRestores: a version 1 stream (CL keys only, no
-// values) restores; it is the version 2 stream of the same state with
-// another version byte, since a record without a value did not change.
-// A version 1 stream with a value, and a version 2 stream with an unknown
-// kind or a corrupt sliding log, are refused.
+// TestSnapshotVersion1StillRestores: version 1 and 2 streams of CL keys
+// (whose expiries lie before 2262) restore; they are the version 3 stream of
+// the same state with another version byte, since such records did not
+// change. A version 1 stream with a value, and a version 2 stream with an
+// unknown kind or a corrupt sliding log, are refused.
 func TestSnapshotVersion1StillRestores(t *testing.T) {
 	e := newEngine(4)
 	for i := 0; i < 30; i++ {
 		e.line(t, t0+int64(i)*1e6, "CL.THROTTLE key:"+string(rune('a'+i%11))+" 20 5 60")
 	}
-	v2 := []byte(snapshotOf(t, e.f))
-	if v2[4] != 2 {
-		t.Fatalf("snapshot version %d, want 2", v2[4])
+	v3 := []byte(snapshotOf(t, e.f))
+	if v3[4] != 3 {
+		t.Fatalf("snapshot version %d, want 3", v3[4])
 	}
-	v1 := withVersion(v2, 1)
-	r := newEngine(8)
-	if err := r.f.Restore(io.NopCloser(bytes.NewReader(v1))); err != nil {
-		t.Fatalf("restoring version 1: %v", err)
-	}
-	if got := snapshotOf(t, r.f); got != string(v2) {
-		t.Errorf("a restored version 1 snapshot snapshots differently")
+	for _, old := range []byte{1, 2} {
+		r := newEngine(8)
+		if err := r.f.Restore(io.NopCloser(bytes.NewReader(withVersion(v3, old)))); err != nil {
+			t.Fatalf("restoring version %d: %v", old, err)
+		}
+		if got := snapshotOf(t, r.f); got != string(v3) {
+			t.Errorf("a restored version %d snapshot snapshots differently", old)
+		}
 	}
 
 	s := newEngine(1)

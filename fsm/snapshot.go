@@ -17,9 +17,9 @@ import (
 	"github.com/redcell/redcell/slidinglog"
 )
 
-// Snapshot stream format, version 2:
+// Snapshot stream format, version 3:
 //
-//	[4]byte "RCSN", byte version (2)
+//	[4]byte "RCSN", byte version (3)
 //	int64   replicated clock (little endian)
 //	uint64  number of records (little endian)
 //	records in ascending key order, each:
@@ -28,17 +28,25 @@ import (
 //	  [uvarint value length, value]   only when the kind byte has 0x80
 //	uint32  CRC-32C of every byte before it (little endian)
 //
-// Version 1 is the same without values (no kind byte has 0x80): a record
-// without a value (CL and TB keys) is written exactly as version 1 wrote it.
-// Restore reads both; a version 1 stream has only CL keys.
+// Version 2 is the same, except that a CL (GCRA) record's b is always 0
+// there; from version 3 it holds the key's expiry in Unix ms when that lies
+// past 2262, the end of int64 nanoseconds (see cl.go: expire is then
+// saturated at MaxInt64). Version 1 is version 2 without values (no kind
+// byte has 0x80). A record is written exactly as the older versions wrote it
+// whenever they could express it. Restore reads all three; a version 1
+// stream has only CL keys. The version was bumped for the wide CL expiry so
+// that an older build refuses such a stream instead of answering a wrong
+// PTTL from it.
 //
 // Keys are sorted so that the same log gives byte-identical snapshots on every
 // replica, whatever its stripe count or table layout. Idle keys (expired at
 // the replicated clock) are left out: they are equivalent to absent.
 const (
 	snapshotMagic = "RCSN"
-	// snapshotVersion is what this build writes; snapshotV1 still restores.
-	snapshotVersion = 2
+	// snapshotVersion is what this build writes; snapshotV1 and snapshotV2
+	// still restore.
+	snapshotVersion = 3
+	snapshotV2      = 2
 	snapshotV1      = 1
 	// recordHasValue flags a record's kind byte when a value follows.
 	recordHasValue = 0x80
@@ -183,8 +191,8 @@ func readSnapshot(r io.Reader, stripes int) (*shard.Store, int64, error) {
 		return nil, 0, errors.New("not a Redcell snapshot")
 	}
 	version := hdr[4]
-	if version != snapshotVersion && version != snapshotV1 {
-		return nil, 0, fmt.Errorf("snapshot version %d, this node understands %d and %d", version, snapshotV1, snapshotVersion)
+	if version != snapshotVersion && version != snapshotV2 && version != snapshotV1 {
+		return nil, 0, fmt.Errorf("snapshot version %d, this node understands %d to %d", version, snapshotV1, snapshotVersion)
 	}
 	clock := int64(binary.LittleEndian.Uint64(hdr[5:]))
 	count := binary.LittleEndian.Uint64(hdr[13:])
@@ -258,7 +266,7 @@ func (rr *recordReader) read(r *hashingReader, version byte) (shard.State, error
 		}
 		st.Val = rr.val
 	}
-	if err := rr.check(st); err != nil {
+	if err := rr.check(st, version); err != nil {
 		return st, err
 	}
 	return st, nil
@@ -270,9 +278,12 @@ func (rr *recordReader) read(r *hashingReader, version byte) (shard.State, error
 // accepted one would answer differently from the replica that wrote the
 // snapshot, and its own next snapshot would not restore (FuzzRestore found
 // that for an unknown kind).
-func (rr *recordReader) check(st shard.State) error {
+func (rr *recordReader) check(st shard.State, version byte) error {
 	if kindFamily(st.Kind) == nil {
 		return fmt.Errorf("unknown key kind %d", st.Kind)
+	}
+	if st.Kind == shard.KindGCRA && st.B != 0 && !(version >= 3 && gcraWideExpiry(st)) {
+		return fmt.Errorf("CL key with expiry %d ns and %d ms", st.Expire, st.B)
 	}
 	if (st.Kind == shard.KindSlidingLog) != (len(st.Val) > 0) {
 		return fmt.Errorf("key kind %d with a value of %d bytes", st.Kind, len(st.Val))
