@@ -6,7 +6,7 @@ type Kind uint8
 
 const (
 	KindNone          Kind = iota
-	KindGCRA               // CL.* (redis-cell); A is the TAT, Expire redis-cell's millisecond expiry
+	KindGCRA               // CL.* (redis-cell); A the TAT (uint64 bits), Expire redis-cell's ms expiry, B that expiry in ms when past 2262 (else 0)
 	KindTokenGreedy        // TB.* greedy
 	KindTokenInterval      // TB.* INTERVAL
 	KindSlidingLog         // SL.*: the log's runs in Val, A and B unused
