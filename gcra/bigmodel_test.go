@@ -5,93 +5,33 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/redcell/redcell/internal/clmodel"
 )
 
-// bigDecide is the spec's algorithm written with math/big integers, as a
-// model independent of Decide's 128-bit helpers: every sum and difference is
-// exact, and only the three products (and the stored TAT, mod 2^64) are
-// wrapped by hand. T is derived here too, from the exact P·1e9 rounded once
-// by big.Float.
+// bigDecide is internal/clmodel's math/big model of the spec in Decide's
+// terms: a model independent of Decide's 128-bit helpers.
 func bigDecide(maxBurst, count, period, qty int64, tat uint64, present bool, now int64) (T int64, d Decision, zero bool) {
-	if count == 0 || period == 0 {
-		return 0, d, true
-	}
-	prod := new(big.Int).Mul(big.NewInt(period), big.NewInt(1e9))
-	pf, _ := new(big.Float).SetInt(prod).Float64()
-	T = bigTruncSat(pf / float64(count))
+	T = clmodel.Interval(count, period)
 	if T == 0 {
 		return 0, d, true
 	}
-	wrap := func(x *big.Int) int64 { // two's complement int64 of x
-		m := new(big.Int).And(x, new(big.Int).SetUint64(math.MaxUint64))
-		return int64(m.Uint64())
-	}
-	limit := wrap(new(big.Int).Add(big.NewInt(maxBurst), big.NewInt(1)))
-	tau := wrap(new(big.Int).Mul(big.NewInt(T), big.NewInt(limit)))
-	inc := wrap(new(big.Int).Mul(big.NewInt(T), big.NewInt(qty)))
-
-	bNow := big.NewInt(now)
-	bTat := new(big.Int).Set(bNow)
-	if present {
-		bTat.SetUint64(tat)
-	}
-	base := bNow
-	if bTat.Cmp(bNow) > 0 {
-		base = bTat
-	}
-	newTAT := new(big.Int).Add(base, big.NewInt(inc))
-	allowAt := new(big.Int).Sub(newTAT, big.NewInt(tau))
-	var retry, ttl *big.Int
-	if bNow.Cmp(allowAt) < 0 {
-		d.Limited = 1
-		retry = big.NewInt(-1e9)
-		if inc <= tau {
-			retry = new(big.Int).Sub(allowAt, bNow)
-		}
-		ttl = new(big.Int).Sub(bTat, bNow)
-		d.TAT = uint64(wrap(bTat))
-		d.Outcome = Keep
-	} else {
-		retry = big.NewInt(-1e9)
-		ttl = new(big.Int).Sub(newTAT, bNow)
-		d.TAT = uint64(wrap(newTAT))
-		d.Outcome = Store
-		ms := new(big.Int).Quo(ttl, big.NewInt(1e6)) // Quo truncates toward zero
-		if ms.Cmp(big.NewInt(-2)) <= 0 {
-			d.Outcome = StoreExpireError
-		}
-		d.Live = ttl.Sign() > 0
-		d.TTLMillis = ms.Int64()
-	}
-	d.Limit = limit
-	next := new(big.Int).Sub(big.NewInt(tau), ttl)
-	if next.Cmp(new(big.Int).Neg(big.NewInt(T))) > 0 {
-		nf, _ := new(big.Float).SetInt(new(big.Int).Quo(next, big.NewInt(1000))).Float64()
-		d.Remaining = bigTruncSat(nf / float64(T/1000))
-	}
-	d.RetryAfter = bigSecs(retry)
-	d.ResetAfter = bigSecs(ttl)
-	return T, d, false
-}
-
-func bigTruncSat(f float64) int64 {
+	m := clmodel.Decide(maxBurst, count, period, qty, tat, present, now)
+	d.Reply = Reply{m.Reply[0], m.Reply[1], m.Reply[2], m.Reply[3], m.Reply[4]}
+	d.TAT = m.TAT
 	switch {
-	case math.IsNaN(f):
-		return 0
-	case f >= math.MaxInt64: // 2^63 as a float64
-		return math.MaxInt64
-	case f <= math.MinInt64:
-		return math.MinInt64
+	case !m.Write:
+		d.Outcome = Keep
+	case m.ExpireError:
+		d.Outcome = StoreExpireError
+	default:
+		d.Outcome = Store
 	}
-	return int64(f)
-}
-
-func bigSecs(d *big.Int) int64 {
-	q, r := new(big.Int).QuoRem(d, big.NewInt(1e9), new(big.Int))
-	if d.Sign() > 0 && r.Cmp(big.NewInt(1e6)) >= 0 {
-		q.Add(q, big.NewInt(1))
+	if m.Write {
+		d.Live = m.TTL.Sign() > 0
+		d.TTLMillis = m.TTLMillis
 	}
-	return q.Int64()
+	return T, d, false
 }
 
 // edgyInt64 draws values that hit the int64 limits, the 2^53 and 2^63/1e9
