@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 
@@ -89,9 +90,30 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	logger = logger.With("component", "raftstore")
 
+	if opts.fs == nil {
+		// Pebble would take synced-but-damaged WAL data for a torn tail
+		// and drop acknowledged entries (walcheck.go).
+		if err := checkWALs(dir); err != nil {
+			return nil, err
+		}
+	}
+	fresh := opts.fs == nil && isEmptyOrMissing(dir)
 	db, err := pebble.Open(dir, pebbleOptions(opts, logger))
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: open pebble in %s: %w", dir, err)
+	}
+	if fresh {
+		// A new database writes its first WAL before it reaches the
+		// pinned format version, so that WAL lacks the sync offsets that
+		// let walcheck.go (and Pebble) tell synced data from a torn tail.
+		// Reopening starts a WAL that has them; it costs milliseconds,
+		// once per data dir.
+		if err := db.Close(); err != nil {
+			return nil, fmt.Errorf("raftstore: reopen new pebble in %s: %w", dir, err)
+		}
+		if db, err = pebble.Open(dir, pebbleOptions(opts, logger)); err != nil {
+			return nil, fmt.Errorf("raftstore: reopen new pebble in %s: %w", dir, err)
+		}
 	}
 	s := &Store{
 		db:        db,
@@ -236,4 +258,10 @@ func (s *Store) Stats() Stats {
 	st.SnapshotsCompleted = s.stats.snapshots
 	s.stats.snapMu.Unlock()
 	return st
+}
+
+// isEmptyOrMissing reports whether dir holds nothing (or does not exist).
+func isEmptyOrMissing(dir string) bool {
+	entries, err := os.ReadDir(dir)
+	return (err != nil && errors.Is(err, os.ErrNotExist)) || (err == nil && len(entries) == 0)
 }
