@@ -62,6 +62,8 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 		kv("arch_bits", 64)
 		kv("go_version", runtime.Version())
 		kv("gomaxprocs", runtime.GOMAXPROCS(0))
+		// Not a Redis field: leak checks (the soak test) watch it level off.
+		kv("goroutines", runtime.NumGoroutine())
 		kv("process_id", os.Getpid())
 		kv("run_id", s.cfg.NodeID)
 		kv("node_id", s.cfg.NodeID)
