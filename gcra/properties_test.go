@@ -177,7 +177,8 @@ func TestProperty_BurstAtOneInstant(t *testing.T) {
 }
 
 // FuzzThrottle feeds arbitrary integers through NewParams and Throttle: it
-// must never panic and must keep every invariant of checkDecision.
+// must never panic, must keep every invariant of checkDecision, and must
+// agree with internal/clmodel's math/big model on every field of Decide.
 func FuzzThrottle(f *testing.F) {
 	for _, tc := range throttleCases {
 		f.Add(tc.tat, tc.present, tc.now, tc.maxBurst, tc.count, tc.period, tc.qty)
@@ -194,5 +195,9 @@ func FuzzThrottle(f *testing.F) {
 			t.Fatalf("NewParams(%d, %d, %d, %d) = %+v", maxBurst, count, period, quantity, p)
 		}
 		checkDecision(t, tat, present, now, p)
+		_, want, _ := bigDecide(maxBurst, count, period, quantity, uint64(tat), present, now)
+		if got := Decide(uint64(tat), present, now, p); got != want {
+			t.Fatalf("Decide = %+v, math/big model %+v", got, want)
+		}
 	})
 }
