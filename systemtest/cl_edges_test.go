@@ -1,8 +1,13 @@
 package systemtest
 
 import (
+	"math"
+	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/redcell/redcell/internal/clmodel"
 )
 
 // clEdgeT0 is the instant CL edge scenarios run at: their replies depend on
@@ -63,6 +68,7 @@ func TestCLThrottleEdgesOverRESP(t *testing.T) {
 		{t0, []string{"CL.THROTTLE", "s", "1", "\r\n5\r\n", "1"}, wantErr("Cell error: Store error: Couldn't parse as integer:   5")},
 		{t0, []string{"CL.THROTTLE", "s", "1", "1", "5\n"}, wantErr("Cell error: Store error: Couldn't parse as integer: 5")},
 		{t0, []string{"CL.THROTTLE", "s", "1", "1", "1", "2\r3"}, wantErr("Cell error: Store error: Couldn't parse as integer: 2 3")},
+		{t0, []string{"CL.PEEK", "s", "1", "\n1\x00x", "1"}, wantErr("Cell error: Store error: Couldn't parse as integer:  1")},
 		{t0, clArgs("EXISTS s"), wantInt(0)},
 	}
 	after := []clEdgeStep{
@@ -95,4 +101,90 @@ func TestCLThrottleEdgesOverRESP(t *testing.T) {
 		t.Errorf("the restart did not restore a snapshot; its log:\n%s", lastLines(logs, 20))
 	}
 	run(after)
+}
+
+// TestCLAgainstModelOverRESP sends random CL.THROTTLE, CL.PEEK, PTTL and
+// EXISTS commands (parameters near the int64 limits and periods of billions
+// of seconds included) to the binary, freezing its clock at instants that
+// advance by 0 ns to 10^17 ns, and compares every reply with
+// internal/clmodel (the spec in math/big plus redis-cell's keyspace).
+func TestCLAgainstModelOverRESP(t *testing.T) {
+	t.Parallel()
+	n := startTestNode(t, "cl-model")
+	c := mustDial(t, n.addr())
+	if clk := replicatedClock(t, c); clk > clEdgeT0 {
+		t.Fatalf("fresh node's replicated clock %d is past %d", clk, clEdgeT0)
+	}
+	r := rand.New(rand.NewPCG(20261123, 8))
+	ks := clmodel.Keyspace{}
+	now := clEdgeT0
+	param := func(signed bool) int64 {
+		switch r.IntN(10) {
+		case 0:
+			return []int64{math.MaxInt64, math.MinInt64, math.MaxInt64 - 1, math.MinInt64 + 1, 0}[r.IntN(5)]
+		case 1:
+			return []int64{3_800_000_000, 5_000_000_000, 9_223_372_036, 1e9, 1 << 53}[r.IntN(5)]
+		case 2:
+			if signed {
+				return -r.Int64N(20)
+			}
+		case 3:
+			return int64(r.Uint64()>>r.IntN(64)) * (1 - 2*int64(r.IntN(2)))
+		}
+		return r.Int64N(20) + 1
+	}
+	failures := 0
+	for step := 0; step < 600 && failures < 8; step++ {
+		switch r.IntN(6) {
+		case 0:
+		case 1:
+			now += r.Int64N(2e6)
+		case 2, 3:
+			now += r.Int64N(10e9)
+		case 4:
+			now += r.Int64N(1e13)
+		case 5:
+			now += r.Int64N(1e17)
+		}
+		key := "m" + strconv.Itoa(r.IntN(3))
+		b, cnt, p, q := param(true), param(false), param(false), param(true)
+		if r.IntN(3) == 0 { // a huge period: the TAT and expiry land past 2262
+			b, cnt, q = r.Int64N(3), 1, r.Int64N(2)
+			p = []int64{3_800_000_000, 5_000_000_000, 9_223_372_036, 2_000_000_000}[r.IntN(4)]
+		}
+		if clmodel.Interval(cnt, p) == 0 {
+			continue
+		}
+		nums := []string{itoa(b), itoa(cnt), itoa(p), itoa(q)}
+		var args []string
+		var w want
+		throttleWant := func(reply [5]int64, expireErr bool) want {
+			if expireErr {
+				return wantErr("Cell error: Store error: Error while setting key expire")
+			}
+			return wantInts(reply[:]...)
+		}
+		switch r.IntN(6) {
+		case 0:
+			args = append([]string{"CL.PEEK", key}, nums...)
+			w = throttleWant(ks.Peek(key, b, cnt, p, q, now))
+		case 1:
+			args = []string{"PTTL", key}
+			w = wantInt(ks.PTTL(key, now))
+		case 2:
+			args = []string{"EXISTS", key}
+			w = wantInt(0)
+			if _, ok := ks.Live(key, now); ok {
+				w = wantInt(1)
+			}
+		default:
+			args = append([]string{"CL.THROTTLE", key}, nums...)
+			w = throttleWant(ks.Throttle(key, b, cnt, p, q, now))
+		}
+		setClock(t, c, now)
+		if got := mustDo(t, c, args...); !w.matches(got) {
+			failures++
+			t.Errorf("step %d at %d: %s = %v, model says %v", step, now, quoteArgs(args), got, w)
+		}
+	}
 }
