@@ -5,7 +5,6 @@ import (
 	"encoding/xml"
 	"io"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -60,9 +59,7 @@ func Test_ParseBenchmarkCSV(t *testing.T) {
 // redis-server with the script, so a change in its CSV or a script that
 // errors shows up here rather than as a table of nonsense.
 func Test_RunRedisBenchmark_AgainstRedis(t *testing.T) {
-	if _, err := exec.LookPath("redis-benchmark"); err != nil {
-		t.Skipf("redis-benchmark not found: %v", err)
-	}
+	needRedisBenchmark(t)
 	s := startTestRedis(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
