@@ -144,9 +144,9 @@ func TestWide_AgainstBig(t *testing.T) {
 		if a.less(b) != (ba.Cmp(bb) < 0) || a.positive() != (ba.Sign() > 0) || a.negative() != (ba.Sign() < 0) {
 			t.Fatalf("comparisons of %v and %v wrong", ba, bb)
 		}
-		for _, d := range []uint64{1000, 1e6, 1e9} {
+		for _, d := range []int64{1000, 1e6, 1e9} {
 			q, rem := a.quo(d)
-			bq, br := new(big.Int).QuoRem(ba, new(big.Int).SetUint64(d), new(big.Int))
+			bq, br := new(big.Int).QuoRem(ba, big.NewInt(d), new(big.Int))
 			if bq.Int64() != q || br.Int64() != rem {
 				t.Fatalf("%v quo %d = %d r %d, want %v r %v", ba, d, q, rem, bq, br)
 			}

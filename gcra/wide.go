@@ -54,13 +54,20 @@ func (a wide) magnitude() (hi, lo uint64) {
 // quo divides by d > 0, truncating toward zero like Go's int64 division:
 // the quotient and a remainder with a's sign. The callers' quotients fit
 // an int64 (|a| < 2^68 and d ≥ 1000).
-func (a wide) quo(d uint64) (q, r int64) {
+func (a wide) quo(d int64) (q, r int64) {
+	if x := int64(a.lo); a.hi == x>>63 {
+		return x / d, x % d // fits an int64: the common case, and a cheap one
+	}
+	return a.quoWide(uint64(d))
+}
+
+func (a wide) quoWide(d uint64) (q, r int64) {
 	hi, lo := a.magnitude()
 	qhi, rhi := hi/d, hi%d
 	qlo, rem := bits.Div64(rhi, lo, d)
 	q, r = int64(qlo), int64(rem)
 	if qhi != 0 || qlo > math.MaxInt64 {
-		q = math.MaxInt64 // unreachable for Throttle's operands; saturate, never wrap
+		q = math.MaxInt64 // unreachable for Decide's operands; saturate, never wrap
 	}
 	if a.negative() {
 		q, r = -q, -r
