@@ -5,6 +5,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -105,14 +106,27 @@ func (a *authenticator) accept(c net.Conn, br *bufio.Reader, header byte) (strin
 }
 
 // dial connects to addr and runs the dialer's side within timeout,
-// presenting id.
-func (a *authenticator) dial(addr string, header byte, id string, timeout time.Duration) (net.Conn, error) {
+// presenting id: the header byte in clear, then (with tlsCfg) a TLS
+// handshake, then the cluster-secret handshake inside it.
+func (a *authenticator) dial(addr string, header byte, id string, timeout time.Duration, tlsCfg *tls.Config) (net.Conn, error) {
 	deadline := time.Now().Add(timeout)
 	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
 		return nil, err
 	}
 	_ = c.SetDeadline(deadline)
+	if _, err := c.Write([]byte{header}); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("mux: peer handshake with %s: %w", addr, err)
+	}
+	if tlsCfg != nil {
+		tc := tls.Client(c, tlsCfg)
+		if err := tc.Handshake(); err != nil {
+			c.Close()
+			return nil, fmt.Errorf("mux: TLS handshake with peer %s: %w", addr, err)
+		}
+		c = tc
+	}
 	if err := a.greet(c, header, id); err != nil {
 		c.Close()
 		return nil, fmt.Errorf("mux: peer handshake with %s: %w", addr, err)
@@ -121,10 +135,8 @@ func (a *authenticator) dial(addr string, header byte, id string, timeout time.D
 	return c, nil
 }
 
+// greet runs the dialer's side of the handshake after the header byte.
 func (a *authenticator) greet(c net.Conn, header byte, id string) error {
-	if _, err := c.Write([]byte{header}); err != nil {
-		return err
-	}
 	var hello [len(helloMagic) + nonceLen]byte
 	if _, err := io.ReadFull(c, hello[:]); err != nil {
 		return fmt.Errorf("reading the challenge (is the peer a Redcell node with a cluster secret?): %w", err)

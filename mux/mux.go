@@ -7,6 +7,7 @@ package mux
 
 import (
 	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -50,6 +51,16 @@ type Config struct {
 	FirstByteTimeout time.Duration
 	HandshakeTimeout time.Duration
 	Logger           *slog.Logger
+	// TLSServer and TLSClient, when set (both or neither), put every peer
+	// connection under mutual TLS: after the header byte, which stays in
+	// clear so the port can tell peers from clients, the two sides run a
+	// TLS handshake, and the cluster-secret handshake and the protocol
+	// then run inside the TLS session. A peer that does not speak TLS, or
+	// whose certificate the configuration refuses, is closed like one with
+	// the wrong secret. The configurations must demand and verify
+	// certificates themselves (package tlscert makes such a pair).
+	TLSServer *tls.Config
+	TLSClient *tls.Config
 }
 
 // Stats counts peer connections by outcome.
@@ -102,6 +113,9 @@ func New(ln net.Listener, cfg Config) (*Mux, error) {
 		peers:   make(map[byte]chan net.Conn),
 		pending: make(map[net.Conn]struct{}),
 		done:    make(chan struct{}),
+	}
+	if (cfg.TLSServer == nil) != (cfg.TLSClient == nil) {
+		return nil, errors.New("mux: peer TLS needs both a server and a client configuration")
 	}
 	if len(cfg.NodeID) > MaxNodeIDLen {
 		return nil, fmt.Errorf("mux: node ID of %d bytes; at most %d", len(cfg.NodeID), MaxNodeIDLen)
@@ -225,6 +239,14 @@ func (m *Mux) routePeer(c net.Conn, br *bufio.Reader, header byte) {
 		err = fmt.Errorf("unknown peer protocol 0x%02X", header)
 	default:
 		_ = c.SetDeadline(time.Now().Add(m.cfg.HandshakeTimeout))
+		if m.cfg.TLSServer != nil {
+			tc := tls.Server(&peekedConn{Conn: c, r: br}, m.cfg.TLSServer)
+			if err = tc.Handshake(); err != nil {
+				err = fmt.Errorf("TLS handshake: %w", err)
+				break
+			}
+			c, br = tc, bufio.NewReaderSize(tc, 4096)
+		}
 		peerID, err = m.auth.accept(c, br, header)
 		_ = c.SetDeadline(time.Time{})
 	}
@@ -266,7 +288,7 @@ func (m *Mux) Dial(addr string, header byte, timeout time.Duration) (net.Conn, e
 	if m.auth == nil {
 		return nil, errors.New("mux: no cluster secret configured, so this node cannot reach peers")
 	}
-	return m.auth.dial(addr, header, m.cfg.NodeID, timeout)
+	return m.auth.dial(addr, header, m.cfg.NodeID, timeout, m.cfg.TLSClient)
 }
 
 // Close stops accepting, closes the listener and every connection that has
@@ -295,6 +317,15 @@ type peekedConn struct {
 }
 
 func (p *peekedConn) Read(b []byte) (int, error) { return p.r.Read(b) }
+
+// CloseWrite half-closes the connection when the one underneath can (a
+// server sending a last answer before it closes uses it).
+func (p *peekedConn) CloseWrite() error {
+	if cw, ok := p.Conn.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
+}
 
 // chanListener hands out the connections routed to one channel.
 type chanListener struct {

@@ -210,10 +210,13 @@ func TestForgedAndReplayedHandshakesAreRefused(t *testing.T) {
 func recordingGreet(t *testing.T, a *authenticator, c net.Conn) []byte {
 	t.Helper()
 	var rec bytes.Buffer
+	if _, err := c.Write([]byte{HeaderRaft}); err != nil {
+		t.Fatal(err)
+	}
 	if err := a.greet(&teeConn{Conn: c, w: &rec}, HeaderRaft, "genuine"); err != nil {
 		t.Fatalf("genuine greet: %v", err)
 	}
-	return rec.Bytes()[1:] // after the header byte
+	return rec.Bytes()
 }
 
 type teeConn struct {

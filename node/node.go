@@ -23,6 +23,7 @@ import (
 	"github.com/redcell/redcell/forward"
 	"github.com/redcell/redcell/fsm"
 	"github.com/redcell/redcell/group"
+	"github.com/redcell/redcell/internal/tlscert"
 	"github.com/redcell/redcell/mux"
 	"github.com/redcell/redcell/raftstore"
 	"github.com/redcell/redcell/server"
@@ -77,6 +78,18 @@ type Config struct {
 	Version     string
 	Logger      *slog.Logger
 
+	// TLS is the node's certificate, key and CA (package tlscert); nil
+	// without TLS. TLSPort > 0 opens a client port that speaks TLS on
+	// Bind, whose clients must present a certificate as TLSAuthClients
+	// says; TLSCluster puts every peer connection under mutual TLS (see
+	// mux.Config). Both need TLS.
+	TLS            *tlscert.Store
+	TLSPort        int
+	TLSAuthClients tlscert.ClientAuth
+	TLSCluster     bool
+	// ProtectedMode is Redis's protected-mode (server.Config).
+	ProtectedMode bool
+
 	// SnapshotLogBytes: snapshot once the log since the newest snapshot
 	// holds this many bytes (or twice the newest snapshot's size, if larger);
 	// default group.DefaultSnapshotLogBytes.
@@ -109,6 +122,8 @@ type Node struct {
 	router    *router
 	members   memberMonitor
 	srv       *server.Server
+	tlsLn     *tlsListener // the client TLS port; nil without one
+	tls       *tlscert.Store
 	fatal     chan error
 	shutdown  chan struct{} // a client sent SHUTDOWN
 	stop      chan struct{} // ends join and promotion
@@ -169,7 +184,18 @@ func Open(cfg Config) (n *Node, err error) {
 	if n.Advertise, err = advertiseAddr(cfg.Advertise, ln.Addr()); err != nil {
 		return nil, err
 	}
-	if n.mux, err = mux.New(ln, mux.Config{Secret: cfg.ClusterSecret, NodeID: n.ID, Logger: log}); err != nil {
+	if (cfg.TLSPort > 0 || cfg.TLSCluster) && cfg.TLS == nil {
+		return nil, errors.New("a TLS port or TLS between nodes needs a certificate and key")
+	}
+	n.tls = cfg.TLS
+	muxCfg := mux.Config{Secret: cfg.ClusterSecret, NodeID: n.ID, Logger: log}
+	if cfg.TLSCluster {
+		if !cfg.TLS.HasCA() {
+			return nil, errors.New("TLS between nodes needs the CA certificate that signs the nodes' certificates")
+		}
+		muxCfg.TLSServer, muxCfg.TLSClient = cfg.TLS.PeerServer(), cfg.TLS.PeerClient()
+	}
+	if n.mux, err = mux.New(ln, muxCfg); err != nil {
 		return nil, err
 	}
 	closers = append(closers, n.mux.Close)
@@ -255,12 +281,16 @@ func Open(cfg Config) (n *Node, err error) {
 		PeerStats: n.mux.Stats,
 		NodeID:    n.ID, Addr: ln.Addr().String(), DataDir: cfg.DataDir,
 		EnableDebug: cfg.EnableDebug, RedcellVer: cfg.Version, Logger: log,
-		RequirePass: cfg.RequirePass,
-		LogLevel:    cfg.LogLevel,
-		MaxClients:  cfg.MaxClients,
-		IdleTimeout: cfg.IdleTimeout,
-		MaxMemory:   n.maxMemory,
-		Save:        saveSchedule(cfg),
+		RequirePass:    cfg.RequirePass,
+		LogLevel:       cfg.LogLevel,
+		MaxClients:     cfg.MaxClients,
+		IdleTimeout:    cfg.IdleTimeout,
+		MaxMemory:      n.maxMemory,
+		ProtectedMode:  cfg.ProtectedMode,
+		TLSPort:        cfg.TLSPort,
+		TLSAuthClients: cfg.TLSAuthClients.String(),
+		TLSCluster:     cfg.TLSCluster,
+		Save:           saveSchedule(cfg),
 		Shutdown: func() {
 			select {
 			case n.shutdown <- struct{}{}:
@@ -271,6 +301,23 @@ func Open(cfg Config) (n *Node, err error) {
 	// Applied writes, whichever node took them, invalidate what tracking
 	// clients of this node cache.
 	n.fsm.WatchWrites(n.srv.WriteWatcher())
+	if cfg.TLSPort > 0 {
+		if cfg.TLSAuthClients != tlscert.ClientAuthNo && !cfg.TLS.HasCA() {
+			return nil, errors.New("client certificates (tls-auth-clients yes or optional) need the CA certificate that signs them")
+		}
+		tln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.TLSPort)))
+		if err != nil {
+			return nil, fmt.Errorf("listening on the TLS port: %w", err)
+		}
+		n.tlsLn = newTLSListener(tln, cfg.TLS.ClientPort(cfg.TLSAuthClients), log)
+		closers = append(closers, n.tlsLn.Close)
+		go n.tlsLn.run()
+		go func() {
+			if err := n.srv.Serve(n.tlsLn); err != nil {
+				log.Error("serving TLS clients", "err", err)
+			}
+		}()
+	}
 	go n.mux.Run()
 	go func() {
 		if err := n.srv.Serve(n.mux.Clients()); err != nil {
@@ -284,8 +331,29 @@ func Open(cfg Config) (n *Node, err error) {
 	}()
 	n.background(cfg.Join, who.bootstrap)
 	log.Info("redcell started", "addr", n.Addr.String(), "node_id", n.ID, "data_dir", cfg.DataDir,
-		"version", cfg.Version, "peers", len(cfg.ClusterSecret) > 0)
+		"version", cfg.Version, "peers", len(cfg.ClusterSecret) > 0, "tls_port", cfg.TLSPort, "tls_cluster", cfg.TLSCluster)
 	return n, nil
+}
+
+// TLSAddr is the bound client TLS address, nil without a TLS port.
+func (n *Node) TLSAddr() net.Addr {
+	if n.tlsLn == nil {
+		return nil
+	}
+	return n.tlsLn.Addr()
+}
+
+// ErrNoTLS is ReloadTLS's answer on a node without TLS.
+var ErrNoTLS = errors.New("this node has no TLS configured")
+
+// ReloadTLS reads the certificate, key and CA files again (SIGHUP); the
+// new material applies to every later handshake, client and peer. On error
+// the old material stays in use.
+func (n *Node) ReloadTLS() error {
+	if n.tls == nil {
+		return ErrNoTLS
+	}
+	return n.tls.Reload()
 }
 
 // ShutdownRequested delivers a client's SHUTDOWN: the owner then Closes the
@@ -312,6 +380,9 @@ func (n *Node) Fatal() <-chan error { return n.fatal }
 func (n *Node) Close() error {
 	close(n.stop)
 	n.bg.Wait()
+	if n.tlsLn != nil {
+		n.tlsLn.Close()
+	}
 	n.srv.Close()
 	n.fwd.Close()
 	err := n.group.Shutdown()

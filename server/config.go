@@ -52,6 +52,17 @@ var configParams = []configParam{
 			return func() { s.cfg.LogLevel.Set(level) }, ""
 		}},
 
+	{name: "protected-mode", get: func(s *Server) string { return yesNo(s.params.protectedMode.Load()) },
+		parse: func(s *Server, v []byte) (func(), string) {
+			switch strings.ToLower(string(v)) {
+			case "yes":
+				return func() { s.params.protectedMode.Store(true) }, ""
+			case "no":
+				return func() { s.params.protectedMode.Store(false) }, ""
+			}
+			return nil, "argument must be 'yes' or 'no'"
+		}},
+
 	// Persistence, as it really is: every decision is in the Raft log,
 	// fsynced before it is answered (appendonly yes, appendfsync always),
 	// and the log is compacted by snapshots on the schedule save reports
@@ -94,13 +105,17 @@ var configParams = []configParam{
 	{name: "cluster-enabled", get: func(*Server) string { return "no" }},
 	{name: "proto-max-bulk-len", get: func(*Server) string { return strconv.Itoa(maxBulkLen) }},
 	{name: "enable-debug-command", get: func(s *Server) string { return yesNo(s.cfg.EnableDebug) }},
+	{name: "tls-port", get: func(s *Server) string { return strconv.Itoa(s.cfg.TLSPort) }},
+	{name: "tls-auth-clients", get: func(s *Server) string { return s.cfg.TLSAuthClients }},
+	{name: "tls-cluster", get: func(s *Server) string { return yesNo(s.cfg.TLSCluster) }},
 }
 
 // runtimeParams are the CONFIG SET parameters the server enforces itself
 // (requirepass is in auth, loglevel in Config.LogLevel). Any goroutine.
 type runtimeParams struct {
-	maxClients  atomic.Int64 // connections beyond are refused (Serve)
-	idleTimeout atomic.Int64 // seconds; 0 = never (closeIdle)
+	maxClients    atomic.Int64 // connections beyond are refused (Serve)
+	protectedMode atomic.Bool  // protected-mode (protected.go)
+	idleTimeout   atomic.Int64 // seconds; 0 = never (closeIdle)
 }
 
 // defaultMaxClients is Redis's default maxclients.

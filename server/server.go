@@ -49,6 +49,15 @@ type Config struct {
 	// MaxMemory is maxmemory (bytes; 0 none), shared with the group that
 	// enforces it; CONFIG SET changes it. nil: fixed at 0.
 	MaxMemory *atomic.Int64
+	// ProtectedMode is Redis's protected-mode (CONFIG SET protected-mode):
+	// with it on and no password set, clients from beyond the loopback
+	// interface are answered -DENIED and closed (protected.go).
+	ProtectedMode bool
+	// TLSPort, TLSAuthClients and TLSCluster are what CONFIG GET reports
+	// of the node's TLS setup (tls-port 0: no client TLS port).
+	TLSPort        int
+	TLSAuthClients string
+	TLSCluster     bool
 	// Shutdown asks the owner of the node to stop it (SHUTDOWN): it must
 	// return at once and stop the node from another goroutine, since Close
 	// waits for the connection that called it. nil: SHUTDOWN is refused.
@@ -104,6 +113,7 @@ func New(cfg Config) *Server {
 	s.auth.set(cfg.RequirePass)
 	s.params.maxClients.Store(cmp.Or(cfg.MaxClients, defaultMaxClients))
 	s.params.idleTimeout.Store(cfg.IdleTimeout)
+	s.params.protectedMode.Store(cfg.ProtectedMode)
 	s.idle = startIdleCloser(s, time.Second)
 	return s
 }
@@ -132,6 +142,11 @@ func (s *Server) Serve(ln net.Listener) error {
 		if int64(len(s.conns)) >= s.params.maxClients.Load() {
 			s.mu.Unlock()
 			s.refuse(nc)
+			continue
+		}
+		if s.protectedRefuses(nc) {
+			s.mu.Unlock()
+			go s.deny(nc)
 			continue
 		}
 		c := s.newConn(nc)

@@ -54,6 +54,12 @@ type faultNet struct {
 	changed chan struct{}   // closed and replaced at every change of the fault
 	proxies []*faultProxy
 	seen    map[[2]string]int // attributed connections per (src, dst)
+	// opaque: peers speak TLS (--tls-cluster), so the handshake that names
+	// the dialer is encrypted. Peer connections are then counted per
+	// destination only (opaqueSeen), never attributed, and no fault
+	// applies to them: partitions need a cluster without TLS.
+	opaque     bool
+	opaqueSeen map[string]int
 }
 
 // faultProxy is one listener of a faultNet, in front of node dst.
@@ -86,7 +92,7 @@ const (
 )
 
 func newFaultNet(t testing.TB) *faultNet {
-	f := &faultNet{changed: make(chan struct{}), seen: map[[2]string]int{}}
+	f := &faultNet{changed: make(chan struct{}), seen: map[[2]string]int{}, opaqueSeen: map[string]int{}}
 	t.Cleanup(f.close)
 	return f
 }
@@ -129,6 +135,14 @@ func (f *faultNet) connsSeen(src, dst string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.seen[[2]string{src, dst}]
+}
+
+// opaqueConnsSeen is the number of peer connections to dst the proxy passed
+// without reading them (opaque mode).
+func (f *faultNet) opaqueConnsSeen(dst string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.opaqueSeen[dst]
 }
 
 func (f *faultNet) setFault(side []string, stalled bool) {
@@ -308,6 +322,16 @@ func (pc *proxyConn) run() {
 		pc.pipe(pc.out, pc.in)
 	}()
 	if first[0] < 0x80 {
+		pc.pipe(pc.in, out)
+		return
+	}
+	f.mu.Lock()
+	opaque := f.opaque
+	if opaque {
+		f.opaqueSeen[p.dstID]++
+	}
+	f.mu.Unlock()
+	if opaque {
 		pc.pipe(pc.in, out)
 		return
 	}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/redcell/redcell/group"
+	"github.com/redcell/redcell/internal/tlscert"
 	"github.com/redcell/redcell/mux"
 	"github.com/redcell/redcell/node"
 )
@@ -43,10 +44,18 @@ type config struct {
 	maxMemory         string
 	idleTimeout       int64
 	join              string
-	writeTimeout      time.Duration
-	heartbeatTimeout  time.Duration
-	electionTimeout   time.Duration
-	leaseTimeout      time.Duration
+
+	tlsPort          int
+	tlsCertFile      string
+	tlsKeyFile       string
+	tlsCACertFile    string
+	tlsAuthClients   string
+	tlsCluster       string
+	protectedMode    string
+	writeTimeout     time.Duration
+	heartbeatTimeout time.Duration
+	electionTimeout  time.Duration
+	leaseTimeout     time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
@@ -80,6 +89,13 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.heartbeatTimeout, "raft-heartbeat-timeout", group.DefaultHeartbeatTimeout, "Raft: a follower that hears nothing from the leader for this long (randomised up to 2x) starts an election")
 	fs.DurationVar(&c.electionTimeout, "raft-election-timeout", group.DefaultElectionTimeout, "Raft: a candidate without a majority retries after this long (randomised up to 2x)")
 	fs.DurationVar(&c.leaseTimeout, "raft-lease-timeout", group.DefaultLeaderLeaseTimeout, "Raft: a leader that cannot reach a quorum for this long steps down (at most --raft-heartbeat-timeout)")
+	fs.IntVar(&c.tlsPort, "tls-port", 0, "TCP port for Redis clients over TLS, on --bind (0: none). The plain --port still serves clients too;\nfirewall it, or bind it to loopback, if only TLS clients may come from the network")
+	fs.StringVar(&c.tlsCertFile, "tls-cert-file", "", "PEM certificate (chain) this node presents to TLS clients and, with --tls-cluster, to peers; reread on SIGHUP")
+	fs.StringVar(&c.tlsKeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file; reread on SIGHUP")
+	fs.StringVar(&c.tlsCACertFile, "tls-ca-cert-file", "", "PEM certificates of the CA that signs client certificates and, with --tls-cluster, the nodes' certificates; reread on SIGHUP")
+	fs.StringVar(&c.tlsAuthClients, "tls-auth-clients", "yes", "client certificates on the TLS port: yes (required, as Redis), optional (verified if sent) or no (not asked for)")
+	fs.StringVar(&c.tlsCluster, "tls-cluster", "no", "yes: mutual TLS on every connection between nodes (Raft and forwarding), each side presenting --tls-cert-file\nand verifying the other's against --tls-ca-cert-file; the cluster-secret handshake still runs inside it. Every node must agree")
+	fs.StringVar(&c.protectedMode, "protected-mode", "yes", "yes: without a password (--requirepass), clients from beyond the loopback interface get Redis's -DENIED\nexplanation and are closed, as Redis 7 does; no: serve them (CONFIG SET protected-mode changes it at runtime)")
 	fs.IntVar(&c.stripes, "stripes", 64, "lock stripes of the in-memory keyspace (never changes results, only contention)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "redcell: a rate-limit server that speaks the Redis protocol (CL.THROTTLE as redis-cell),\nwith every decision durable in a Raft log before it is answered.\n\nUsage: redcell [flags]\n\nFlags:\n")
@@ -127,6 +143,20 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	}
 	if c.heartbeatTimeout < 5*time.Millisecond || c.electionTimeout < 5*time.Millisecond || c.leaseTimeout < 5*time.Millisecond || c.writeTimeout <= 0 {
 		return c, fmt.Errorf("the Raft timeouts must be at least 5ms and --write-timeout positive")
+	}
+	if c.tlsPort < 0 || c.tlsPort > 65535 || (c.tlsPort != 0 && c.tlsPort == c.port) {
+		return c, fmt.Errorf("--tls-port %d: want 0 (none) or a TCP port other than --port", c.tlsPort)
+	}
+	for _, f := range []struct{ name, v string }{{"--tls-cluster", c.tlsCluster}, {"--protected-mode", c.protectedMode}} {
+		if f.v != "yes" && f.v != "no" {
+			return c, fmt.Errorf("%s %q: want yes or no", f.name, f.v)
+		}
+	}
+	if _, err := tlscert.ParseClientAuth(c.tlsAuthClients); err != nil {
+		return c, fmt.Errorf("--%w", err)
+	}
+	if (c.tlsPort != 0 || c.tlsCluster == "yes") && (c.tlsCertFile == "" || c.tlsKeyFile == "") {
+		return c, fmt.Errorf("--tls-port and --tls-cluster need --tls-cert-file and --tls-key-file")
 	}
 	if c.clusterSecret != "" && c.clusterSecretFile != "" {
 		return c, fmt.Errorf("--cluster-secret and --cluster-secret-file both given; use one")
@@ -190,3 +220,11 @@ func (c config) slogLevel() (slog.Level, error) {
 }
 
 func validMemory(s string) bool { _, ok := arg.Memory(s); return ok }
+
+// tls loads the TLS material the flags name; nil when no TLS is asked for.
+func (c config) tls() (*tlscert.Store, error) {
+	if c.tlsPort == 0 && c.tlsCluster != "yes" {
+		return nil, nil
+	}
+	return tlscert.Load(tlscert.Files{Cert: c.tlsCertFile, Key: c.tlsKeyFile, CA: c.tlsCACertFile})
+}

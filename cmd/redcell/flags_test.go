@@ -21,6 +21,8 @@ func TestFlagsAreValidatedLoudly(t *testing.T) {
 		{"--raft-lease-timeout", "1s"}, {"--raft-heartbeat-timeout", "1ms"},
 		{"--cluster-secret", "x", "--cluster-secret-file", "y"}, {"--requirepass", "x", "--requirepass-file", "y"},
 		{"--maxclients", "0"}, {"--timeout", "-1"}, {"extra"},
+		{"--tls-port", "-1"}, {"--tls-port", "6379"}, {"--tls-port", "6380"}, {"--tls-cluster", "yes"},
+		{"--tls-auth-clients", "maybe"}, {"--tls-cluster", "on"}, {"--protected-mode", "off"},
 	} {
 		_, err := parseFlags(args, io.Discard)
 		if err == nil {

@@ -16,6 +16,8 @@ import (
 	"runtime/debug"
 	"syscall"
 	"time"
+
+	"github.com/redcell/redcell/node"
 )
 
 // defaultGCPercent trades GC frequency for memory. The keyspace lives in
@@ -84,25 +86,44 @@ func main() {
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	select {
-	case s := <-sig:
-		log.Info("shutting down", "signal", s.String())
-	case <-n.ShutdownRequested():
-		log.Info("shutting down", "reason", "SHUTDOWN command")
-	case err := <-n.Fatal():
-		log.Error("stopping after a fatal error", "err", err)
-		// A dead storage engine holds the goroutine that hit it for good,
-		// and raft's shutdown waits for it: close what closes within a
-		// bound, then exit regardless. Clients see their connections end,
-		// never a hang.
-		closed := make(chan struct{})
-		go func() { _ = n.Close(); close(closed) }()
+	// SIGHUP rotates certificates without a restart (later handshakes use
+	// the files as they are now; a failed reload keeps the old material);
+	// without TLS it is ignored, as Redis ignores it.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+wait:
+	for {
 		select {
-		case <-closed:
-		case <-time.After(fatalCloseBound):
-			log.Error("shutdown did not finish after the fatal error; exiting", "waited", fatalCloseBound)
+		case <-hup:
+			switch err := n.ReloadTLS(); {
+			case errors.Is(err, node.ErrNoTLS):
+				log.Info("SIGHUP ignored: no TLS configured")
+			case err != nil:
+				log.Error("SIGHUP: TLS material not reloaded", "err", err)
+			default:
+				log.Info("SIGHUP: TLS certificates reloaded")
+			}
+		case s := <-sig:
+			log.Info("shutting down", "signal", s.String())
+			break wait
+		case <-n.ShutdownRequested():
+			log.Info("shutting down", "reason", "SHUTDOWN command")
+			break wait
+		case err := <-n.Fatal():
+			log.Error("stopping after a fatal error", "err", err)
+			// A dead storage engine holds the goroutine that hit it for good,
+			// and raft's shutdown waits for it: close what closes within a
+			// bound, then exit regardless. Clients see their connections end,
+			// never a hang.
+			closed := make(chan struct{})
+			go func() { _ = n.Close(); close(closed) }()
+			select {
+			case <-closed:
+			case <-time.After(fatalCloseBound):
+				log.Error("shutdown did not finish after the fatal error; exiting", "waited", fatalCloseBound)
+			}
+			os.Exit(1)
 		}
-		os.Exit(1)
 	}
 	if err := n.Close(); err != nil {
 		log.Error("shutdown", "err", err)

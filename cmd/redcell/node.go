@@ -5,6 +5,7 @@ import (
 	"github.com/redcell/redcell/internal/arg"
 	"log/slog"
 
+	"github.com/redcell/redcell/internal/tlscert"
 	"github.com/redcell/redcell/node"
 )
 
@@ -21,6 +22,11 @@ func startNode(cfg config, log *slog.Logger, level *slog.LevelVar) (*node.Node, 
 	if err != nil {
 		return nil, err
 	}
+	tlsStore, err := cfg.tls()
+	if err != nil {
+		return nil, err
+	}
+	auth, _ := tlscert.ParseClientAuth(cfg.tlsAuthClients) // checked by parseFlags
 	if cfg.join != "" && secret == nil {
 		return nil, errors.New("--join needs the cluster secret (--cluster-secret-file): peers admit only nodes that prove it")
 	}
@@ -49,6 +55,11 @@ func startNode(cfg config, log *slog.Logger, level *slog.LevelVar) (*node.Node, 
 		SnapEvery:          cfg.snapEvery,
 		SnapshotLogBytes:   cfg.snapBytes,
 		MinFreeDisk:        minFreeDiskFlag(cfg.minFreeDisk),
+		TLS:                tlsStore,
+		TLSPort:            cfg.tlsPort,
+		TLSAuthClients:     auth,
+		TLSCluster:         cfg.tlsCluster == "yes",
+		ProtectedMode:      cfg.protectedMode == "yes",
 		Version:            version,
 		Logger:             log,
 	})

@@ -1,0 +1,131 @@
+package node
+
+import (
+	"crypto/tls"
+	"errors"
+	"log/slog"
+	"net"
+	"sync"
+	"time"
+)
+
+// tlsHandshakeTimeout bounds a client's TLS handshake on the TLS port, so
+// a connection that opens and says nothing holds a goroutine that long at
+// most before it is closed (after the handshake the server's own idle
+// timeout applies, as on the plain port).
+const tlsHandshakeTimeout = 10 * time.Second
+
+// tlsListener accepts on the client TLS port, completes each handshake in a
+// goroutine of its own (a slow client holds up nobody) and hands finished
+// *tls.Conns to the server through Accept. A handshake that fails is closed
+// and logged at most once per 10 s.
+//
+// Goroutines: run accepts in its own; Accept is called by the server's
+// Serve; Close by the node, once.
+type tlsListener struct {
+	ln    net.Listener
+	cfg   *tls.Config
+	log   *slog.Logger
+	conns chan net.Conn
+	done  chan struct{}
+
+	mu      sync.Mutex
+	pending map[net.Conn]struct{}
+	closed  bool
+	wg      sync.WaitGroup
+
+	lastLog    time.Time
+	suppressed int
+}
+
+func newTLSListener(ln net.Listener, cfg *tls.Config, log *slog.Logger) *tlsListener {
+	return &tlsListener{ln: ln, cfg: cfg, log: log, conns: make(chan net.Conn), done: make(chan struct{}), pending: map[net.Conn]struct{}{}}
+}
+
+func (l *tlsListener) run() {
+	for {
+		c, err := l.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			l.log.Warn("TLS port: accept failed", "err", err)
+			select {
+			case <-l.done:
+				return
+			case <-time.After(50 * time.Millisecond): // back off on fd exhaustion
+			}
+			continue
+		}
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			c.Close()
+			return
+		}
+		l.pending[c] = struct{}{}
+		l.wg.Add(1)
+		l.mu.Unlock()
+		go l.handshake(c)
+	}
+}
+
+func (l *tlsListener) handshake(c net.Conn) {
+	defer l.wg.Done()
+	tc := tls.Server(c, l.cfg)
+	_ = c.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
+	err := tc.Handshake()
+	_ = c.SetDeadline(time.Time{})
+	l.mu.Lock()
+	delete(l.pending, c)
+	if err != nil {
+		now := time.Now()
+		if now.Sub(l.lastLog) >= 10*time.Second {
+			l.log.Warn("TLS port: handshake failed", "remote", c.RemoteAddr().String(), "err", err, "failed_since_last_report", l.suppressed)
+			l.lastLog, l.suppressed = now, 0
+		} else {
+			l.suppressed++
+		}
+	}
+	l.mu.Unlock()
+	if err != nil {
+		c.Close()
+		return
+	}
+	select {
+	case l.conns <- tc:
+	case <-l.done:
+		tc.Close()
+	}
+}
+
+// Accept returns the next client whose handshake succeeded.
+func (l *tlsListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+}
+
+// Close stops accepting, closes the connections still in their handshake
+// and waits for their goroutines.
+func (l *tlsListener) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	close(l.done)
+	for c := range l.pending {
+		c.Close()
+	}
+	l.mu.Unlock()
+	err := l.ln.Close()
+	l.wg.Wait()
+	return err
+}
+
+func (l *tlsListener) Addr() net.Addr { return l.ln.Addr() }
