@@ -39,6 +39,10 @@ func FuzzRestore(f *testing.F) {
 	f.Add(byte(2), uint16(binary.LittleEndian.Uint64(seed[13:])), seed[21:len(seed)-4])
 	f.Add(byte(1), uint16(1), []byte{1, 1, 'k', 2, 2, 2})
 	f.Add(byte(2), uint16(1), []byte{4 | 0x80, 1, 'k', 2, 0, 0, 3, 0x02, 0x01, 0x01})
+	// A CL key whose expiry lies past 2262 (version 3: expire saturated, b in ms).
+	wide := binary.AppendVarint([]byte{1, 1, 'k'}, math.MaxInt64)
+	wide = binary.AppendVarint(binary.AppendVarint(wide, -9146744073586094827), 9300000000123)
+	f.Add(byte(3), uint16(1), wide)
 	f.Fuzz(func(t *testing.T, version byte, count uint16, records []byte) {
 		var b []byte
 		b = append(b, snapshotMagic...)
