@@ -173,31 +173,75 @@ func (l *throttleLoad) checkReplies(t testing.TB, allowedErrPrefixes ...string) 
 // unacknowledged decisions turned out applied.
 func (l *throttleLoad) verifyState(t testing.TB, c *respConn) (appliedUnacked int64) {
 	t.Helper()
-	burst := strconv.Itoa(loadBurst)
 	for wi, w := range l.workers {
-		for _, key := range w.keys {
-			c.send("CL.PEEK", key, burst, "1", "1", "0")
-		}
-		rs := readN(t, c, len(w.keys))
-		for k, r := range rs {
-			v, ok := r.ints()
-			if !ok || len(v) != 5 || v[0] != 0 || v[1] != loadLimit || v[3] != -1 {
-				t.Errorf("worker %d key %s: CL.PEEK: got %v", wi, w.keys[k], r)
-				continue
-			}
-			n := v[4] // reset_after: one second per decision
-			if v[2] != loadLimit-n {
-				t.Errorf("key %s: CL.PEEK %v: remaining %d and reset %d s disagree", w.keys[k], r, v[2], n)
-			}
-			switch {
-			case n < w.acked[k]:
-				t.Errorf("key %s: holds %d decisions, but %d were acknowledged (lost %d acknowledged decisions)",
-					w.keys[k], n, w.acked[k], w.acked[k]-n)
-			case n > w.sent[k]:
-				t.Errorf("key %s: holds %d decisions, but only %d were sent", w.keys[k], n, w.sent[k])
-			}
-			appliedUnacked += n - w.acked[k]
-		}
+		appliedUnacked += verifyHeld(t, c, fmt.Sprintf("worker %d", wi), w.keys, w.sent, w.acked)
 	}
 	return appliedUnacked
+}
+
+// verifyHeld reads each key with CL.PEEK quantity 0 at the frozen instant
+// and checks that it holds n decisions with acked[k] <= n <= sent[k]; it
+// returns how many sent but unacknowledged decisions turned out applied.
+func verifyHeld(t testing.TB, c *respConn, who string, keys []string, sent, acked []int64) (appliedUnacked int64) {
+	t.Helper()
+	burst := strconv.Itoa(loadBurst)
+	for _, key := range keys {
+		c.send("CL.PEEK", key, burst, "1", "1", "0")
+	}
+	rs := readN(t, c, len(keys))
+	for k, r := range rs {
+		v, ok := r.ints()
+		if !ok || len(v) != 5 || v[0] != 0 || v[1] != loadLimit || v[3] != -1 {
+			t.Errorf("%s key %s: CL.PEEK: got %v", who, keys[k], r)
+			continue
+		}
+		n := v[4] // reset_after: one second per decision
+		if v[2] != loadLimit-n {
+			t.Errorf("key %s: CL.PEEK %v: remaining %d and reset %d s disagree", keys[k], r, v[2], n)
+		}
+		switch {
+		case n < acked[k]:
+			t.Errorf("key %s: holds %d decisions, but %d were acknowledged (lost %d acknowledged decisions)",
+				keys[k], n, acked[k], acked[k]-n)
+		case n > sent[k]:
+			t.Errorf("key %s: holds %d decisions, but only %d were sent", keys[k], n, sent[k])
+		}
+		appliedUnacked += n - acked[k]
+	}
+	return appliedUnacked
+}
+
+// loadTally adds up the decisions of several throttleLoads run one after
+// another on the same keys (same prefix, workers and keys per worker), as
+// a crash loop does, so that verifyHeld can check the keys' totals.
+type loadTally struct {
+	keys        []string
+	sent, acked []int64
+	index       map[string]int
+}
+
+func (tl *loadTally) add(l *throttleLoad) {
+	if tl.index == nil {
+		tl.index = map[string]int{}
+	}
+	for _, w := range l.workers {
+		for k, key := range w.keys {
+			i, ok := tl.index[key]
+			if !ok {
+				i = len(tl.keys)
+				tl.index[key] = i
+				tl.keys = append(tl.keys, key)
+				tl.sent, tl.acked = append(tl.sent, 0), append(tl.acked, 0)
+			}
+			tl.sent[i] += w.sent[k]
+			tl.acked[i] += w.acked[k]
+		}
+	}
+}
+
+func (tl *loadTally) totals() (sent, acked int64) {
+	for i := range tl.keys {
+		sent, acked = sent+tl.sent[i], acked+tl.acked[i]
+	}
+	return sent, acked
 }
