@@ -68,15 +68,19 @@ type Config struct {
 	// MaxMemory is maxmemory's starting value in bytes (0: none): above it
 	// new keys are refused with OOM (group/memoryguard.go); CONFIG SET
 	// changes it.
-	MaxMemory   int64
-	IdleTimeout int64
-	Stripes     int
-	MaxInflight int
-	MaxAppend   int
-	SnapThresh  uint64
-	SnapEvery   time.Duration
-	Version     string
-	Logger      *slog.Logger
+	MaxMemory int64
+	// ProtoMaxBulkLen and QueryBufferLimit start CONFIG's
+	// proto-max-bulk-len and client-query-buffer-limit (0: Redis's
+	// defaults, 512 MB and 1 GB).
+	ProtoMaxBulkLen, QueryBufferLimit int64
+	IdleTimeout                       int64
+	Stripes                           int
+	MaxInflight                       int
+	MaxAppend                         int
+	SnapThresh                        uint64
+	SnapEvery                         time.Duration
+	Version                           string
+	Logger                            *slog.Logger
 
 	// TLS is the node's certificate, key and CA (package tlscert); nil
 	// without TLS. TLSPort > 0 opens a client port that speaks TLS on
@@ -281,11 +285,12 @@ func Open(cfg Config) (n *Node, err error) {
 		PeerStats: n.mux.Stats,
 		NodeID:    n.ID, Addr: ln.Addr().String(), DataDir: cfg.DataDir,
 		EnableDebug: cfg.EnableDebug, RedcellVer: cfg.Version, Logger: log,
-		RequirePass:    cfg.RequirePass,
-		LogLevel:       cfg.LogLevel,
-		MaxClients:     cfg.MaxClients,
-		IdleTimeout:    cfg.IdleTimeout,
-		MaxMemory:      n.maxMemory,
+		RequirePass:     cfg.RequirePass,
+		LogLevel:        cfg.LogLevel,
+		MaxClients:      cfg.MaxClients,
+		IdleTimeout:     cfg.IdleTimeout,
+		MaxMemory:       n.maxMemory,
+		ProtoMaxBulkLen: cfg.ProtoMaxBulkLen, QueryBufferLimit: cfg.QueryBufferLimit,
 		ProtectedMode:  cfg.ProtectedMode,
 		TLSPort:        cfg.TLSPort,
 		TLSAuthClients: cfg.TLSAuthClients.String(),

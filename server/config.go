@@ -43,6 +43,16 @@ var configParams = []configParam{
 			n, reason := parseConfigInt(v, 0, 1<<31-1)
 			return func() { s.params.idleTimeout.Store(n) }, reason
 		}},
+	{name: "proto-max-bulk-len", get: func(s *Server) string { return strconv.FormatInt(s.params.reader.maxBulk.Load(), 10) },
+		parse: func(s *Server, v []byte) (func(), string) {
+			n, reason := parseConfigMemory(v, minReaderLimit, 1<<62)
+			return func() { s.params.reader.maxBulk.Store(n) }, reason
+		}},
+	{name: "client-query-buffer-limit", get: func(s *Server) string { return strconv.FormatInt(s.params.reader.maxQuery.Load(), 10) },
+		parse: func(s *Server, v []byte) (func(), string) {
+			n, reason := parseConfigMemory(v, minReaderLimit, 1<<62)
+			return func() { s.params.reader.maxQuery.Store(n) }, reason
+		}},
 	{name: "loglevel", get: func(s *Server) string { return logLevelName(s.cfg.LogLevel) },
 		parse: func(s *Server, v []byte) (func(), string) {
 			level, ok := logLevels[strings.ToLower(string(v))]
@@ -103,7 +113,7 @@ var configParams = []configParam{
 		}},
 	{name: "maxmemory-policy", get: func(*Server) string { return "noeviction" }},
 	{name: "cluster-enabled", get: func(*Server) string { return "no" }},
-	{name: "proto-max-bulk-len", get: func(*Server) string { return strconv.Itoa(maxBulkLen) }},
+
 	{name: "enable-debug-command", get: func(s *Server) string { return yesNo(s.cfg.EnableDebug) }},
 	{name: "tls-port", get: func(s *Server) string { return strconv.Itoa(s.cfg.TLSPort) }},
 	{name: "tls-auth-clients", get: func(s *Server) string { return s.cfg.TLSAuthClients }},
@@ -113,9 +123,10 @@ var configParams = []configParam{
 // runtimeParams are the CONFIG SET parameters the server enforces itself
 // (requirepass is in auth, loglevel in Config.LogLevel). Any goroutine.
 type runtimeParams struct {
-	maxClients    atomic.Int64 // connections beyond are refused (Serve)
-	protectedMode atomic.Bool  // protected-mode (protected.go)
-	idleTimeout   atomic.Int64 // seconds; 0 = never (closeIdle)
+	maxClients    atomic.Int64  // connections beyond are refused (Serve)
+	protectedMode atomic.Bool   // protected-mode (protected.go)
+	idleTimeout   atomic.Int64  // seconds; 0 = never (closeIdle)
+	reader        *readerLimits // proto-max-bulk-len, client-query-buffer-limit (every reader)
 }
 
 // defaultMaxClients is Redis's default maxclients.
@@ -270,6 +281,18 @@ func configSet(c *conn, pairs [][]byte) {
 		apply()
 	}
 	c.w.ok()
+}
+
+// parseConfigMemory parses a memory value (Redis's units) within [lo, hi].
+func parseConfigMemory(v []byte, lo, hi int64) (int64, string) {
+	n, ok := arg.Memory(string(v))
+	if !ok {
+		return 0, "argument must be a memory value"
+	}
+	if n < lo || n > hi {
+		return 0, "argument must be between " + strconv.FormatInt(lo, 10) + " and " + strconv.FormatInt(hi, 10) + " inclusive"
+	}
+	return n, ""
 }
 
 // maxMemory is maxmemory in bytes (0: no limit).

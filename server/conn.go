@@ -63,6 +63,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 	c.w.proto = 2
 	c.proto.Store(2)
 	c.lastActive.Store(c.created.UnixNano())
+	c.rd.limits = s.params.reader
 	c.initAuth()
 	return c
 }
@@ -90,6 +91,9 @@ func (c *conn) serve() {
 			if errors.As(err, &pe) {
 				c.s.stats.errors.Add(1)
 				c.w.err(pe.Error())
+			} else if errors.Is(err, errQueryBufferFull) {
+				c.s.log.Warn("closing client that reached max query buffer length", "id", c.id, "addr", c.addr,
+					"limit", c.s.params.reader.maxQuery.Load())
 			}
 			c.closeAfter = true
 		}

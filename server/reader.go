@@ -3,12 +3,15 @@ package server
 import (
 	"errors"
 	"io"
+	"sync/atomic"
 )
 
 // Limits from Redis (server.h, config.c), which clients and tests rely on.
 const (
 	inlineMaxSize     = 64 << 10  // PROTO_INLINE_MAX_SIZE: inline line, or a '*'/'$' count line
 	maxBulkLen        = 512 << 20 // proto-max-bulk-len default
+	queryBufferLimit  = 1 << 30   // client-query-buffer-limit default
+	minReaderLimit    = 1 << 20   // the least either may be set to (Redis's bounds)
 	maxMultibulkLen   = 1<<31 - 1 // INT_MAX
 	unauthMaxArgs     = 10        // multibulk count allowed before AUTH
 	unauthMaxBulkLen  = 16384     // bulk length allowed before AUTH
@@ -32,7 +35,25 @@ var (
 	errUnauthMultibulk   = &protocolError{"unauthenticated multibulk length"}
 	errUnauthBulk        = &protocolError{"unauthenticated bulk length"}
 	errIncompleteCommand = errors.New("incomplete command")
+	// errQueryBufferFull: the client's unparsed input reached
+	// client-query-buffer-limit; Redis closes such a client without a
+	// reply, and so does the server.
+	errQueryBufferFull = errors.New("client reached client-query-buffer-limit")
 )
+
+// readerLimits are the reader's CONFIG SET limits, shared by every
+// connection's reader (the server's runtimeParams own them). Any goroutine.
+type readerLimits struct {
+	maxBulk  atomic.Int64 // proto-max-bulk-len: the longest argument
+	maxQuery atomic.Int64 // client-query-buffer-limit: unparsed input held at most
+}
+
+func newReaderLimits() *readerLimits {
+	l := &readerLimits{}
+	l.maxBulk.Store(maxBulkLen)
+	l.maxQuery.Store(queryBufferLimit)
+	return l
+}
 
 // command is one parsed request. Args alias the reader's buffer and stay
 // valid until the next call to reader.next.
@@ -58,6 +79,8 @@ type reader struct {
 	mb   multibulkProgress
 	// authRequired applies Redis's limits for unauthenticated clients.
 	authRequired func() bool
+	// limits are proto-max-bulk-len and client-query-buffer-limit.
+	limits *readerLimits
 	// stopAfter reports whether next must return after this command: it
 	// may change what authRequired answers (AUTH, HELLO, RESET), and
 	// Redis executes each command before it parses the next.
@@ -73,8 +96,13 @@ type multibulkProgress struct {
 	offs   []int // (offset, length) of each parsed argument
 }
 
+// defaultReaderLimits are Redis's defaults, for readers made outside a
+// server (tests).
+var defaultReaderLimits = newReaderLimits()
+
 func newReader(rd io.Reader) *reader {
-	return &reader{rd: rd, buf: make([]byte, initialReadBuffer), authRequired: func() bool { return false }, stopAfter: func([][]byte) bool { return false }}
+	return &reader{rd: rd, buf: make([]byte, initialReadBuffer), authRequired: func() bool { return false }, stopAfter: func([][]byte) bool { return false },
+		limits: defaultReaderLimits}
 }
 
 // next returns every complete command that has arrived, reading from the
@@ -126,6 +154,11 @@ func (r *reader) fill() error {
 			r.compact()
 		}
 		if len(r.buf)-r.end < readChunk/4 {
+			// The buffer only grows for input that has arrived and is not
+			// parsed yet: bounded by client-query-buffer-limit.
+			if int64(r.end-r.start) >= r.limits.maxQuery.Load() {
+				return errQueryBufferFull
+			}
 			nb := make([]byte, max(2*len(r.buf), r.end+readChunk))
 			copy(nb, r.buf[:r.end])
 			// Parsed args still alias the old buffer; that is fine: it is
@@ -208,7 +241,7 @@ func (r *reader) parseMultibulk() error {
 			return &protocolError{"expected '$', got '" + string(rest[:1]) + "'"}
 		}
 		n, valid := string2ll(line[1:])
-		if !valid || n < 0 || n > maxBulkLen {
+		if !valid || n < 0 || n > r.limits.maxBulk.Load() {
 			return errInvalidBulk
 		}
 		if n > unauthMaxBulkLen && r.authRequired() {

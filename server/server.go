@@ -46,6 +46,10 @@ type Config struct {
 	// maxclients (0: Redis's 10000) and timeout (seconds; 0: never).
 	MaxClients  int64
 	IdleTimeout int64
+	// ProtoMaxBulkLen and QueryBufferLimit start CONFIG's
+	// proto-max-bulk-len and client-query-buffer-limit (0: Redis's 512 MB
+	// and 1 GB).
+	ProtoMaxBulkLen, QueryBufferLimit int64
 	// MaxMemory is maxmemory (bytes; 0 none), shared with the group that
 	// enforces it; CONFIG SET changes it. nil: fixed at 0.
 	MaxMemory *atomic.Int64
@@ -113,6 +117,13 @@ func New(cfg Config) *Server {
 	s.auth.set(cfg.RequirePass)
 	s.params.maxClients.Store(cmp.Or(cfg.MaxClients, defaultMaxClients))
 	s.params.idleTimeout.Store(cfg.IdleTimeout)
+	s.params.reader = newReaderLimits()
+	if cfg.ProtoMaxBulkLen > 0 {
+		s.params.reader.maxBulk.Store(cfg.ProtoMaxBulkLen)
+	}
+	if cfg.QueryBufferLimit > 0 {
+		s.params.reader.maxQuery.Store(cfg.QueryBufferLimit)
+	}
 	s.params.protectedMode.Store(cfg.ProtectedMode)
 	s.idle = startIdleCloser(s, time.Second)
 	return s

@@ -42,6 +42,8 @@ type config struct {
 	requirePassFile   string
 	maxClients        int64
 	maxMemory         string
+	protoMaxBulkLen   string
+	queryBufferLimit  string
 	idleTimeout       int64
 	join              string
 
@@ -82,6 +84,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.requirePassFile, "requirepass-file", "", "file holding the password Redis clients must give (AUTH, HELLO AUTH) before any other command\n(one trailing newline is ignored); empty: no password, as Redis without requirepass. CONFIG SET requirepass changes it at runtime")
 	fs.StringVar(&c.requirePass, "requirepass", "", "the client password itself (visible in the process list: prefer --requirepass-file or REDCELL_REQUIREPASS)")
 	fs.StringVar(&c.maxMemory, "maxmemory", "0", "memory limit (bytes, or with a unit: 100mb, 2gb): above it commands that would create a key get\n\"-OOM command not allowed when used memory > 'maxmemory'.\"; existing limiters keep deciding and nothing is evicted; 0 = none (CONFIG SET maxmemory)")
+	fs.StringVar(&c.protoMaxBulkLen, "proto-max-bulk-len", "512mb", "longest argument a client may send (Redis's proto-max-bulk-len; at least 1mb; CONFIG SET)")
+	fs.StringVar(&c.queryBufferLimit, "client-query-buffer-limit", "1gb", "unparsed input one client may make the node hold before it is closed (Redis's client-query-buffer-limit; at least 1mb; CONFIG SET)")
 	fs.Int64Var(&c.maxClients, "maxclients", 10000, "connected clients at most: one more is answered \"-ERR max number of clients reached\" and closed (CONFIG SET maxclients)")
 	fs.Int64Var(&c.idleTimeout, "timeout", 0, "close a client idle for this many seconds; 0 = never (CONFIG SET timeout)")
 	fs.StringVar(&c.join, "join", "", "host:port of any member of an existing cluster: a node with an empty data dir joins it\n(as a non-voter, promoted to voter once caught up) instead of bootstrapping; ignored once the node has data")
@@ -129,6 +133,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("--snapshot-log-bytes %d: want 1 or more", c.snapBytes)
 	case c.minFreeDisk < 0:
 		return c, fmt.Errorf("--min-free-disk %d: want 0 (off) or more bytes", c.minFreeDisk)
+	case !atLeastMB(c.protoMaxBulkLen):
+		return c, fmt.Errorf("--proto-max-bulk-len %q: want a memory value of at least 1mb", c.protoMaxBulkLen)
+	case !atLeastMB(c.queryBufferLimit):
+		return c, fmt.Errorf("--client-query-buffer-limit %q: want a memory value of at least 1mb", c.queryBufferLimit)
 	case !validMemory(c.maxMemory):
 		return c, fmt.Errorf("--maxmemory %q: want bytes, optionally with a unit (kb, mb, gb)", c.maxMemory)
 	case c.maxClients < 1 || c.maxClients > 1<<32-1:
@@ -220,6 +228,8 @@ func (c config) slogLevel() (slog.Level, error) {
 }
 
 func validMemory(s string) bool { _, ok := arg.Memory(s); return ok }
+
+func atLeastMB(s string) bool { n, ok := arg.Memory(s); return ok && n >= 1<<20 }
 
 // tls loads the TLS material the flags name; nil when no TLS is asked for.
 func (c config) tls() (*tlscert.Store, error) {
