@@ -64,7 +64,7 @@ func TestCrashLoop(t *testing.T) {
 			t.Fatalf("round %d: replicated clock after replay %d, want the origin %d", round, clk, origin)
 		}
 		setClock(t, c, origin)
-		applied := verifyHeld(t, c, "round "+strconv.Itoa(round), tally.keys, tally.sent, tally.acked)
+		applied := verifyHeld(t, c, "round "+strconv.Itoa(round), 1, tally.keys, tally.sent, tally.acked)
 		c.close()
 		sent, acked := tally.totals()
 		t.Logf("round %d: killed once %d decisions of the round were acknowledged; so far %d sent, %d acknowledged, all in force; %d unacknowledged applied",
@@ -82,16 +82,24 @@ func TestCrashLoop(t *testing.T) {
 const clusterCrashRounds = 20
 
 // TestClusterCrashLoop kills a random node of a three-node cluster (leader
-// or follower, by a logged seed) with SIGKILL while clients on the other two
-// nodes send limiter calls of every family on keys of 100 units that do not
-// refill (decisionLoad: CL.THROTTLE key 99 1 86400 and the TB/SL
-// equivalents, three clients per node, one request at a time each), at a
-// random moment (1 to 300 decisions into the round); the cluster must go on
-// deciding (200 more decisions, enough to use up some keys), then the node restarts on its data dir and
+// or follower, by a logged seed) with SIGKILL, at a random moment, while
+// two loads run on the other two nodes' client ports:
+//
+//   - pipelined CL.THROTTLE (throttleLoadOn: 4 connections, 16 commands
+//     deep, one day per decision with the real clock, so nothing refills),
+//     killed 1 to 2,000 acknowledged decisions into the round;
+//   - limiter calls of every family on keys of 100 units that do not refill
+//     (decisionLoad: CL.THROTTLE key 99 1 86400 and the TB/SL equivalents,
+//     three clients per node, one request at a time each).
+//
+// The cluster must go on deciding (500 more pipelined decisions and 200
+// more of every family), then the node restarts on its data dir and
 // rejoins. After every round, the decisions of every round so far are
-// checked against the state read through the leader: per key no more than
-// 100 allowed, no unit given twice, every acknowledged decision in force and
-// none that an error reply said did not happen.
+// checked against the state read through the leader: for the pipelined
+// keys acknowledged <= held <= sent summed over the rounds; for the
+// limiter keys no more than 100 allowed, no unit given twice, every
+// acknowledged decision in force and none that an error reply said did
+// not happen.
 func TestClusterCrashLoop(t *testing.T) {
 	seed := uint64(time.Now().UnixNano())
 	if s := os.Getenv("REDCELL_CRASH_SEED"); s != "" {
@@ -107,6 +115,7 @@ func TestClusterCrashLoop(t *testing.T) {
 	c := startCluster(t, 3)
 	start := time.Now()
 	var loads []*decisionLoad
+	var tally loadTally
 	for round := 1; round <= clusterCrashRounds; round++ {
 		victim := rng.IntN(len(c.nodes))
 		var others []int
@@ -118,11 +127,19 @@ func TestClusterCrashLoop(t *testing.T) {
 		wasLeader := c.waitLeader() == victim
 		load := startDecisionLoad(t, c, "crash"+strconv.Itoa(round), others, 3, loadReadTimout)
 		loads = append(loads, load)
+		piped := startThrottleLoadOn(t, []string{c.nodes[others[0]].addr(), c.nodes[others[1]].addr()}, 86400,
+			"ccrash", 4, 25, 16, 1+rng.Int64N(2000), seed+uint64(round))
 		at := 1 + rng.IntN(300)
 		load.waitDecisions(t, at, 30*time.Second)
-		c.kill(victim)
+		piped.waitAcks(t, 30*time.Second)
+		c.kill(victim)                                // pipelines in flight
 		load.waitDecisions(t, at+200, 30*time.Second) // decisions go on without it
+		piped.waitAckCount(t, piped.threshold+500, 30*time.Second)
 		load.halt()
+		piped.stop()
+		piped.wait(t, opTimeout+5*time.Second)
+		piped.checkReplies(t, "TRYAGAIN ", "CLUSTERDOWN ")
+		tally.add(piped)
 		allowed, limited, unknown, failed := load.totals()
 
 		c.restart(victim)
@@ -132,8 +149,12 @@ func TestClusterCrashLoop(t *testing.T) {
 		for _, l := range loads {
 			l.verify(t, c, leader)
 		}
-		t.Logf("round %d: killed %s (leader: %v) %d decisions in; round total %d allowed, %d limited, %d unknown, %d refused; every round so far in force",
-			round, c.nodes[victim].id, wasLeader, at, allowed, limited, unknown, failed)
+		rc := mustDial(t, c.nodes[leader].addr())
+		applied := verifyHeld(t, rc, "round "+strconv.Itoa(round), 86400, tally.keys, tally.sent, tally.acked)
+		rc.close()
+		sent, acked := tally.totals()
+		t.Logf("round %d: killed %s (leader: %v); limiter load %d allowed, %d limited, %d unknown, %d refused; pipelined so far %d sent, %d acknowledged, %d unacknowledged applied; every round so far in force",
+			round, c.nodes[victim].id, wasLeader, allowed, limited, unknown, failed, sent, acked, applied)
 		if t.Failed() {
 			t.Fatalf("round %d (seed %d)", round, seed)
 		}

@@ -22,6 +22,8 @@ import (
 // acked <= n <= sent for every key.
 type throttleLoad struct {
 	workers   []*loadWorker
+	conns     []*respConn
+	period    int64 // seconds per decision: 1 with a frozen clock (startThrottleLoad)
 	acks      atomic.Int64
 	threshold int64
 	reached   chan struct{}
@@ -34,6 +36,16 @@ const (
 	loadBurst = 1_000_000
 	loadLimit = loadBurst + 1
 )
+
+// loadBurstFor is the burst used with period seconds per decision: 1,000,000
+// at one second, less at longer periods, where burst × period must stay
+// within CL.THROTTLE's range (int64 nanoseconds): 50,000 at a day.
+func loadBurstFor(period int64) int64 {
+	if period == 1 {
+		return loadBurst
+	}
+	return 50_000
+}
 
 // loadWorker is one connection's share of the load. Its fields belong to its
 // goroutine until throttleLoad.wait returns.
@@ -54,13 +66,24 @@ type loadWorker struct {
 // acknowledged in total.
 func startThrottleLoad(t testing.TB, addr, prefix string, nWorkers, keysPerWorker, depth int, threshold int64, seed uint64) *throttleLoad {
 	t.Helper()
-	l := &throttleLoad{threshold: threshold, reached: make(chan struct{})}
+	return startThrottleLoadOn(t, []string{addr}, 1, prefix, nWorkers, keysPerWorker, depth, threshold, seed)
+}
+
+// startThrottleLoadOn is startThrottleLoad with its workers spread over
+// addrs (round robin) and period seconds per decision. A period of a day
+// (86400) makes the load usable with the real clock, as on a cluster whose
+// nodes restart with their own clocks: nothing refills within a test, and
+// verifyHeld counts a key's decisions in days.
+func startThrottleLoadOn(t testing.TB, addrs []string, period int64, prefix string, nWorkers, keysPerWorker, depth int, threshold int64, seed uint64) *throttleLoad {
+	t.Helper()
+	l := &throttleLoad{threshold: threshold, reached: make(chan struct{}), period: period}
 	for w := 0; w < nWorkers; w++ {
-		c, err := dialRESP(addr)
+		c, err := dialRESP(addrs[w%len(addrs)])
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(c.close)
+		l.conns = append(l.conns, c)
 		lw := &loadWorker{sent: make([]int64, keysPerWorker), acked: make([]int64, keysPerWorker)}
 		for k := 0; k < keysPerWorker; k++ {
 			lw.keys = append(lw.keys, fmt.Sprintf("%s:%d:%d", prefix, w, k))
@@ -74,7 +97,8 @@ func startThrottleLoad(t testing.TB, addr, prefix string, nWorkers, keysPerWorke
 
 func (l *throttleLoad) run(w *loadWorker, c *respConn, depth int, rng *rand.Rand) {
 	defer l.wg.Done()
-	burst := strconv.Itoa(loadBurst)
+	limit := loadBurstFor(l.period) + 1
+	burst, period := strconv.FormatInt(limit-1, 10), strconv.FormatInt(l.period, 10)
 	batch := make([]int, depth)
 	for {
 		w.rounds++
@@ -82,7 +106,7 @@ func (l *throttleLoad) run(w *loadWorker, c *respConn, depth int, rng *rand.Rand
 			k := rng.IntN(len(w.keys))
 			batch[i] = k
 			w.sent[k]++ // counted before it can reach the server
-			c.send("CL.THROTTLE", w.keys[k], burst, "1", "1")
+			c.send("CL.THROTTLE", w.keys[k], burst, "1", period)
 		}
 		if err := c.flush(); err != nil {
 			w.endErr = err
@@ -98,7 +122,7 @@ func (l *throttleLoad) run(w *loadWorker, c *respConn, depth int, rng *rand.Rand
 				return
 			}
 			switch v, ok := r.ints(); {
-			case ok && len(v) == 5 && v[0] == 0 && v[1] == loadLimit:
+			case ok && len(v) == 5 && v[0] == 0 && v[1] == limit:
 				w.acked[k]++
 				if l.acks.Add(1) == l.threshold {
 					l.once.Do(func() { close(l.reached) })
@@ -119,6 +143,26 @@ func (l *throttleLoad) waitAcks(t testing.TB, timeout time.Duration) {
 	case <-l.reached:
 	case <-time.After(timeout):
 		t.Fatalf("load: only %d of %d decisions acknowledged after %v", l.acks.Load(), l.threshold, timeout)
+	}
+}
+
+// waitAckCount waits until n decisions were acknowledged in all.
+func (l *throttleLoad) waitAckCount(t testing.TB, n int64, timeout time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for l.acks.Load() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("load: only %d of %d decisions acknowledged after %v", l.acks.Load(), n, timeout)
+		}
+		<-time.After(pollEvery)
+	}
+}
+
+// stop closes the workers' connections, which ends them (a pipeline in
+// flight gets no answer: its decisions count as sent, not acknowledged).
+func (l *throttleLoad) stop() {
+	for _, c := range l.conns {
+		c.close()
 	}
 }
 
@@ -174,29 +218,34 @@ func (l *throttleLoad) checkReplies(t testing.TB, allowedErrPrefixes ...string) 
 func (l *throttleLoad) verifyState(t testing.TB, c *respConn) (appliedUnacked int64) {
 	t.Helper()
 	for wi, w := range l.workers {
-		appliedUnacked += verifyHeld(t, c, fmt.Sprintf("worker %d", wi), w.keys, w.sent, w.acked)
+		appliedUnacked += verifyHeld(t, c, fmt.Sprintf("worker %d", wi), l.period, w.keys, w.sent, w.acked)
 	}
 	return appliedUnacked
 }
 
-// verifyHeld reads each key with CL.PEEK quantity 0 at the frozen instant
-// and checks that it holds n decisions with acked[k] <= n <= sent[k]; it
-// returns how many sent but unacknowledged decisions turned out applied.
-func verifyHeld(t testing.TB, c *respConn, who string, keys []string, sent, acked []int64) (appliedUnacked int64) {
+// verifyHeld reads each key with CL.PEEK quantity 0 and checks that it
+// holds n decisions with acked[k] <= n <= sent[k]; it returns how many sent
+// but unacknowledged decisions turned out applied. With period 1 (a frozen
+// clock) reset_after is n seconds exactly and remaining is limit - n; with
+// a longer period and the real clock, reset_after is n periods less the
+// seconds since the key's first decision, so n is reset_after / period
+// rounded up (the test must take less than a period).
+func verifyHeld(t testing.TB, c *respConn, who string, period int64, keys []string, sent, acked []int64) (appliedUnacked int64) {
 	t.Helper()
-	burst := strconv.Itoa(loadBurst)
+	limit := loadBurstFor(period) + 1
+	burst := strconv.FormatInt(limit-1, 10)
 	for _, key := range keys {
-		c.send("CL.PEEK", key, burst, "1", "1", "0")
+		c.send("CL.PEEK", key, burst, "1", strconv.FormatInt(period, 10), "0")
 	}
 	rs := readN(t, c, len(keys))
 	for k, r := range rs {
 		v, ok := r.ints()
-		if !ok || len(v) != 5 || v[0] != 0 || v[1] != loadLimit || v[3] != -1 {
+		if !ok || len(v) != 5 || v[0] != 0 || v[1] != limit || v[3] != -1 {
 			t.Errorf("%s key %s: CL.PEEK: got %v", who, keys[k], r)
 			continue
 		}
-		n := v[4] // reset_after: one second per decision
-		if v[2] != loadLimit-n {
+		n := (v[4] + period - 1) / period // reset_after: one period per decision
+		if period == 1 && v[2] != limit-n {
 			t.Errorf("key %s: CL.PEEK %v: remaining %d and reset %d s disagree", keys[k], r, v[2], n)
 		}
 		switch {
