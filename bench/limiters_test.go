@@ -112,10 +112,11 @@ func Test_RunRedisBenchmark_Families(t *testing.T) {
 	for _, tc := range []struct {
 		f        family
 		typ      string
+		prefix   string
 		wantArgs string
 	}{
-		{familyTB, "hash", "EVALSHA " + s.shas[familyTB] + " 1 user:__rand_int__ 16 30 60000"},
-		{familySL, "zset", "EVALSHA " + s.shas[familySL] + " 1 user:__rand_int__ 16 60000"},
+		{familyTB, "hash", "tb:", "EVALSHA " + s.shas[familyTB] + " 1 tb:__rand_int__ 16 30 60000"},
+		{familySL, "zset", "sl:", "EVALSHA " + s.shas[familySL] + " 1 sl:__rand_int__ 16 60000"},
 	} {
 		if _, err := c.do("FLUSHALL"); err != nil {
 			t.Fatal(err)
@@ -132,9 +133,9 @@ func Test_RunRedisBenchmark_Families(t *testing.T) {
 			t.Errorf("%s: implausible result %+v", w, res)
 		}
 		// 2000 calls over 50 keys: every key was used and is exhausted.
-		keys, err := c.do("KEYS", "user:*")
+		keys, err := c.do("KEYS", tc.prefix+"*")
 		if err != nil || len(keys.Array) != 50 {
-			t.Fatalf("%s: KEYS user:* %s %v, want 50 keys", w, keys, err)
+			t.Fatalf("%s: KEYS %s* %s %v, want 50 keys", w, tc.prefix, keys, err)
 		}
 		key := keys.Array[0].Str
 		if v, err := c.do("TYPE", key); err != nil || v.Str != tc.typ {

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -128,10 +129,18 @@ func redisBenchmarkArgs(s *server, w workload, n int) []string {
 		"-c", strconv.Itoa(w.clients), "-P", strconv.Itoa(w.pipeline),
 		"-n", strconv.Itoa(n), "--csv",
 	}
-	key := "user:hot"
+	// Each family has its own keys: one server runs every family's
+	// scenarios in turn, and a key belongs to one family (WRONGTYPE
+	// otherwise, on Redcell as on Redis, whose scripts use a hash and a
+	// sorted set).
+	prefix := "user:"
+	if w.family != familyCL {
+		prefix = strings.ToLower(w.family.name()[:2]) + ":"
+	}
+	key := prefix + "hot"
 	if w.keyspace > 0 {
 		args = append(args, "-r", strconv.Itoa(w.keyspace))
-		key = "user:__rand_int__"
+		key = prefix + "__rand_int__"
 	}
 	return append(args, s.limiterCommand(w.family, key, families[w.family].args...)...)
 }
