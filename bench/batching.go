@@ -23,6 +23,7 @@ type batching struct {
 // with no Redcell member gives nil and no error.
 func sampleBatching(ctx context.Context, t target) (*batching, error) {
 	var b *batching
+	var proposerOps uint64
 	for _, s := range t.members {
 		if s.kind != kindRedcell {
 			continue
@@ -34,9 +35,15 @@ func sampleBatching(ctx context.Context, t target) (*batching, error) {
 		if b == nil {
 			b = &batching{hist: make(map[int]uint64)}
 		}
-		b.ops += parseUintField(info["raft_ops_proposed"])
+		ops := parseUintField(info["raft_ops_proposed"])
+		b.ops += ops
 		b.entries += parseUintField(info["raft_entries_proposed"])
-		b.fsyncs += parseUintField(info["log_fsyncs"])
+		// The fsyncs are the proposer's (the leader's): in a cluster every
+		// member fsyncs every entry, and their sum would divide the
+		// decisions by the cluster size.
+		if ops >= proposerOps {
+			proposerOps, b.fsyncs = ops, parseUintField(info["log_fsyncs"])
+		}
 		for _, kv := range strings.Split(info["raft_entry_ops_histogram"], ",") {
 			label, n, ok := strings.Cut(kv, "=")
 			if !ok {
