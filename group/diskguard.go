@@ -44,6 +44,7 @@ type diskGuard struct {
 	detail atomic.Pointer[string] // why, while low
 	free   atomic.Uint64          // bytes free at the last poll
 	trips  atomic.Uint64          // how many times it went low
+	failed atomic.Pointer[string] // set by StorageFailed: why writes can never succeed
 }
 
 // FreeDiskSpace is the default Config.FreeSpace: the bytes available to an
@@ -58,13 +59,31 @@ func FreeDiskSpace(dir string) func() (uint64, error) {
 	}
 }
 
+// StorageFailed tells the group that its log store cannot write any more
+// (a failed WAL write or fsync; the node is stopping): from now on every
+// write is refused at once with MISCONF saying so, instead of waiting behind
+// the append that will never finish. Any goroutine.
+func (g *Group) StorageFailed(err error) {
+	d := "the storage engine failed and the node is stopping: " + err.Error()
+	g.guard.failed.Store(&d)
+}
+
 // diskFullErr is the error Propose returns while the guard is low.
 func (g *Group) diskFullErr() error {
+	if p := g.guard.failed.Load(); p != nil {
+		return &request.DiskFullError{Detail: *p}
+	}
 	d := "the log disk is below its reserve"
 	if p := g.guard.detail.Load(); p != nil {
 		d = *p
 	}
 	return &request.DiskFullError{Detail: d}
+}
+
+// refusingWrites reports whether Propose must refuse: the disk is below its
+// reserve, or the storage has failed.
+func (g *Group) refusingWrites() bool {
+	return g.guard.low.Load() || g.guard.failed.Load() != nil
 }
 
 // runDiskGuard polls the free space until the group stops.

@@ -67,3 +67,21 @@ func Test_DiskGuard_RefusesBelowTheReserveAndResumes(t *testing.T) {
 		t.Fatalf("after space returned: %v", err)
 	}
 }
+
+// Once the storage has failed, every write is refused at once with the
+// reason, instead of queueing behind an append that will never finish.
+func Test_DiskGuard_StorageFailedRefusesWrites(t *testing.T) {
+	n := openSingle(t, nil)
+	p, err := gcra.NewParams(15, 30, 60, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.g.StorageFailed(errors.New("fdatasync: input/output error"))
+	b := NewBatch()
+	b.Ops = append(b.Ops, throttleReq([]byte("k"), p))
+	err = n.g.Propose(b)
+	var df *request.DiskFullError
+	if !errors.As(err, &df) || !strings.Contains(df.Detail, "storage engine failed") || !strings.Contains(df.Detail, "input/output error") {
+		t.Fatalf("Propose after StorageFailed = %v", err)
+	}
+}

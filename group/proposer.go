@@ -63,7 +63,7 @@ func (g *Group) propose(b *Batch) error {
 	if err := g.awaitReady(); err != nil {
 		return err
 	}
-	if g.guard.low.Load() {
+	if g.refusingWrites() {
 		return g.diskFullErr() // diskguard.go: refuse before the disk does
 	}
 	if cap(b.Results) < len(b.Ops) {

@@ -119,10 +119,11 @@ type Node struct {
 	transport *raft.NetworkTransport
 	group     *group.Group
 	fsm       *fsm.FSM
-	local     *group.Local    // the group as a server backend
-	maxMemory *atomic.Int64   // maxmemory, shared by the group (enforces) and the server (CONFIG)
-	fwd       *forward.Client // to the leader
-	fwdSrv    *forward.Server // from followers
+	local     *group.Local                // the group as a server backend
+	maxMemory *atomic.Int64               // maxmemory, shared by the group (enforces) and the server (CONFIG)
+	groupRef  atomic.Pointer[group.Group] // n.group for the storage's fatal callback, which may run before it is set
+	fwd       *forward.Client             // to the leader
+	fwdSrv    *forward.Server             // from followers
 	router    *router
 	members   memberMonitor
 	srv       *server.Server
@@ -164,7 +165,12 @@ func Open(cfg Config) (n *Node, err error) {
 	}()
 
 	n.store, err = raftstore.Open(filepath.Join(cfg.DataDir, raftDir), raftstore.Options{Logger: log, OnFatal: func(err error) {
-		select { // the storage engine is dead (a failed WAL write or fsync): the owner stops the process
+		// The storage engine is dead (a failed WAL write or fsync): new
+		// writes get MISCONF at once, and the owner stops the process.
+		if g := n.groupRef.Load(); g != nil {
+			g.StorageFailed(err)
+		}
+		select {
 		case n.fatal <- err:
 		default:
 		}
@@ -273,6 +279,7 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	closers = append(closers, n.group.Shutdown)
+	n.groupRef.Store(n.group)
 	n.local = group.NewLocal(n.group, n.store)
 	n.fwd = forward.NewClient(func(addr string, timeout time.Duration) (net.Conn, error) {
 		return n.mux.Dial(addr, mux.HeaderForward, timeout)
