@@ -73,14 +73,17 @@ type Config struct {
 	// proto-max-bulk-len and client-query-buffer-limit (0: Redis's
 	// defaults, 512 MB and 1 GB).
 	ProtoMaxBulkLen, QueryBufferLimit int64
-	IdleTimeout                       int64
-	Stripes                           int
-	MaxInflight                       int
-	MaxAppend                         int
-	SnapThresh                        uint64
-	SnapEvery                         time.Duration
-	Version                           string
-	Logger                            *slog.Logger
+	// OutputBufferLimit starts CONFIG's client-output-buffer-limit
+	// (Redis's syntax; "": Redis's defaults).
+	OutputBufferLimit string
+	IdleTimeout       int64
+	Stripes           int
+	MaxInflight       int
+	MaxAppend         int
+	SnapThresh        uint64
+	SnapEvery         time.Duration
+	Version           string
+	Logger            *slog.Logger
 
 	// TLS is the node's certificate, key and CA (package tlscert); nil
 	// without TLS. TLSPort > 0 opens a client port that speaks TLS on
@@ -298,11 +301,12 @@ func Open(cfg Config) (n *Node, err error) {
 		IdleTimeout:     cfg.IdleTimeout,
 		MaxMemory:       n.maxMemory,
 		ProtoMaxBulkLen: cfg.ProtoMaxBulkLen, QueryBufferLimit: cfg.QueryBufferLimit,
-		ProtectedMode:  cfg.ProtectedMode,
-		TLSPort:        cfg.TLSPort,
-		TLSAuthClients: cfg.TLSAuthClients.String(),
-		TLSCluster:     cfg.TLSCluster,
-		Save:           saveSchedule(cfg),
+		OutputBufferLimit: cfg.OutputBufferLimit,
+		ProtectedMode:     cfg.ProtectedMode,
+		TLSPort:           cfg.TLSPort,
+		TLSAuthClients:    cfg.TLSAuthClients.String(),
+		TLSCluster:        cfg.TLSCluster,
+		Save:              saveSchedule(cfg),
 		Shutdown: func() {
 			select {
 			case n.shutdown <- struct{}{}:

@@ -53,6 +53,11 @@ var configParams = []configParam{
 			n, reason := parseConfigMemory(v, minReaderLimit, 1<<62)
 			return func() { s.params.reader.maxQuery.Store(n) }, reason
 		}},
+	{name: "client-output-buffer-limit", get: func(s *Server) string { return s.params.outLimits.Load().String() },
+		parse: func(s *Server, v []byte) (func(), string) {
+			l, reason := parseOutputLimits(*s.params.outLimits.Load(), string(v))
+			return func() { s.params.outLimits.Store(&l) }, reason
+		}},
 	{name: "loglevel", get: func(s *Server) string { return logLevelName(s.cfg.LogLevel) },
 		parse: func(s *Server, v []byte) (func(), string) {
 			level, ok := logLevels[strings.ToLower(string(v))]
@@ -123,10 +128,11 @@ var configParams = []configParam{
 // runtimeParams are the CONFIG SET parameters the server enforces itself
 // (requirepass is in auth, loglevel in Config.LogLevel). Any goroutine.
 type runtimeParams struct {
-	maxClients    atomic.Int64  // connections beyond are refused (Serve)
-	protectedMode atomic.Bool   // protected-mode (protected.go)
-	idleTimeout   atomic.Int64  // seconds; 0 = never (closeIdle)
-	reader        *readerLimits // proto-max-bulk-len, client-query-buffer-limit (every reader)
+	maxClients    atomic.Int64                 // connections beyond are refused (Serve)
+	protectedMode atomic.Bool                  // protected-mode (protected.go)
+	idleTimeout   atomic.Int64                 // seconds; 0 = never (closeIdle)
+	reader        *readerLimits                // proto-max-bulk-len, client-query-buffer-limit (every reader)
+	outLimits     atomic.Pointer[outputLimits] // client-output-buffer-limit (outbuf.go)
 }
 
 // defaultMaxClients is Redis's default maxclients.

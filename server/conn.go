@@ -112,9 +112,13 @@ func (c *conn) flush() bool {
 	err := c.writePushesFirst() // invalidations precede the replies after them
 	n := 0
 	if err == nil && len(c.w.b) > 0 {
-		n, err = c.nc.Write(c.w.b)
+		n, err = c.writeReplies(c.w.b)
 	}
 	c.out.wmu.Unlock()
+	if errors.Is(err, errOutputLimit) {
+		c.s.log.Warn("client scheduled to be closed for overcoming of output buffer limits", "id", c.id, "addr", c.addr,
+			"limit", c.s.params.outLimits.Load().normal)
+	}
 	c.s.stats.netOut.Add(int64(n))
 	if cap(c.w.b) > 1<<20 { // do not keep a huge buffer after a big reply
 		c.w.b = nil

@@ -50,6 +50,10 @@ type Config struct {
 	// proto-max-bulk-len and client-query-buffer-limit (0: Redis's 512 MB
 	// and 1 GB).
 	ProtoMaxBulkLen, QueryBufferLimit int64
+	// OutputBufferLimit starts CONFIG's client-output-buffer-limit
+	// (Redis's syntax; "" or invalid: Redis's defaults, none for normal
+	// clients). Validate it with ValidOutputBufferLimit first.
+	OutputBufferLimit string
 	// MaxMemory is maxmemory (bytes; 0 none), shared with the group that
 	// enforces it; CONFIG SET changes it. nil: fixed at 0.
 	MaxMemory *atomic.Int64
@@ -79,11 +83,12 @@ type Server struct {
 	closed bool
 	wg     sync.WaitGroup
 
-	auth   authState
-	nextID atomic.Int64
-	stats  serverStats
-	rates  *rates
-	trk    *tracker // client-side caching (tracking.go)
+	auth    authState
+	nextID  atomic.Int64
+	closing atomic.Bool // Close has begun: connections keep its write deadlines
+	stats   serverStats
+	rates   *rates
+	trk     *tracker // client-side caching (tracking.go)
 
 	// CONFIG SET's parameters, SAVE/BGSAVE, the idle timeout (config.go,
 	// persistence.go, idle.go).
@@ -118,6 +123,14 @@ func New(cfg Config) *Server {
 	s.params.maxClients.Store(cmp.Or(cfg.MaxClients, defaultMaxClients))
 	s.params.idleTimeout.Store(cfg.IdleTimeout)
 	s.params.reader = newReaderLimits()
+	lim := defaultOutputLimits
+	if cfg.OutputBufferLimit != "" {
+		l, reason := parseOutputLimits(lim, cfg.OutputBufferLimit)
+		if reason == "" {
+			lim = l
+		}
+	}
+	s.params.outLimits.Store(&lim)
 	if cfg.ProtoMaxBulkLen > 0 {
 		s.params.reader.maxBulk.Store(cfg.ProtoMaxBulkLen)
 	}
@@ -184,6 +197,7 @@ func (s *Server) Close() {
 	const closeGrace = 5 * time.Second
 	s.mu.Lock()
 	s.closed = true
+	s.closing.Store(true)
 	now := time.Now()
 	for c := range s.conns {
 		_ = c.nc.SetReadDeadline(now)
@@ -222,4 +236,11 @@ func (s *Server) forEachConn(fn func(*conn)) {
 	for _, c := range cs {
 		fn(c)
 	}
+}
+
+// ValidOutputBufferLimit reports why a client-output-buffer-limit value is
+// invalid ("" when it is valid), for flag checking.
+func ValidOutputBufferLimit(v string) string {
+	_, reason := parseOutputLimits(defaultOutputLimits, v)
+	return reason
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"github.com/redcell/redcell/internal/arg"
+	"github.com/redcell/redcell/server"
 	"io"
 	"log/slog"
 	"os"
@@ -44,6 +45,7 @@ type config struct {
 	maxMemory         string
 	protoMaxBulkLen   string
 	queryBufferLimit  string
+	outputBufferLimit string
 	idleTimeout       int64
 	join              string
 
@@ -86,6 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.maxMemory, "maxmemory", "0", "memory limit (bytes, or with a unit: 100mb, 2gb): above it commands that would create a key get\n\"-OOM command not allowed when used memory > 'maxmemory'.\"; existing limiters keep deciding and nothing is evicted; 0 = none (CONFIG SET maxmemory)")
 	fs.StringVar(&c.protoMaxBulkLen, "proto-max-bulk-len", "512mb", "longest argument a client may send (Redis's proto-max-bulk-len; at least 1mb; CONFIG SET)")
 	fs.StringVar(&c.queryBufferLimit, "client-query-buffer-limit", "1gb", "unparsed input one client may make the node hold before it is closed (Redis's client-query-buffer-limit; at least 1mb; CONFIG SET)")
+	fs.StringVar(&c.outputBufferLimit, "client-output-buffer-limit", "normal 0 0 0", "Redis's client-output-buffer-limit for normal clients, \"normal <hard> <soft> <soft-seconds>\": a client whose\nreplies exceed hard, or whose reply writes stall for soft-seconds, is closed (0 0 0: never, Redis's default; CONFIG SET)")
 	fs.Int64Var(&c.maxClients, "maxclients", 10000, "connected clients at most: one more is answered \"-ERR max number of clients reached\" and closed (CONFIG SET maxclients)")
 	fs.Int64Var(&c.idleTimeout, "timeout", 0, "close a client idle for this many seconds; 0 = never (CONFIG SET timeout)")
 	fs.StringVar(&c.join, "join", "", "host:port of any member of an existing cluster: a node with an empty data dir joins it\n(as a non-voter, promoted to voter once caught up) instead of bootstrapping; ignored once the node has data")
@@ -137,6 +140,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("--proto-max-bulk-len %q: want a memory value of at least 1mb", c.protoMaxBulkLen)
 	case !atLeastMB(c.queryBufferLimit):
 		return c, fmt.Errorf("--client-query-buffer-limit %q: want a memory value of at least 1mb", c.queryBufferLimit)
+	case server.ValidOutputBufferLimit(c.outputBufferLimit) != "":
+		return c, fmt.Errorf("--client-output-buffer-limit %q: %s", c.outputBufferLimit, server.ValidOutputBufferLimit(c.outputBufferLimit))
 	case !validMemory(c.maxMemory):
 		return c, fmt.Errorf("--maxmemory %q: want bytes, optionally with a unit (kb, mb, gb)", c.maxMemory)
 	case c.maxClients < 1 || c.maxClients > 1<<32-1:
