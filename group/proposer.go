@@ -91,11 +91,13 @@ func (g *Group) proposeQueued() {
 		if !g.disk.free() {
 			return // the disk gate proposes once the entry on the disk is durable
 		}
-		g.qmu.Lock()
-		queued := len(g.queue)
-		g.qmu.Unlock()
-		if g.disk.holdForStragglers(queued) {
-			return // the linger timer proposes if they do not come
+		if g.disk.expect.Load() > 1 { // only then can stragglers be worth a wait
+			g.qmu.Lock()
+			queued := len(g.queue)
+			g.qmu.Unlock()
+			if g.disk.holdForStragglers(queued) {
+				return // the linger timer proposes if they do not come
+			}
 		}
 		select {
 		case g.slots <- struct{}{}:
