@@ -112,6 +112,14 @@ func (l *Local) Info(section string, field func(name string, value any)) {
 		field("log_appends", ls.Appends)
 		field("log_entries_appended", ls.EntriesAppended)
 		field("log_fsyncs", ls.Syncs)
+		walSync := "ordinary" // raftstore/walsync.go, walsyncmode.go
+		if ls.DirectWALSyncOn {
+			walSync = "direct"
+		}
+		field("log_wal_sync", walSync)
+		field("log_wal_syncs_direct", ls.DirectWALSyncs)
+		field("log_wal_syncs_ordinary", ls.OrdinaryWALSyncs)
+		field("log_wal_syncs_slow", ls.SlowDirectWALSyncs)
 		field("log_bytes_appended", ls.BytesAppended)
 		field("log_bytes_since_snapshot", ls.LogBytesSinceSnapshot)
 		field("last_snapshot_bytes", ls.LastSnapshotBytes)

@@ -86,6 +86,10 @@ type Config struct {
 	// FreeSpace reports the bytes free for the log (default:
 	// FreeDiskSpace(DataDir)).
 	FreeSpace func() (uint64, error)
+	// OrdinaryWALSync keeps the log's fsyncs ordinary blocking system calls
+	// even while this node is alone; by default they are direct then
+	// (walsyncmode.go). Only with a *raftstore.Store LogStore.
+	OrdinaryWALSync bool
 	// MaxMemory is maxmemory in bytes (0: none), shared with whoever sets
 	// it at runtime (CONFIG SET); nil: no limit and no guard (memoryguard.go).
 	MaxMemory *atomic.Int64
@@ -134,6 +138,8 @@ type Group struct {
 	notifyCh chan bool
 	// leaderSig wakes requests waiting for a leader (see leadership.go).
 	leaderSig *leaderSignal
+	// walSyncPoke asks runWALSyncMode to read the configuration now.
+	walSyncPoke chan struct{}
 
 	stats groupStats
 
@@ -175,16 +181,17 @@ func Open(cfg Config) (*Group, error) {
 		cfg.Clock = &Clock{}
 	}
 	g := &Group{
-		cfg:       cfg,
-		log:       cfg.Logger,
-		fsm:       cfg.FSM,
-		readyCh:   make(chan struct{}),
-		slots:     make(chan struct{}, cfg.MaxInflight),
-		inflight:  make(chan *inflightEntry, cfg.MaxInflight),
-		encoders:  make(chan *fsm.Encoder, cfg.MaxInflight+1),
-		stopCh:    make(chan struct{}),
-		notifyCh:  make(chan bool, 16),
-		leaderSig: newLeaderSignal(),
+		cfg:         cfg,
+		log:         cfg.Logger,
+		fsm:         cfg.FSM,
+		readyCh:     make(chan struct{}),
+		slots:       make(chan struct{}, cfg.MaxInflight),
+		inflight:    make(chan *inflightEntry, cfg.MaxInflight),
+		encoders:    make(chan *fsm.Encoder, cfg.MaxInflight+1),
+		stopCh:      make(chan struct{}),
+		notifyCh:    make(chan bool, 16),
+		leaderSig:   newLeaderSignal(),
+		walSyncPoke: make(chan struct{}, 1),
 	}
 	for i := 0; i < cfg.MaxInflight+1; i++ {
 		g.encoders <- &fsm.Encoder{}
@@ -275,6 +282,10 @@ func Open(cfg Config) (*Group, error) {
 	if st, ok := cfg.LogStore.(*raftstore.Store); ok && cfg.SnapshotLogBytes > 0 {
 		g.wg.Add(1)
 		go g.runSnapshotTrigger(st)
+	}
+	if st, ok := cfg.LogStore.(*raftstore.Store); ok && !cfg.OrdinaryWALSync {
+		g.wg.Add(1)
+		go g.runWALSyncMode(st)
 	}
 	r.RegisterObserver(g.leaderSig.observer)
 	g.wg.Add(4)

@@ -79,11 +79,14 @@ type Config struct {
 	IdleTimeout       int64
 	Stripes           int
 	MaxInflight       int
-	MaxAppend         int
-	SnapThresh        uint64
-	SnapEvery         time.Duration
-	Version           string
-	Logger            *slog.Logger
+	// OrdinaryWALSync turns off direct WAL syncs while the node is alone
+	// (group.Config.OrdinaryWALSync; --direct-wal-sync=false).
+	OrdinaryWALSync bool
+	MaxAppend       int
+	SnapThresh      uint64
+	SnapEvery       time.Duration
+	Version         string
+	Logger          *slog.Logger
 
 	// TLS is the node's certificate, key and CA (package tlscert); nil
 	// without TLS. TLSPort > 0 opens a client port that speaks TLS on
@@ -242,17 +245,18 @@ func Open(cfg Config) (n *Node, err error) {
 		}
 	}})
 	n.group, err = group.Open(group.Config{
-		NodeID:      n.ID,
-		Addr:        raft.ServerAddress(n.Advertise.String()),
-		Bootstrap:   who.bootstrap,
-		LogStore:    n.store,
-		Stable:      n.store,
-		Snapshots:   n.store.SnapshotStore(2),
-		Transport:   n.transport,
-		FSM:         n.fsm,
-		Clock:       clock,
-		Logger:      log,
-		MaxInflight: cfg.MaxInflight,
+		NodeID:          n.ID,
+		Addr:            raft.ServerAddress(n.Advertise.String()),
+		Bootstrap:       who.bootstrap,
+		LogStore:        n.store,
+		Stable:          n.store,
+		Snapshots:       n.store.SnapshotStore(2),
+		Transport:       n.transport,
+		FSM:             n.fsm,
+		Clock:           clock,
+		Logger:          log,
+		MaxInflight:     cfg.MaxInflight,
+		OrdinaryWALSync: cfg.OrdinaryWALSync,
 		Tune: func(rc *raft.Config) {
 			if cfg.HeartbeatTimeout > 0 {
 				rc.HeartbeatTimeout = cfg.HeartbeatTimeout

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
+	"github.com/cockroachdb/pebble/v2/vfs"
 )
 
 // Pebble tuning for a Raft log: a stream of small synced appends that are read
@@ -57,7 +58,7 @@ const (
 //     first bad record.
 //   - Default compaction concurrency (1): a second compaction would compete
 //     with the request path for one of two cores.
-func pebbleOptions(opts Options, logger *slog.Logger) *pebble.Options {
+func pebbleOptions(opts Options, logger *slog.Logger, ws *walSync) *pebble.Options {
 	po := &pebble.Options{
 		CacheSize:                   blockCacheSize,
 		MemTableSize:                memTableSize,
@@ -67,6 +68,12 @@ func pebbleOptions(opts Options, logger *slog.Logger) *pebble.Options {
 		Logger:                      &pebbleLogger{logger: logger, onFatal: opts.OnFatal},
 		EventListener:               pebbleEventListener(logger),
 		FS:                          opts.fs,
+	}
+	if po.FS == nil {
+		// The real disk, with direct WAL syncs (walsync.go) under Pebble's
+		// usual disk-health checks.
+		po.FS = walSyncFS{FS: vfs.Default, ws: ws}
+		po.WithFSDefaults()
 	}
 	po.ApplyCompressionSettings(func() pebble.DBCompressionSettings {
 		return pebble.DBCompressionNone

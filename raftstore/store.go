@@ -14,6 +14,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
@@ -79,7 +80,15 @@ type Store struct {
 	appendNotify appendNotifier
 
 	snaps snapshotRegistry
+
+	// walSync switches the WAL's direct syncs and counts them (walsync.go).
+	walSync *walSync
 }
+
+// SetDirectWALSync allows (or stops) direct WAL syncs (walsync.go): for a
+// node that is the only server of its configuration. Off after Open. Safe
+// from any goroutine; takes effect from the next sync.
+func (s *Store) SetDirectWALSync(on bool) { s.walSync.enabled.Store(on) }
 
 // Open opens (creating if needed) the Pebble database in dir. Only one Store
 // may have a directory open at a time (Pebble locks it).
@@ -98,7 +107,11 @@ func Open(dir string, opts Options) (*Store, error) {
 		}
 	}
 	fresh := opts.fs == nil && isEmptyOrMissing(dir)
-	db, err := pebble.Open(dir, pebbleOptions(opts, logger))
+	ws := newWALSync()
+	ws.onSlow = func(took time.Duration) {
+		logger.Warn("a direct WAL sync was slow: syncing the ordinary way for a while", "took", took, "for", directSyncBackoff)
+	}
+	db, err := pebble.Open(dir, pebbleOptions(opts, logger, ws))
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: open pebble in %s: %w", dir, err)
 	}
@@ -111,7 +124,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		if err := db.Close(); err != nil {
 			return nil, fmt.Errorf("raftstore: reopen new pebble in %s: %w", dir, err)
 		}
-		if db, err = pebble.Open(dir, pebbleOptions(opts, logger)); err != nil {
+		if db, err = pebble.Open(dir, pebbleOptions(opts, logger, ws)); err != nil {
 			return nil, fmt.Errorf("raftstore: reopen new pebble in %s: %w", dir, err)
 		}
 	}
@@ -119,6 +132,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		db:        db,
 		logger:    logger,
 		writeOpts: pebble.Sync,
+		walSync:   ws,
 	}
 	if opts.NoSync {
 		s.writeOpts = pebble.NoSync
@@ -213,6 +227,14 @@ type Stats struct {
 	// counter, and not exact (see DESIGN.md); it is what package group
 	// snapshots on.
 	LogBytesSinceSnapshot uint64
+	// DirectWALSyncs and OrdinaryWALSyncs count the WAL's syncs by the way
+	// they were made (walsync.go); SlowDirectWALSyncs the direct ones that
+	// took longer than 20 ms and suspended direct syncs for 10 s. All 0 on
+	// an injected file system (tests).
+	DirectWALSyncs, OrdinaryWALSyncs, SlowDirectWALSyncs uint64
+	// DirectWALSyncOn reports whether the next WAL sync may be direct.
+	DirectWALSyncOn bool
+
 	// LastSnapshotBytes is the size of the newest snapshot's data: found at
 	// Open, then of each snapshot that completes. 0 when there is none.
 	LastSnapshotBytes uint64
@@ -248,6 +270,11 @@ func (s *Store) Stats() Stats {
 		EntriesAppended: s.stats.entriesAppended.Load(),
 		Syncs:           s.stats.syncs.Load(),
 		BytesAppended:   s.stats.bytesAppended.Load(),
+
+		DirectWALSyncs:     s.walSync.direct.Load(),
+		OrdinaryWALSyncs:   s.walSync.ordinary.Load(),
+		SlowDirectWALSyncs: s.walSync.slow.Load(),
+		DirectWALSyncOn:    s.walSync.useDirect(),
 	}
 	s.stats.snapMu.Lock()
 	if since := int64(st.BytesAppended) - s.stats.snapMark; since > 0 {

@@ -1,0 +1,166 @@
+package raftstore
+
+import (
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cockroachdb/pebble/v2/vfs"
+)
+
+// Direct WAL syncs: the log's fsync without handing the thread to Go's
+// scheduler.
+//
+// Every append waits for one fdatasync of Pebble's WAL, 0.15–0.4 ms on the
+// VMs this is measured on. Go makes that a blocking system call
+// (syscall.Syscall): the P stays with the blocked thread until sysmon, which
+// then polls every 20 µs, takes it away and wakes another thread to run it;
+// when the sync returns, the thread finds its P gone, queues its goroutine
+// and parks. On a paravirtualised 2-core VM each of those sleeps and wakeups
+// is a context switch costing 10–20 µs, about ten of them per fsync, which
+// made the disk wait, not the work, the largest cost of a decision: with
+// `-c 50 -P 1` a node took 33 µs of CPU per decision on ext4 and 19 µs on
+// tmpfs, where fdatasync returns at once, and 0.54 context switches per
+// decision against 0.01.
+//
+// A direct sync calls fdatasync with syscall.RawSyscall, which tells the
+// scheduler nothing: the thread keeps its P and simply sleeps in the kernel.
+// While it does, the goroutines of that P wait (with GOMAXPROCS 1, all of
+// them): clients' next requests pile up in their sockets and are read when
+// the sync returns, which they would have been anyway, since none of them
+// can be answered before it. Measured on the same VM, alone: `-c 50 -P 1`
+// 23.2k → 31.6k decisions/s (33 → 22.5 µs of CPU per decision), `-P 16`
+// +15–35 %, a lone client 215 → 140 µs of CPU per decision at the same
+// latency (fsync-bound). See DESIGN.md, "Direct WAL syncs".
+//
+// Two limits follow from the thread keeping its P:
+//
+//   - A node with peers must not do it. Its leader replicates entry N while
+//     its disk takes N+1, and a follower applies while it syncs; a P held by
+//     a sleeping thread stops that overlap (a 3-node cluster on 2 cores lost
+//     ~10 % with it). The group turns direct syncs on only while the node is
+//     the only server of its configuration (SetDirectWALSync).
+//   - A disk that stalls would stall the node with it: nothing else runs on
+//     the P meanwhile, and a garbage collection waits for the sync to end.
+//     So a direct sync slower than slowDirectSync turns direct syncs off for
+//     directSyncBackoff: a disk that stalls costs one stall's pause, not one
+//     per append, and a disk that is slow for good is synced the ordinary
+//     way.
+//
+// Only the WAL is synced directly: Pebble also syncs SSTables it writes in
+// flushes and compactions (megabytes each, and not on the request path) and
+// its MANIFEST; those keep the ordinary call. Durability is the same either
+// way: the same system call on the same file descriptor, and its error, if
+// any, goes back to Pebble, which treats it as fatal (Options.OnFatal).
+
+// slowDirectSync is the sync time above which direct syncs are suspended.
+const slowDirectSync = 20 * time.Millisecond
+
+// directSyncBackoff is how long they stay suspended after a slow one.
+const directSyncBackoff = 10 * time.Second
+
+// walSync is the switch and the counters shared by a store's WAL files.
+type walSync struct {
+	enabled    atomic.Bool  // SetDirectWALSync: the node is alone
+	offUntil   atomic.Int64 // unix nanos: suspended after a slow sync until then
+	direct     atomic.Uint64
+	ordinary   atomic.Uint64
+	slow       atomic.Uint64 // direct syncs that took longer than slowDirectSync
+	now        func() time.Time
+	onSlow     func(took time.Duration) // reports a suspension (logging); may be nil
+	syncDirect func(fd uintptr, full bool) error
+}
+
+func newWALSync() *walSync {
+	return &walSync{now: time.Now, syncDirect: rawSync}
+}
+
+// useDirect reports whether the next WAL sync may be direct.
+func (w *walSync) useDirect() bool {
+	return w.enabled.Load() && w.now().UnixNano() >= w.offUntil.Load()
+}
+
+// rawSync is fdatasync (or fsync, full) on fd through syscall.RawSyscall.
+func rawSync(fd uintptr, full bool) error {
+	trap := uintptr(syscall.SYS_FDATASYNC)
+	if full {
+		trap = syscall.SYS_FSYNC
+	}
+	for {
+		_, _, e := syscall.RawSyscall(trap, fd, 0, 0)
+		switch e {
+		case 0:
+			return nil
+		case syscall.EINTR:
+			continue // a signal before the sync began: nothing was done
+		default:
+			return e
+		}
+	}
+}
+
+// walSyncFS is the file system Pebble gets on a real disk: vfs.Default,
+// whose WAL files (created or recycled, named *.log) sync through ws.
+type walSyncFS struct {
+	vfs.FS
+	ws *walSync
+}
+
+// Create implements vfs.FS.
+func (fs walSyncFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.Create(name, category)
+	return fs.wrap(name, f, err)
+}
+
+// ReuseForWrite implements vfs.FS: Pebble recycles old WAL files this way.
+func (fs walSyncFS) ReuseForWrite(oldname, newname string, category vfs.DiskWriteCategory) (vfs.File, error) {
+	f, err := fs.FS.ReuseForWrite(oldname, newname, category)
+	return fs.wrap(newname, f, err)
+}
+
+func (fs walSyncFS) wrap(name string, f vfs.File, err error) (vfs.File, error) {
+	if err != nil || !isWALName(name) {
+		return f, err
+	}
+	return &walFile{File: f, ws: fs.ws}, nil
+}
+
+// isWALName reports whether name is one of Pebble's write-ahead logs
+// (000123.log; 000123-001.log under WAL failover).
+func isWALName(name string) bool { return strings.HasSuffix(name, ".log") }
+
+// walFile is a WAL file whose syncs are direct while the switch allows.
+type walFile struct {
+	vfs.File
+	ws *walSync
+}
+
+// SyncData implements vfs.File: the WAL's sync on every commit.
+func (f *walFile) SyncData() error { return f.sync(false) }
+
+// Sync implements vfs.File.
+func (f *walFile) Sync() error { return f.sync(true) }
+
+func (f *walFile) sync(full bool) error {
+	ws := f.ws
+	fd := f.Fd()
+	if fd == vfs.InvalidFd || !ws.useDirect() {
+		ws.ordinary.Add(1)
+		if full {
+			return f.File.Sync()
+		}
+		return f.File.SyncData()
+	}
+	start := ws.now()
+	err := ws.syncDirect(fd, full)
+	ws.direct.Add(1)
+	if took := ws.now().Sub(start); took > slowDirectSync {
+		ws.slow.Add(1)
+		ws.offUntil.Store(start.Add(took + directSyncBackoff).UnixNano())
+		if ws.onSlow != nil {
+			ws.onSlow(took)
+		}
+	}
+	return err
+}
