@@ -30,9 +30,9 @@ import (
 // them): clients' next requests pile up in their sockets and are read when
 // the sync returns, which they would have been anyway, since none of them
 // can be answered before it. Measured on the same VM, alone: `-c 50 -P 1`
-// 23.2k → 31.6k decisions/s (33 → 22.5 µs of CPU per decision), `-P 16`
-// +15–35 %, a lone client 215 → 140 µs of CPU per decision at the same
-// latency (fsync-bound). See DESIGN.md, "Direct WAL syncs".
+// 23.2–23.9k → 31.2–32.6k decisions/s (33–34 → 22.1–22.7 µs of CPU per
+// decision), `-P 16` +15–35 %, a lone client 215 → 140 µs of CPU per
+// decision at the same latency (fsync-bound). See DESIGN.md, "Direct WAL syncs".
 //
 // Two limits follow from the thread keeping its P:
 //
