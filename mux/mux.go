@@ -15,6 +15,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/redcell/redcell/internal/pending"
 )
 
 // Header bytes of the peer protocols. No Redis request starts with a byte of
@@ -85,11 +87,7 @@ type Mux struct {
 	clients chan net.Conn
 	peers   map[byte]chan net.Conn // fixed once Run starts
 
-	mu      sync.Mutex
-	pending map[net.Conn]struct{} // connections still being classified
-	closed  bool
-	done    chan struct{}
-	wg      sync.WaitGroup
+	pending *pending.Conns // connections still being classified
 
 	accepted, rejected atomic.Uint64
 	rejectLog          logLimiter
@@ -111,8 +109,7 @@ func New(ln net.Listener, cfg Config) (*Mux, error) {
 		ln: ln, cfg: cfg, log: cfg.Logger,
 		clients: make(chan net.Conn),
 		peers:   make(map[byte]chan net.Conn),
-		pending: make(map[net.Conn]struct{}),
-		done:    make(chan struct{}),
+		pending: pending.New(),
 	}
 	if (cfg.TLSServer == nil) != (cfg.TLSClient == nil) {
 		return nil, errors.New("mux: peer TLS needs both a server and a client configuration")
@@ -172,42 +169,24 @@ func (m *Mux) Run() {
 			}
 			m.log.Warn("accept failed", "err", err)
 			select {
-			case <-m.done:
+			case <-m.pending.Done():
 				return
 			case <-time.After(50 * time.Millisecond): // back off on fd exhaustion
 			}
 			continue
 		}
-		if !m.track(c) {
+		if !m.pending.Start(c) {
 			c.Close()
 			return
 		}
-		m.wg.Add(1)
 		go m.route(c)
 	}
 }
 
-// track records c as pending so Close can close it; false once closed.
-func (m *Mux) track(c net.Conn) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.closed {
-		return false
-	}
-	m.pending[c] = struct{}{}
-	return true
-}
-
-func (m *Mux) untrack(c net.Conn) {
-	m.mu.Lock()
-	delete(m.pending, c)
-	m.mu.Unlock()
-}
-
 // route classifies one connection and hands it over. It owns c until then.
 func (m *Mux) route(c net.Conn) {
-	defer m.wg.Done()
-	defer m.untrack(c)
+	defer m.pending.Finish()
+	defer m.pending.Forget(c)
 	br := bufio.NewReaderSize(c, 4096)
 	_ = c.SetReadDeadline(time.Now().Add(m.cfg.FirstByteTimeout))
 	first, err := br.Peek(1)
@@ -275,7 +254,7 @@ func (p *PeerConn) PeerID() string { return p.peerID }
 func (m *Mux) deliver(ch chan net.Conn, c net.Conn) {
 	select {
 	case ch <- c:
-	case <-m.done:
+	case <-m.pending.Done():
 		c.Close()
 	}
 }
@@ -293,22 +272,7 @@ func (m *Mux) Dial(addr string, header byte, timeout time.Duration) (net.Conn, e
 
 // Close stops accepting, closes the listener and every connection that has
 // not been handed over yet, and waits for their goroutines.
-func (m *Mux) Close() error {
-	m.mu.Lock()
-	if m.closed {
-		m.mu.Unlock()
-		return nil
-	}
-	m.closed = true
-	close(m.done)
-	for c := range m.pending {
-		c.Close()
-	}
-	m.mu.Unlock()
-	err := m.ln.Close()
-	m.wg.Wait()
-	return err
-}
+func (m *Mux) Close() error { return m.pending.Close(m.ln) }
 
 // peekedConn is a connection whose first bytes sit in a bufio.Reader.
 type peekedConn struct {
@@ -338,7 +302,7 @@ func (l *chanListener) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.ch:
 		return c, nil
-	case <-l.m.done:
+	case <-l.m.pending.Done():
 		return nil, net.ErrClosed
 	}
 }

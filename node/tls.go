@@ -7,6 +7,8 @@ import (
 	"net"
 	"sync"
 	"time"
+
+	"github.com/redcell/redcell/internal/pending"
 )
 
 // tlsHandshakeTimeout bounds a client's TLS handshake on the TLS port, so
@@ -23,23 +25,19 @@ const tlsHandshakeTimeout = 10 * time.Second
 // Goroutines: run accepts in its own; Accept is called by the server's
 // Serve; Close by the node, once.
 type tlsListener struct {
-	ln    net.Listener
-	cfg   *tls.Config
-	log   *slog.Logger
-	conns chan net.Conn
-	done  chan struct{}
+	ln      net.Listener
+	cfg     *tls.Config
+	log     *slog.Logger
+	conns   chan net.Conn
+	pending *pending.Conns // connections in their TLS handshake
 
-	mu      sync.Mutex
-	pending map[net.Conn]struct{}
-	closed  bool
-	wg      sync.WaitGroup
-
+	logMu      sync.Mutex // failed handshakes are logged at most every 10 s
 	lastLog    time.Time
 	suppressed int
 }
 
 func newTLSListener(ln net.Listener, cfg *tls.Config, log *slog.Logger) *tlsListener {
-	return &tlsListener{ln: ln, cfg: cfg, log: log, conns: make(chan net.Conn), done: make(chan struct{}), pending: map[net.Conn]struct{}{}}
+	return &tlsListener{ln: ln, cfg: cfg, log: log, conns: make(chan net.Conn), pending: pending.New()}
 }
 
 func (l *tlsListener) run() {
@@ -51,34 +49,29 @@ func (l *tlsListener) run() {
 			}
 			l.log.Warn("TLS port: accept failed", "err", err)
 			select {
-			case <-l.done:
+			case <-l.pending.Done():
 				return
 			case <-time.After(50 * time.Millisecond): // back off on fd exhaustion
 			}
 			continue
 		}
-		l.mu.Lock()
-		if l.closed {
-			l.mu.Unlock()
+		if !l.pending.Start(c) {
 			c.Close()
 			return
 		}
-		l.pending[c] = struct{}{}
-		l.wg.Add(1)
-		l.mu.Unlock()
 		go l.handshake(c)
 	}
 }
 
 func (l *tlsListener) handshake(c net.Conn) {
-	defer l.wg.Done()
+	defer l.pending.Finish()
 	tc := tls.Server(c, l.cfg)
 	_ = c.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
 	err := tc.Handshake()
 	_ = c.SetDeadline(time.Time{})
-	l.mu.Lock()
-	delete(l.pending, c)
+	l.pending.Forget(c)
 	if err != nil {
+		l.logMu.Lock()
 		now := time.Now()
 		if now.Sub(l.lastLog) >= 10*time.Second {
 			l.log.Warn("TLS port: handshake failed", "remote", c.RemoteAddr().String(), "err", err, "failed_since_last_report", l.suppressed)
@@ -86,15 +79,15 @@ func (l *tlsListener) handshake(c net.Conn) {
 		} else {
 			l.suppressed++
 		}
+		l.logMu.Unlock()
 	}
-	l.mu.Unlock()
 	if err != nil {
 		c.Close()
 		return
 	}
 	select {
 	case l.conns <- tc:
-	case <-l.done:
+	case <-l.pending.Done():
 		tc.Close()
 	}
 }
@@ -104,28 +97,13 @@ func (l *tlsListener) Accept() (net.Conn, error) {
 	select {
 	case c := <-l.conns:
 		return c, nil
-	case <-l.done:
+	case <-l.pending.Done():
 		return nil, net.ErrClosed
 	}
 }
 
 // Close stops accepting, closes the connections still in their handshake
 // and waits for their goroutines.
-func (l *tlsListener) Close() error {
-	l.mu.Lock()
-	if l.closed {
-		l.mu.Unlock()
-		return nil
-	}
-	l.closed = true
-	close(l.done)
-	for c := range l.pending {
-		c.Close()
-	}
-	l.mu.Unlock()
-	err := l.ln.Close()
-	l.wg.Wait()
-	return err
-}
+func (l *tlsListener) Close() error { return l.pending.Close(l.ln) }
 
 func (l *tlsListener) Addr() net.Addr { return l.ln.Addr() }
