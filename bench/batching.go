@@ -17,6 +17,8 @@ type batching struct {
 	ops, entries, fsyncs uint64
 	// hist[i] counts entries of 2^i to 2^(i+1)-1 decisions.
 	hist map[int]uint64
+	// stages: the proposer's per-batch stage sums (stages.go).
+	stages stageSums
 }
 
 // sampleBatching reads the counters of every Redcell member of t; a target
@@ -43,6 +45,7 @@ func sampleBatching(ctx context.Context, t target) (*batching, error) {
 		// decisions by the cluster size.
 		if ops >= proposerOps {
 			proposerOps, b.fsyncs = ops, parseUintField(info["log_fsyncs"])
+			b.stages = parseStageSums(info)
 		}
 		for _, kv := range strings.Split(info["raft_entry_ops_histogram"], ",") {
 			label, n, ok := strings.Cut(kv, "=")
@@ -78,7 +81,8 @@ func (b *batching) since(before *batching) *batching {
 	if b == nil || before == nil {
 		return nil
 	}
-	d := &batching{ops: b.ops - before.ops, entries: b.entries - before.entries, fsyncs: b.fsyncs - before.fsyncs, hist: make(map[int]uint64)}
+	d := &batching{ops: b.ops - before.ops, entries: b.entries - before.entries, fsyncs: b.fsyncs - before.fsyncs, hist: make(map[int]uint64),
+		stages: b.stages.since(before.stages)}
 	for k, v := range b.hist {
 		if n := v - before.hist[k]; n > 0 {
 			d.hist[k] = n
@@ -166,6 +170,7 @@ func mergeBatching(runs []benchResult) *batching {
 		m.ops += r.Batching.ops
 		m.entries += r.Batching.entries
 		m.fsyncs += r.Batching.fsyncs
+		m.stages = m.stages.plus(r.Batching.stages)
 		for k, v := range r.Batching.hist {
 			m.hist[k] += v
 		}

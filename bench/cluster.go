@@ -389,6 +389,9 @@ func clusterMarkdown(ms []measurement, info clusterRunInfo, dataFS string) strin
 		"rps is their sum, p50 and p99 the worst node's. *%s*: the single client on a follower, which forwards to the leader. "+
 		"For the cluster rows *busy elsewhere* leaves out all %d nodes.\n\n", kindClusterLeader, kindClusterSpread, strings.Join(splitText, "/"), kindClusterFollower, info.size)
 	b.WriteString(measurementsMarkdown(ms))
+	if st := stagesMarkdown(ms); st != "" {
+		b.WriteString("\n" + st)
+	}
 	for _, m := range ms {
 		if len(m.nodeMedians) == 0 {
 			continue

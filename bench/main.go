@@ -241,6 +241,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			fmt.Fprintln(stdout)
 			printMeasurements(stdout, ms)
 			md := measurementsMarkdown(ms)
+			if st := stagesMarkdown(ms); st != "" {
+				md += "\n" + st
+			}
 			if mode == "limiters" {
 				md = "Load: " + scriptsNote(works) + ". Each ratio divides by the same command's script on Redis-Lua.\n\n" + md
 			}

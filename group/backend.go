@@ -146,6 +146,11 @@ func (l *Local) Info(section string, field func(name string, value any)) {
 		field("raft_last_entry_ops", gs.LastEntryOps)
 		field("raft_max_entry_ops", gs.MaxEntryOps)
 		field("raft_entry_ops_histogram", entryOpsHistogram(gs.EntryOps))
+		ct := l.g.CommitTimes() // committime.go: cumulative, per batch
+		field("raft_batches_timed", ct.Batches)
+		field("raft_batch_queue_usec_total", ct.Queue.Microseconds())
+		field("raft_batch_local_log_usec_total", ct.LocalLog.Microseconds())
+		field("raft_batch_quorum_apply_usec_total", ct.QuorumApply.Microseconds())
 		field("raft_reads", gs.Reads)
 		field("fsm_entries_applied", fs.Entries)
 		field("fsm_ops_applied", fs.Ops)

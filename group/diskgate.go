@@ -107,12 +107,14 @@ func (d *diskGate) passed(seq uint64) {
 // appended is called by raft's goroutine after an append of n command
 // entries is durable. On the leader every command entry in its log was
 // proposed by this group, in order; on a follower nothing is proposed and
-// the count is capped at what was.
-func (d *diskGate) appended(n uint64) {
+// the count is capped at what was. It returns the sequence numbers that
+// became durable: (from, to].
+func (d *diskGate) appended(n uint64) (from, to uint64) {
 	for {
 		cur, top := d.stored.Load(), d.proposed.Load()
 		next := min(cur+n, top)
 		if next == cur || d.stored.CompareAndSwap(cur, next) {
+			from, to = cur, next
 			break
 		}
 	}
@@ -120,6 +122,7 @@ func (d *diskGate) appended(n uint64) {
 	case d.wake <- struct{}{}:
 	default: // a wake-up is already pending
 	}
+	return from, to
 }
 
 // lingerOver is the linger timer's function: the wait for stragglers is
@@ -150,7 +153,8 @@ func (g *Group) runDiskGate() {
 // through.
 type watchedLogStore struct {
 	raft.LogStore
-	gate *diskGate
+	gate  *diskGate
+	times *commitTimes
 }
 
 // StoreLog is StoreLogs of one entry.
@@ -172,7 +176,7 @@ func (w *watchedLogStore) StoreLogs(logs []*raft.Log) error {
 		}
 	}
 	if n > 0 {
-		w.gate.appended(n)
+		w.times.stampDurable(w.gate.appended(n))
 	}
 	return nil
 }

@@ -125,6 +125,7 @@ type Group struct {
 	encoders  chan *fsm.Encoder
 	stamp     int64 // last stamp; guarded by proposeMu
 	disk      diskGate
+	times     commitTimes // where batches' time goes (committime.go)
 	guard     diskGuard
 	mem       memoryGuard
 
@@ -236,7 +237,7 @@ func Open(cfg Config) (*Group, error) {
 	if startSnap != nil {
 		cfg.FSM.HoldForStartupRestore()
 	}
-	logs := &watchedLogStore{LogStore: cfg.LogStore, gate: &g.disk}
+	logs := &watchedLogStore{LogStore: cfg.LogStore, gate: &g.disk, times: &g.times}
 	r, err := raft.NewRaft(rc, cfg.FSM, logs, cfg.Stable, cfg.Snapshots, cfg.Transport)
 	if err != nil {
 		if startSnap != nil {

@@ -19,6 +19,7 @@ type Batch struct {
 	Results []request.Result // filled by Propose, one per request
 	err     error
 	done    chan struct{}
+	queued  int64 // monoNanos when it joined the queue (committime.go)
 }
 
 // NewBatch makes a reusable batch.
@@ -34,7 +35,10 @@ type inflightEntry struct {
 	batches []*Batch
 	enc     *fsm.Encoder
 	seq     uint64 // the disk gate's sequence number of this entry
-	err     error
+	// proposed is monoNanos when the entry went to raft; queued the sum of
+	// its batches' waits in the queue before that (committime.go).
+	proposed, queued int64
+	err              error
 }
 
 // Propose commits the batch's requests through the log and fills Results. It
@@ -76,6 +80,7 @@ func (g *Group) propose(b *Batch) error {
 		g.qmu.Unlock()
 		return ErrShutdown
 	}
+	b.queued = monoNanos()
 	g.queue = append(g.queue, b)
 	g.qmu.Unlock()
 	g.proposeQueued()
@@ -135,6 +140,11 @@ func (g *Group) proposeOne() bool {
 		return false
 	}
 	data := enc.Finish()
+	proposed := monoNanos()
+	var queued int64
+	for _, b := range batches {
+		queued += proposed - b.queued
+	}
 	g.stats.entries.Add(1)
 	g.stats.ops.Add(uint64(enc.Count()))
 	g.stats.lastEntry.Store(uint64(enc.Count()))
@@ -145,7 +155,7 @@ func (g *Group) proposeOne() bool {
 	// Both sends keep the order raft applies in: the completer waits for
 	// entries in exactly this order. inflight has room for every slot.
 	seq := g.disk.proposed.Add(1)
-	g.inflight <- &inflightEntry{future: g.raft.Apply(data, 0), batches: batches, enc: enc, seq: seq}
+	g.inflight <- &inflightEntry{future: g.raft.Apply(data, 0), batches: batches, enc: enc, seq: seq, proposed: proposed, queued: queued}
 	return true
 }
 
@@ -219,6 +229,7 @@ func (g *Group) runCompleter() {
 			// Their clients are likely to come back: the disk may wait
 			// for them (diskgate.go). Set before they are woken.
 			g.disk.expect.Store(int64(len(e.batches)))
+			g.times.noteAnswered(e, monoNanos())
 		}
 		i := 0
 		for _, b := range e.batches {

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Where a request's time went. A client of a closed-loop load (redis-benchmark
+// with c clients, each sending P requests and waiting for all P replies) has
+// one batch in the server at a time, so its cycle — from sending a batch to
+// sending the next — is c × P ÷ throughput. The proposer's INFO stage sums
+// (group/committime.go) split the part of it spent between Propose and the
+// answer:
+//
+//	queued        waiting for the disk gate, a free slot or stragglers
+//	leader's log  the leader's append and its fsync
+//	quorum+apply  a follower's append (in a cluster), the commit and the apply
+//
+// and the rest of the cycle is outside the log: writing the replies, the
+// network both ways, the client, and reading and parsing its next batch. A
+// cycle dominated by "outside" is short of CPU or scheduling, not of disk.
+
+// stageSums are the proposer's cumulative per-batch stage sums, in µs.
+type stageSums struct {
+	batches, queueUs, logUs, quorumUs uint64
+}
+
+// parseStageSums reads them from an INFO raft section (zero when absent: an
+// older server).
+func parseStageSums(info map[string]string) stageSums {
+	return stageSums{
+		batches:  parseUintField(info["raft_batches_timed"]),
+		queueUs:  parseUintField(info["raft_batch_queue_usec_total"]),
+		logUs:    parseUintField(info["raft_batch_local_log_usec_total"]),
+		quorumUs: parseUintField(info["raft_batch_quorum_apply_usec_total"]),
+	}
+}
+
+// since is the run's share of the sums. A leadership change resets nothing
+// (the sums are the proposer's, and only the leader proposes), but a sample
+// taken on another node would make after smaller than before: that gives
+// zero, shown as unknown.
+func (s stageSums) since(before stageSums) stageSums {
+	if s.batches < before.batches || s.queueUs < before.queueUs || s.logUs < before.logUs || s.quorumUs < before.quorumUs {
+		return stageSums{}
+	}
+	return stageSums{s.batches - before.batches, s.queueUs - before.queueUs, s.logUs - before.logUs, s.quorumUs - before.quorumUs}
+}
+
+func (s stageSums) plus(o stageSums) stageSums {
+	return stageSums{s.batches + o.batches, s.queueUs + o.queueUs, s.logUs + o.logUs, s.quorumUs + o.quorumUs}
+}
+
+// perBatchMs is what an average batch spent in each stage, in ms; ok is
+// false when no batch was timed.
+func (s stageSums) perBatchMs() (queue, log, quorum float64, ok bool) {
+	if s.batches == 0 {
+		return 0, 0, 0, false
+	}
+	n := float64(s.batches) * 1000
+	return float64(s.queueUs) / n, float64(s.logUs) / n, float64(s.quorumUs) / n, true
+}
+
+// clientCycleMs is a closed-loop client's cycle in ms: clients × pipeline ÷
+// throughput.
+func clientCycleMs(w workload, rps float64) float64 {
+	if rps <= 0 {
+		return 0
+	}
+	return float64(w.clients*w.pipeline) / rps * 1000
+}
+
+// stagesMarkdown is the table of where a request's time went, for the
+// Redcell rows of ms whose runs timed batches; empty when there are none.
+func stagesMarkdown(ms []measurement) string {
+	var rows strings.Builder
+	for _, m := range ms {
+		b := m.median.Batching
+		if b == nil {
+			continue
+		}
+		q, l, c, ok := b.stages.perBatchMs()
+		cycle := clientCycleMs(m.work, m.median.RPS)
+		if !ok || cycle == 0 {
+			continue
+		}
+		fmt.Fprintf(&rows, "| %s | %s | %.3f | %.3f | %.3f | %.3f | %.3f |\n", m.work, m.kind, cycle, q, l, c, max(cycle-q-l-c, 0))
+	}
+	if rows.Len() == 0 {
+		return ""
+	}
+	return "Where a client's cycle went (ms; a cycle is clients × pipeline ÷ rps, the stages are the leader's INFO per-batch sums over the run, `group/committime.go`): " +
+		"*queued* for the disk gate or a slot, the *leader's log* append with its fsync, *quorum + apply* (a follower's append in a cluster, the commit, the apply), " +
+		"and *outside the log*: the replies' writes, the network, the client, and reading its next requests.\n\n" +
+		"| scenario | server | client cycle | queued | leader's log | quorum + apply | outside the log |\n|---|---|---:|---:|---:|---:|---:|\n" + rows.String()
+}
