@@ -1,12 +1,8 @@
 package group
 
 import (
-	"fmt"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/redcell/redcell/gcra"
 )
 
 // The stage sums attribute a batch's time to the stage it spent it in: with
@@ -16,59 +12,16 @@ import (
 // sums.
 func Test_CommitTimes_AttributeWaitsToTheirStage(t *testing.T) {
 	const clients = 20
-	n := newTestNode(t, "node1")
-	disk := &heldDisk{LogStore: n.store, waiting: make(chan struct{}, 1), release: make(chan struct{})}
-	var releaseOnce sync.Once
-	letGo := func() {
-		disk.mu.Lock()
-		disk.hold = false
-		disk.mu.Unlock()
-		releaseOnce.Do(func() { close(disk.release) })
-	}
-	n.open(t, func(c *Config) { c.LogStore = disk })
-	t.Cleanup(letGo) // before the group's shutdown, which would wait for a held append
-	waitFor(t, 10*time.Second, "a ready leader", n.g.Ready)
-	p, err := gcra.NewParams(15, 30, 60, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	propose := func(key string) error {
-		b := NewBatch()
-		b.Ops = append(b.Ops, throttleReq([]byte(key), p))
-		return n.g.Propose(b)
-	}
+	n, disk, propose := openOnHeldDisk(t, nil)
 	before := n.g.CommitTimes()
-
-	disk.mu.Lock()
-	disk.hold = true
-	disk.mu.Unlock()
-	first := make(chan error, 1)
-	go func() { first <- propose("first") }()
-	<-disk.waiting // the first entry is on the (held) disk
-	held := time.Now()
-
-	errs := make(chan error, clients)
-	for i := range clients {
-		go func() { errs <- propose(fmt.Sprintf("k%d", i)) }()
-	}
-	waitFor(t, 10*time.Second, "every client queued", func() bool {
-		n.g.qmu.Lock()
-		defer n.g.qmu.Unlock()
-		return len(n.g.queue) == clients
-	})
+	start := time.Now()
+	first, rest := queueBehindHeldEntry(t, n, disk, propose, clients)
 	allQueued := time.Now()
 	waitFor(t, 10*time.Second, "a measurable wait", func() bool { return time.Since(allQueued) > time.Millisecond })
 	released := time.Now()
-	letGo()
-	if err := <-first; err != nil {
-		t.Fatalf("first proposal: %v", err)
-	}
-	for range clients {
-		if err := <-errs; err != nil {
-			t.Fatalf("proposal: %v", err)
-		}
-	}
-	total := time.Since(held)
+	disk.letGo()
+	awaitProposals(t, first, rest, clients)
+	total := time.Since(start)
 
 	after := n.g.CommitTimes()
 	if got := after.Batches - before.Batches; got != clients+1 {
@@ -77,9 +30,9 @@ func Test_CommitTimes_AttributeWaitsToTheirStage(t *testing.T) {
 	queue := after.Queue - before.Queue
 	localLog := after.LocalLog - before.LocalLog
 	quorum := after.QuorumApply - before.QuorumApply
-	// The first batch was on the held disk from before held to after
-	// released; the others queued from before allQueued to after released.
-	if min := released.Sub(held); localLog < min {
+	// The first batch was on the held disk from before allQueued to after
+	// released, and the others queued for as long.
+	if min := released.Sub(allQueued); localLog < min {
 		t.Fatalf("local-log time %v; the first entry alone was held %v", localLog, min)
 	}
 	if min := clients * released.Sub(allQueued); queue < min {

@@ -20,6 +20,83 @@ type heldDisk struct {
 	hold    bool
 	waiting chan struct{} // buffer 1: an append of commands is held
 	release chan struct{} // closed: every held append goes on
+	once    sync.Once
+}
+
+// holdAppends makes the next appends of commands wait for letGo.
+func (h *heldDisk) holdAppends() {
+	h.mu.Lock()
+	h.hold = true
+	h.mu.Unlock()
+}
+
+// letGo lets every held and later append through. Idempotent.
+func (h *heldDisk) letGo() {
+	h.mu.Lock()
+	h.hold = false
+	h.mu.Unlock()
+	h.once.Do(func() { close(h.release) })
+}
+
+// openOnHeldDisk opens a ready one-node group on a heldDisk (mod adjusts its
+// Config) and returns it with a proposer of one CL.THROTTLE per key.
+func openOnHeldDisk(t *testing.T, mod func(*Config)) (*testNode, *heldDisk, func(key string) error) {
+	n := newTestNode(t, "node1")
+	disk := &heldDisk{LogStore: n.store, waiting: make(chan struct{}, 1), release: make(chan struct{})}
+	n.open(t, func(c *Config) {
+		c.LogStore = disk
+		if mod != nil {
+			mod(c)
+		}
+	})
+	// Registered after open, so it runs before the group's shutdown, which
+	// would wait forever for a held append.
+	t.Cleanup(disk.letGo)
+	waitFor(t, 10*time.Second, "a ready leader", n.g.Ready)
+	p, err := gcra.NewParams(15, 30, 60, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	propose := func(key string) error {
+		b := NewBatch()
+		b.Ops = append(b.Ops, throttleReq([]byte(key), p))
+		return n.g.Propose(b)
+	}
+	return n, disk, propose
+}
+
+// queueBehindHeldEntry holds the disk, proposes "first" and waits until its
+// entry is on the held disk, then starts clients proposals and waits until
+// every one is queued behind it. The channels carry their results.
+func queueBehindHeldEntry(t *testing.T, n *testNode, disk *heldDisk, propose func(string) error, clients int) (first, rest chan error) {
+	disk.holdAppends()
+	first = make(chan error, 1)
+	go func() { first <- propose("first") }()
+	<-disk.waiting // the first entry is on the (held) disk
+	rest = make(chan error, clients)
+	for i := range clients {
+		go func() { rest <- propose(fmt.Sprintf("k%d", i)) }()
+	}
+	waitFor(t, 10*time.Second, "every client queued", func() bool {
+		n.g.qmu.Lock()
+		defer n.g.qmu.Unlock()
+		return len(n.g.queue) == clients
+	})
+	return first, rest
+}
+
+// awaitProposals fails the test if the first proposal or any of clients
+// others failed.
+func awaitProposals(t *testing.T, first, rest chan error, clients int) {
+	t.Helper()
+	if err := <-first; err != nil {
+		t.Fatalf("first proposal: %v", err)
+	}
+	for range clients {
+		if err := <-rest; err != nil {
+			t.Fatalf("proposal: %v", err)
+		}
+	}
 }
 
 func (h *heldDisk) StoreLog(l *raft.Log) error { return h.StoreLogs([]*raft.Log{l}) }
@@ -44,62 +121,15 @@ func (h *heldDisk) StoreLogs(logs []*raft.Log) error {
 // in-flight slots are free.
 func Test_DiskGate_RequestsWaitingForTheDiskShareOneEntry(t *testing.T) {
 	const clients = 20
-	n := newTestNode(t, "node1")
-	disk := &heldDisk{LogStore: n.store, waiting: make(chan struct{}, 1), release: make(chan struct{})}
-	var releaseOnce sync.Once
-	letGo := func() {
-		disk.mu.Lock()
-		disk.hold = false
-		disk.mu.Unlock()
-		releaseOnce.Do(func() { close(disk.release) })
-	}
-	n.open(t, func(c *Config) {
-		c.LogStore = disk
-		c.MaxInflight = 8
-	})
-	// Registered after open, so it runs before the group's shutdown, which
-	// would wait forever for a held append.
-	t.Cleanup(letGo)
-	waitFor(t, 10*time.Second, "a ready leader", n.g.Ready)
-	p, err := gcra.NewParams(15, 30, 60, 1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	propose := func(key string) error {
-		b := NewBatch()
-		b.Ops = append(b.Ops, throttleReq([]byte(key), p))
-		return n.g.Propose(b)
-	}
-
-	disk.mu.Lock()
-	disk.hold = true
-	disk.mu.Unlock()
-	first := make(chan error, 1)
-	go func() { first <- propose("first") }()
-	<-disk.waiting // the first entry is on the (held) disk
-
+	n, disk, propose := openOnHeldDisk(t, func(c *Config) { c.MaxInflight = 8 })
 	before := n.g.Stats()
-	errs := make(chan error, clients)
-	for i := range clients {
-		go func() { errs <- propose(fmt.Sprintf("k%d", i)) }()
+	first, rest := queueBehindHeldEntry(t, n, disk, propose, clients)
+	if got := n.g.Stats().EntriesProposed - before.EntriesProposed; got != 1 {
+		t.Fatalf("%d entries proposed while the disk was busy; want only the first, the rest held for the disk", got)
 	}
-	waitFor(t, 10*time.Second, "every client queued", func() bool {
-		n.g.qmu.Lock()
-		defer n.g.qmu.Unlock()
-		return len(n.g.queue) == clients
-	})
-	if got := n.g.Stats().EntriesProposed - before.EntriesProposed; got != 0 {
-		t.Fatalf("%d entries proposed while the disk was busy; want them held for the disk", got)
-	}
-	letGo()
-	if err := <-first; err != nil {
-		t.Fatalf("first proposal: %v", err)
-	}
-	for range clients {
-		if err := <-errs; err != nil {
-			t.Fatalf("proposal: %v", err)
-		}
-	}
+	before = n.g.Stats()
+	disk.letGo()
+	awaitProposals(t, first, rest, clients)
 	after := n.g.Stats()
 	if got := after.EntriesProposed - before.EntriesProposed; got != 1 {
 		t.Fatalf("the %d waiting requests went out in %d entries; want 1", clients, got)
