@@ -112,7 +112,7 @@ func (l *Local) Info(section string, field func(name string, value any)) {
 		field("log_appends", ls.Appends)
 		field("log_entries_appended", ls.EntriesAppended)
 		field("log_fsyncs", ls.Syncs)
-		walSync := "ordinary" // raftstore/walsync.go, walsyncmode.go
+		walSync := "ordinary" // raftstore/walsync.go, alonemode.go
 		if ls.DirectWALSyncOn {
 			walSync = "direct"
 		}

@@ -62,6 +62,11 @@ type Config struct {
 	// batches smaller: they let the next entry go to the disk while earlier
 	// ones wait for a follower's fsync and for apply.
 	MaxInflight int
+	// MaxInflightWithPeers is the in-flight limit while this node has peers
+	// (DefaultMaxInflightWithPeers when 0; at most MaxInflight): each entry
+	// then costs a round of RPCs and an fsync on every node, and fewer,
+	// larger entries measured faster (alonemode.go).
+	MaxInflightWithPeers int
 	// MaxEntryBytes bounds one log entry; the proposer starts a new entry
 	// when the next batch would not fit.
 	MaxEntryBytes int
@@ -88,7 +93,7 @@ type Config struct {
 	FreeSpace func() (uint64, error)
 	// OrdinaryWALSync keeps the log's fsyncs ordinary blocking system calls
 	// even while this node is alone; by default they are direct then
-	// (walsyncmode.go). Only with a *raftstore.Store LogStore.
+	// (alonemode.go). Only with a *raftstore.Store LogStore.
 	OrdinaryWALSync bool
 	// MaxMemory is maxmemory in bytes (0: none), shared with whoever sets
 	// it at runtime (CONFIG SET); nil: no limit and no guard (memoryguard.go).
@@ -120,14 +125,17 @@ type Group struct {
 	qmu       sync.Mutex
 	queue     []*Batch
 	proposeMu sync.Mutex // held while building and proposing one entry
-	slots     chan struct{}
-	inflight  chan *inflightEntry
-	encoders  chan *fsm.Encoder
-	stamp     int64 // last stamp; guarded by proposeMu
-	disk      diskGate
-	times     commitTimes // where batches' time goes (committime.go)
-	guard     diskGuard
-	mem       memoryGuard
+	// inflightN counts the entries in raft (the taken slots, proposer.go);
+	// inflightLimit is how many may be: MaxInflight alone,
+	// MaxInflightWithPeers with peers (alonemode.go).
+	inflightN, inflightLimit atomic.Int32
+	inflight                 chan *inflightEntry
+	encoders                 chan *fsm.Encoder
+	stamp                    int64 // last stamp; guarded by proposeMu
+	disk                     diskGate
+	times                    commitTimes // where batches' time goes (committime.go)
+	guard                    diskGuard
+	mem                      memoryGuard
 
 	stopping atomic.Bool
 	stopCh   chan struct{}
@@ -139,8 +147,8 @@ type Group struct {
 	notifyCh chan bool
 	// leaderSig wakes requests waiting for a leader (see leadership.go).
 	leaderSig *leaderSignal
-	// walSyncPoke asks runWALSyncMode to read the configuration now.
-	walSyncPoke chan struct{}
+	// alonePoke asks runAloneMode to read the configuration now.
+	alonePoke chan struct{}
 
 	stats groupStats
 
@@ -169,6 +177,9 @@ func Open(cfg Config) (*Group, error) {
 	if cfg.MaxInflight <= 0 {
 		cfg.MaxInflight = DefaultMaxInflight
 	}
+	if cfg.MaxInflightWithPeers <= 0 {
+		cfg.MaxInflightWithPeers = DefaultMaxInflightWithPeers
+	}
 	if cfg.MaxEntryBytes <= 0 {
 		cfg.MaxEntryBytes = 4 << 20
 	}
@@ -182,21 +193,21 @@ func Open(cfg Config) (*Group, error) {
 		cfg.Clock = &Clock{}
 	}
 	g := &Group{
-		cfg:         cfg,
-		log:         cfg.Logger,
-		fsm:         cfg.FSM,
-		readyCh:     make(chan struct{}),
-		slots:       make(chan struct{}, cfg.MaxInflight),
-		inflight:    make(chan *inflightEntry, cfg.MaxInflight),
-		encoders:    make(chan *fsm.Encoder, cfg.MaxInflight+1),
-		stopCh:      make(chan struct{}),
-		notifyCh:    make(chan bool, 16),
-		leaderSig:   newLeaderSignal(),
-		walSyncPoke: make(chan struct{}, 1),
+		cfg:       cfg,
+		log:       cfg.Logger,
+		fsm:       cfg.FSM,
+		readyCh:   make(chan struct{}),
+		inflight:  make(chan *inflightEntry, cfg.MaxInflight),
+		encoders:  make(chan *fsm.Encoder, cfg.MaxInflight+1),
+		stopCh:    make(chan struct{}),
+		notifyCh:  make(chan bool, 16),
+		leaderSig: newLeaderSignal(),
+		alonePoke: make(chan struct{}, 1),
 	}
 	for i := 0; i < cfg.MaxInflight+1; i++ {
 		g.encoders <- &fsm.Encoder{}
 	}
+	g.inflightLimit.Store(int32(cfg.MaxInflight)) // until runAloneMode has looked
 	g.disk.wake = make(chan struct{}, 1)
 	g.disk.maxLinger = defaultMaxLinger
 	g.disk.timer = time.AfterFunc(time.Hour, g.lingerOver)
@@ -284,10 +295,9 @@ func Open(cfg Config) (*Group, error) {
 		g.wg.Add(1)
 		go g.runSnapshotTrigger(st)
 	}
-	if st, ok := cfg.LogStore.(*raftstore.Store); ok && !cfg.OrdinaryWALSync {
-		g.wg.Add(1)
-		go g.runWALSyncMode(st)
-	}
+	st, _ := cfg.LogStore.(*raftstore.Store) // nil: no direct WAL syncs to switch
+	g.wg.Add(1)
+	go g.runAloneMode(st)
 	r.RegisterObserver(g.leaderSig.observer)
 	g.wg.Add(4)
 	go g.runLeaderSignal()
@@ -317,6 +327,10 @@ const (
 	// DefaultMaxInflight: one entry on the leader's disk, one waiting for a
 	// follower's fsync, one being applied, and one spare.
 	DefaultMaxInflight = 4
+	// DefaultMaxInflightWithPeers: with peers, one entry at a time, which
+	// carries everything that queued while the previous one was committed
+	// (alonemode.go).
+	DefaultMaxInflightWithPeers = 1
 
 	DefaultHeartbeatTimeout   = 300 * time.Millisecond
 	DefaultElectionTimeout    = 300 * time.Millisecond

@@ -91,7 +91,7 @@ func (g *Group) AddNonvoter(id, addr string) error {
 	if err := f.Error(); err != nil {
 		return mapRaftErr(err)
 	}
-	g.pokeWALSyncMode() // no longer alone (walsyncmode.go)
+	g.pokeAloneMode() // no longer alone (alonemode.go)
 	g.log.Info("added a non-voting member", "node_id", id, "addr", addr)
 	return nil
 }
@@ -132,7 +132,7 @@ func (g *Group) Remove(id string) error {
 	if err := g.raft.RemoveServer(raft.ServerID(id), 0, membershipTimeout).Error(); err != nil {
 		return mapRaftErr(err)
 	}
-	g.pokeWALSyncMode() // perhaps alone now
+	g.pokeAloneMode() // perhaps alone now
 	g.log.Info("removed a member", "node_id", id)
 	return nil
 }

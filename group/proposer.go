@@ -104,15 +104,13 @@ func (g *Group) proposeQueued() {
 				return // the linger timer proposes if they do not come
 			}
 		}
-		select {
-		case g.slots <- struct{}{}:
-		default:
+		if !g.takeSlot() {
 			return // every slot is busy: the completer proposes when one frees
 		}
 		if g.proposeOne() {
 			continue
 		}
-		<-g.slots
+		g.freeSlot()
 		// A batch queued while we held the slot may have seen no free slot
 		// and left it to us: look again now that the slot is free.
 		g.qmu.Lock()
@@ -123,6 +121,23 @@ func (g *Group) proposeQueued() {
 		}
 	}
 }
+
+// takeSlot takes one of the in-flight slots if fewer than the limit are
+// taken (alonemode.go sets the limit); false when none is free.
+func (g *Group) takeSlot() bool {
+	for {
+		n := g.inflightN.Load()
+		if n >= g.inflightLimit.Load() || int(n) >= g.cfg.MaxInflight {
+			return false
+		}
+		if g.inflightN.CompareAndSwap(n, n+1) {
+			return true
+		}
+	}
+}
+
+// freeSlot gives back a slot taken by takeSlot.
+func (g *Group) freeSlot() { g.inflightN.Add(-1) }
 
 // proposeOne turns the queue into one entry and hands it to raft and the
 // completer; false when there was nothing to propose. The caller holds a slot.
@@ -247,7 +262,7 @@ func (g *Group) runCompleter() {
 		// batches first measured better: their clients' next requests get
 		// a chance to join the entry.
 		g.encoders <- e.enc
-		<-g.slots
+		g.freeSlot()
 		g.proposeQueued()
 	}
 }

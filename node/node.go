@@ -79,6 +79,9 @@ type Config struct {
 	IdleTimeout       int64
 	Stripes           int
 	MaxInflight       int
+	// MaxInflightWithPeers is group.Config.MaxInflightWithPeers
+	// (--max-inflight-with-peers).
+	MaxInflightWithPeers int
 	// OrdinaryWALSync turns off direct WAL syncs while the node is alone
 	// (group.Config.OrdinaryWALSync; --direct-wal-sync=false).
 	OrdinaryWALSync bool
@@ -245,18 +248,19 @@ func Open(cfg Config) (n *Node, err error) {
 		}
 	}})
 	n.group, err = group.Open(group.Config{
-		NodeID:          n.ID,
-		Addr:            raft.ServerAddress(n.Advertise.String()),
-		Bootstrap:       who.bootstrap,
-		LogStore:        n.store,
-		Stable:          n.store,
-		Snapshots:       n.store.SnapshotStore(2),
-		Transport:       n.transport,
-		FSM:             n.fsm,
-		Clock:           clock,
-		Logger:          log,
-		MaxInflight:     cfg.MaxInflight,
-		OrdinaryWALSync: cfg.OrdinaryWALSync,
+		NodeID:               n.ID,
+		Addr:                 raft.ServerAddress(n.Advertise.String()),
+		Bootstrap:            who.bootstrap,
+		LogStore:             n.store,
+		Stable:               n.store,
+		Snapshots:            n.store.SnapshotStore(2),
+		Transport:            n.transport,
+		FSM:                  n.fsm,
+		Clock:                clock,
+		Logger:               log,
+		MaxInflight:          cfg.MaxInflight,
+		MaxInflightWithPeers: cfg.MaxInflightWithPeers,
+		OrdinaryWALSync:      cfg.OrdinaryWALSync,
 		Tune: func(rc *raft.Config) {
 			if cfg.HeartbeatTimeout > 0 {
 				rc.HeartbeatTimeout = cfg.HeartbeatTimeout

@@ -20,23 +20,24 @@ import (
 
 // config is everything the command line can set.
 type config struct {
-	bind        string
-	port        int
-	advertise   string
-	dataDir     string
-	nodeID      string
-	enableDebug bool
-	logLevel    string
-	stripes     int
-	pprofAddr   string
-	maxInflight int
-	directSync  bool
-	maxAppend   int
-	snapThresh  uint64
-	snapEvery   time.Duration
-	snapBytes   uint64
-	procs       int
-	minFreeDisk int64
+	bind             string
+	port             int
+	advertise        string
+	dataDir          string
+	nodeID           string
+	enableDebug      bool
+	logLevel         string
+	stripes          int
+	pprofAddr        string
+	maxInflight      int
+	maxInflightPeers int
+	directSync       bool
+	maxAppend        int
+	snapThresh       uint64
+	snapEvery        time.Duration
+	snapBytes        uint64
+	procs            int
+	minFreeDisk      int64
 
 	clusterSecret     string
 	clusterSecretFile string
@@ -77,7 +78,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.pprofAddr, "pprof", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060) for profiling; off by default")
 	fs.BoolVar(&c.directSync, "direct-wal-sync", true, "while the node is the only member of its cluster, fsync the log without handing the thread to Go's scheduler: same durability,\n"+
 		"far fewer context switches per fsync (raftstore/walsync.go); off for a while after a sync slower than 20 ms, and never with peers")
-	fs.IntVar(&c.maxInflight, "max-inflight", group.DefaultMaxInflight, "log entries the proposer keeps in Raft at once (tuning): at most one of them is waiting for the local disk, the rest for the quorum and apply")
+	fs.IntVar(&c.maxInflight, "max-inflight", group.DefaultMaxInflight, "log entries the proposer keeps in Raft at once while the node is alone (tuning): at most one of them is waiting for the local disk, the rest for apply")
+	fs.IntVar(&c.maxInflightPeers, "max-inflight-with-peers", group.DefaultMaxInflightWithPeers, "log entries the proposer keeps in Raft at once while the node has peers (tuning; at most --max-inflight): each costs an fsync on every node, so fewer, larger entries are faster")
 	fs.IntVar(&c.maxAppend, "max-append-entries", 64, "Raft MaxAppendEntries: entries per append RPC and per apply batch (tuning)")
 	fs.Uint64Var(&c.snapThresh, "snapshot-threshold", 16384, "log entries since the last snapshot before the next one is taken (tuning, tests)")
 	fs.DurationVar(&c.snapEvery, "snapshot-interval", 30*time.Second, "how often Raft checks whether a snapshot is due (tuning, tests)")
@@ -129,6 +131,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("--procs %d: want 0 (automatic) or more", c.procs)
 	case c.maxInflight < 1 || c.maxInflight > 64:
 		return c, fmt.Errorf("--max-inflight %d: want 1 to 64", c.maxInflight)
+	case c.maxInflightPeers < 1 || c.maxInflightPeers > 64:
+		return c, fmt.Errorf("--max-inflight-with-peers %d: want 1 to 64", c.maxInflightPeers)
 	case c.maxAppend < 1:
 		return c, fmt.Errorf("--max-append-entries %d: want 1 or more", c.maxAppend)
 	case c.snapThresh < 1:

@@ -1,0 +1,184 @@
+package group
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/request"
+)
+
+// decideOnce proposes one CL.THROTTLE on n's group.
+func decideOnce(t *testing.T, n *testNode, key string) {
+	t.Helper()
+	p, err := gcra.NewParams(15, 30, 60, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := NewBatch()
+	b.Ops = append(b.Ops, throttleReq([]byte(key), p))
+	if err := n.g.Propose(b); err != nil {
+		t.Fatalf("propose on %s: %v", n.id, err)
+	}
+	if b.Results[0].Kind == request.KindError {
+		t.Fatalf("decision on %s: %+v", n.id, b.Results[0])
+	}
+}
+
+// A node alone syncs its log directly; once it has a member it does not.
+func TestAloneMode_DirectWhileAlone(t *testing.T) {
+	n := openSingle(t, nil)
+	waitFor(t, 10*time.Second, "direct WAL syncs on the node alone", func() bool {
+		return n.store.Stats().DirectWALSyncOn
+	})
+	decideOnce(t, n, "k")
+	if n.store.Stats().DirectWALSyncs == 0 {
+		t.Fatalf("no direct WAL sync after a decision: %+v", n.store.Stats())
+	}
+
+	// A second node joins as a non-voter: the leader is alone no more.
+	m := newTestNode(t, "node2")
+	n.trans.Connect(m.addr, m.trans)
+	m.trans.Connect(n.addr, n.trans)
+	m.open(t, func(c *Config) { c.Bootstrap = false })
+	if err := n.g.AddNonvoter(m.id, string(m.addr)); err != nil {
+		t.Fatalf("AddNonvoter: %v", err)
+	}
+	waitFor(t, 10*time.Second, "direct WAL syncs off with a member", func() bool {
+		return !n.store.Stats().DirectWALSyncOn
+	})
+	before := n.store.Stats().DirectWALSyncs
+	decideOnce(t, n, "k")
+	if got := n.store.Stats().DirectWALSyncs; got != before {
+		t.Fatalf("direct WAL syncs went %d -> %d with a member", before, got)
+	}
+
+	// Removed again, it is alone again.
+	if err := n.g.Remove(m.id); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	waitFor(t, 10*time.Second, "direct WAL syncs back on, alone again", func() bool {
+		return n.store.Stats().DirectWALSyncOn
+	})
+}
+
+// Nodes of a cluster never sync directly, and OrdinaryWALSync keeps a node
+// alone from doing it.
+func TestAloneMode_NeverWithPeersOrWhenOff(t *testing.T) {
+	nodes := newCluster(t, 3, nil)
+	leader := readyLeader(t, nodes, 10*time.Second)
+	for i := range 20 {
+		decideOnce(t, leader, string(rune('a'+i)))
+	}
+	for _, n := range nodes {
+		if st := n.store.Stats(); st.DirectWALSyncOn || st.DirectWALSyncs != 0 {
+			t.Errorf("%s in a 3-node cluster: direct on %v, %d direct syncs", n.id, st.DirectWALSyncOn, st.DirectWALSyncs)
+		}
+	}
+
+	n := openSingle(t, func(c *Config) { c.OrdinaryWALSync = true })
+	decideOnce(t, n, "k")
+	if st := n.store.Stats(); st.DirectWALSyncOn || st.DirectWALSyncs != 0 {
+		t.Fatalf("alone with OrdinaryWALSync: direct on %v, %d direct syncs", st.DirectWALSyncOn, st.DirectWALSyncs)
+	}
+}
+
+// The in-flight limit follows the membership: every slot alone, one with a
+// member, every slot again once it is removed.
+func TestAloneMode_InflightLimitFollowsMembership(t *testing.T) {
+	n := openSingle(t, nil)
+	limit := func(want int32) func() bool {
+		return func() bool { return n.g.inflightLimit.Load() == want }
+	}
+	waitFor(t, 10*time.Second, "every slot alone", limit(DefaultMaxInflight))
+	m := newTestNode(t, "node2")
+	n.trans.Connect(m.addr, m.trans)
+	m.trans.Connect(n.addr, n.trans)
+	m.open(t, func(c *Config) { c.Bootstrap = false })
+	if err := n.g.AddNonvoter(m.id, string(m.addr)); err != nil {
+		t.Fatalf("AddNonvoter: %v", err)
+	}
+	waitFor(t, 10*time.Second, "one slot with a member", limit(DefaultMaxInflightWithPeers))
+	if err := n.g.Remove(m.id); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	waitFor(t, 10*time.Second, "every slot alone again", limit(DefaultMaxInflight))
+}
+
+// With peers the proposer keeps one entry in raft: while the first waits for
+// its quorum (both followers' appends held, the leader's own disk free), the
+// batches that queue behind it are not proposed, and they go as one entry
+// once it commits. With MaxInflightWithPeers 4 they do not wait for it.
+func TestAloneMode_OneEntryInFlightWithPeers(t *testing.T) {
+	for _, peers := range []int{0, 4} { // 0: the default, 1
+		t.Run(fmt.Sprintf("MaxInflightWithPeers=%d", peers), func(t *testing.T) {
+			const clients = 20
+			var mu sync.Mutex
+			disks := map[string]*heldDisk{}
+			nodes := newCluster(t, 3, func(c *Config) {
+				d := &heldDisk{LogStore: c.LogStore, waiting: make(chan struct{}, 1), release: make(chan struct{})}
+				mu.Lock()
+				disks[c.NodeID] = d
+				mu.Unlock()
+				c.LogStore = d
+				c.MaxInflightWithPeers = peers
+			})
+			for _, d := range disks {
+				t.Cleanup(d.letGo) // before the groups' shutdown
+			}
+			leader := readyLeader(t, nodes, 10*time.Second)
+			want := int32(max(peers, DefaultMaxInflightWithPeers))
+			waitFor(t, 10*time.Second, "the limit with peers", func() bool { return leader.g.inflightLimit.Load() == want })
+			p, err := gcra.NewParams(15, 30, 60, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			propose := func(key string) error {
+				b := NewBatch()
+				b.Ops = append(b.Ops, throttleReq([]byte(key), p))
+				return leader.g.Propose(b)
+			}
+			var followers []*heldDisk
+			for _, n := range nodes {
+				if n != leader {
+					followers = append(followers, disks[n.id])
+					disks[n.id].holdAppends()
+				}
+			}
+			first := make(chan error, 1)
+			go func() { first <- propose("first") }()
+			for _, d := range followers {
+				<-d.waiting // the first entry waits on both followers' disks
+			}
+			waitFor(t, 10*time.Second, "the leader's disk free", leader.g.disk.free)
+			before := leader.g.Stats()
+			rest := make(chan error, clients)
+			for i := range clients {
+				go func() { rest <- propose(fmt.Sprintf("k%d", i)) }()
+			}
+			if peers == 0 {
+				waitFor(t, 10*time.Second, "every client queued", func() bool {
+					leader.g.qmu.Lock()
+					defer leader.g.qmu.Unlock()
+					return len(leader.g.queue) == clients
+				})
+				if got := leader.g.Stats().EntriesProposed - before.EntriesProposed; got != 0 {
+					t.Fatalf("%d entries proposed while one waited for its quorum; want none", got)
+				}
+			} else {
+				waitFor(t, 10*time.Second, "an entry proposed while the first waits", func() bool {
+					return leader.g.Stats().EntriesProposed > before.EntriesProposed
+				})
+			}
+			for _, d := range followers {
+				d.letGo()
+			}
+			awaitProposals(t, first, rest, clients)
+			if got := leader.g.Stats().EntriesProposed - before.EntriesProposed; peers == 0 && got != 1 {
+				t.Fatalf("the %d queued requests went in %d entries; want 1", clients, got)
+			}
+		})
+	}
+}
