@@ -130,6 +130,7 @@ func Test_Shutdown_AnswersQueuedBatches(t *testing.T) {
 	nodes := newCluster(t, 3, func(c *Config) {
 		c.Tune = slowTimeouts
 		c.MaxInflight = 2
+		c.MaxInflightWithPeers = 2 // both slots, though the leader has peers
 	})
 	leader := readyLeader(t, nodes, 10*time.Second)
 	isolate(leader, nodes)
