@@ -10,6 +10,20 @@ import (
 	"github.com/redcell/redcell/request"
 )
 
+// addNonvoter starts a node with the given id, connects it with n and adds
+// it to n's cluster as a non-voter.
+func addNonvoter(t *testing.T, n *testNode, id string) *testNode {
+	t.Helper()
+	m := newTestNode(t, id)
+	n.trans.Connect(m.addr, m.trans)
+	m.trans.Connect(n.addr, n.trans)
+	m.open(t, func(c *Config) { c.Bootstrap = false })
+	if err := n.g.AddNonvoter(m.id, string(m.addr)); err != nil {
+		t.Fatalf("AddNonvoter: %v", err)
+	}
+	return m
+}
+
 // decideOnce proposes one CL.THROTTLE on n's group.
 func decideOnce(t *testing.T, n *testNode, key string) {
 	t.Helper()
@@ -39,13 +53,7 @@ func TestAloneMode_DirectWhileAlone(t *testing.T) {
 	}
 
 	// A second node joins as a non-voter: the leader is alone no more.
-	m := newTestNode(t, "node2")
-	n.trans.Connect(m.addr, m.trans)
-	m.trans.Connect(n.addr, n.trans)
-	m.open(t, func(c *Config) { c.Bootstrap = false })
-	if err := n.g.AddNonvoter(m.id, string(m.addr)); err != nil {
-		t.Fatalf("AddNonvoter: %v", err)
-	}
+	m := addNonvoter(t, n, "node2")
 	waitFor(t, 10*time.Second, "direct WAL syncs off with a member", func() bool {
 		return !n.store.Stats().DirectWALSyncOn
 	})
@@ -93,13 +101,7 @@ func TestAloneMode_InflightLimitFollowsMembership(t *testing.T) {
 		return func() bool { return n.g.inflightLimit.Load() == want }
 	}
 	waitFor(t, 10*time.Second, "every slot alone", limit(DefaultMaxInflight))
-	m := newTestNode(t, "node2")
-	n.trans.Connect(m.addr, m.trans)
-	m.trans.Connect(n.addr, n.trans)
-	m.open(t, func(c *Config) { c.Bootstrap = false })
-	if err := n.g.AddNonvoter(m.id, string(m.addr)); err != nil {
-		t.Fatalf("AddNonvoter: %v", err)
-	}
+	m := addNonvoter(t, n, "node2")
 	waitFor(t, 10*time.Second, "one slot with a member", limit(DefaultMaxInflightWithPeers))
 	if err := n.g.Remove(m.id); err != nil {
 		t.Fatalf("Remove: %v", err)
@@ -131,15 +133,7 @@ func TestAloneMode_OneEntryInFlightWithPeers(t *testing.T) {
 			leader := readyLeader(t, nodes, 10*time.Second)
 			want := int32(max(peers, DefaultMaxInflightWithPeers))
 			waitFor(t, 10*time.Second, "the limit with peers", func() bool { return leader.g.inflightLimit.Load() == want })
-			p, err := gcra.NewParams(15, 30, 60, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			propose := func(key string) error {
-				b := NewBatch()
-				b.Ops = append(b.Ops, throttleReq([]byte(key), p))
-				return leader.g.Propose(b)
-			}
+			propose := throttleProposer(t, leader.g)
 			var followers []*heldDisk
 			for _, n := range nodes {
 				if n != leader {

@@ -53,16 +53,21 @@ func openOnHeldDisk(t *testing.T, mod func(*Config)) (*testNode, *heldDisk, func
 	// would wait forever for a held append.
 	t.Cleanup(disk.letGo)
 	waitFor(t, 10*time.Second, "a ready leader", n.g.Ready)
+	return n, disk, throttleProposer(t, n.g)
+}
+
+// throttleProposer returns a function that proposes one CL.THROTTLE k 15 30
+// 60 1 on g.
+func throttleProposer(t *testing.T, g *Group) func(key string) error {
 	p, err := gcra.NewParams(15, 30, 60, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	propose := func(key string) error {
+	return func(key string) error {
 		b := NewBatch()
 		b.Ops = append(b.Ops, throttleReq([]byte(key), p))
-		return n.g.Propose(b)
+		return g.Propose(b)
 	}
-	return n, disk, propose
 }
 
 // queueBehindHeldEntry holds the disk, proposes "first" and waits until its
