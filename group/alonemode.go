@@ -30,8 +30,8 @@ import (
 // everything that queued meanwhile. Three nodes on one 2-core machine and one
 // disk, alternating runs: -c 50 -P 16 on the leader 132-135k decisions/s
 // with one entry in flight against 100-124k with four, clients spread over
-// the nodes 100-114k against 87-89k, -c 50 -P 1 13-14k against 10k, and 8.5
-// against 10-12 µs of CPU per decision. Alone, one entry in flight was not
+// the nodes 100-114k against 87-89k, -c 50 -P 1 12.6-13.9k against 9.9-10.1k,
+// and 8.5 against 10.4-12.1 µs of CPU per decision. Alone, one entry in flight was not
 // better (-P 16: 297k against 342k, medians of three).
 //
 // The configuration is read when leadership changes (which every start and
@@ -76,7 +76,7 @@ func (g *Group) runAloneMode(st *raftstore.Store) {
 func (g *Group) setInflightLimit(alone bool) {
 	limit := int32(g.cfg.MaxInflight)
 	if !alone {
-		limit = int32(min(g.cfg.MaxInflightWithPeers, g.cfg.MaxInflight))
+		limit = int32(g.cfg.MaxInflightWithPeers) // Open caps it at MaxInflight
 	}
 	if g.inflightLimit.Swap(limit) < limit {
 		g.proposeQueued()

@@ -180,6 +180,8 @@ func Open(cfg Config) (*Group, error) {
 	if cfg.MaxInflightWithPeers <= 0 {
 		cfg.MaxInflightWithPeers = DefaultMaxInflightWithPeers
 	}
+	// Every limit stays within the slots the completer's queue has room for.
+	cfg.MaxInflightWithPeers = min(cfg.MaxInflightWithPeers, cfg.MaxInflight)
 	if cfg.MaxEntryBytes <= 0 {
 		cfg.MaxEntryBytes = 4 << 20
 	}

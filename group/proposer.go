@@ -127,7 +127,7 @@ func (g *Group) proposeQueued() {
 func (g *Group) takeSlot() bool {
 	for {
 		n := g.inflightN.Load()
-		if n >= g.inflightLimit.Load() || int(n) >= g.cfg.MaxInflight {
+		if n >= g.inflightLimit.Load() { // never above MaxInflight (Open)
 			return false
 		}
 		if g.inflightN.CompareAndSwap(n, n+1) {
