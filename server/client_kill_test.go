@@ -103,6 +103,11 @@ func TestClientKill(t *testing.T) {
 	}
 	old.expectEOF()
 	// LADDR and USER match every other client here; the caller is skipped.
+	// rest has sent nothing yet: a PING makes sure the node has accepted it
+	// (a dial returns before the accept loop has registered the client).
+	if got := rest.do("PING"); got != "+PONG" {
+		t.Fatalf("PING on rest = %s", got)
+	}
 	laddr := clientInfo(t, admin)["laddr"]
 	if got := admin.do("CLIENT", "KILL", "LADDR", laddr, "USER", "default", "TYPE", "normal"); got != ":1" {
 		t.Errorf("KILL LADDR USER TYPE = %s", got)
