@@ -61,6 +61,7 @@ type FSM struct {
 	// Owned by the FSM goroutine.
 	dec    Decoder
 	req    request.Request
+	ahead  lookahead // prefetches the keys of requests ahead of req (prefetch.go)
 	pool   sync.Pool // *Results
 	logBuf []byte    // the new sliding log of the call being applied (sl.go)
 
@@ -159,9 +160,12 @@ func (f *FSM) applyEntry(l *raft.Log) interface{} {
 	res := f.results(f.dec.Count)
 	watcher := f.watching()
 	invalid, firstWhy := 0, ""
+	f.ahead.start(f.store, l.Data, f.dec.Version)
 	for i := 0; ; i++ {
+		f.ahead.next()
 		ok, err := f.dec.Next(&f.req)
 		if err != nil {
+			f.ahead.stop()
 			f.Release(res)
 			return f.fatal(l, err)
 		}
@@ -194,6 +198,7 @@ func (f *FSM) applyEntry(l *raft.Log) interface{} {
 		f.reportWritten(watcher)
 	}
 	f.req = request.Request{} // hold no reference into the entry after apply
+	f.ahead.stop()
 	if invalid > 0 {
 		f.log.Warn("refused invalid requests of a log entry", "index", l.Index, "term", l.Term, "refused", invalid, "first", firstWhy)
 	}

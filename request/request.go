@@ -69,6 +69,16 @@ func (c Code) IsWrite() bool { return c < firstRead }
 // MultiKey reports whether the code takes Keys (a list) rather than Key.
 func (c Code) MultiKey() bool { return c == Del || c == Exists }
 
+// LooksUpKey reports whether a request with this code looks its Key up in
+// the keyspace (Scan and Keys take a pattern there instead).
+func (c Code) LooksUpKey() bool {
+	switch c {
+	case Throttle, TBTake, SLHit, Peek, PTTL, TTL, Type, TBPeek, SLPeek:
+		return true
+	}
+	return false
+}
+
 // CreatesKey reports whether a request with this code creates its Key when
 // it is missing (a limiter's first call): what maxmemory refuses.
 func (c Code) CreatesKey() bool { return c == Throttle || c == TBTake || c == SLHit }

@@ -40,3 +40,15 @@ func TestSetArgsDoesNotAllocate(t *testing.T) {
 		t.Errorf("SetArgs(1, 2, 3) left %d %v", r.NArgs, r.Args)
 	}
 }
+
+// LooksUpKey is true exactly for the known codes whose Key names one key
+// (not a list, not a pattern, not absent).
+func TestLooksUpKey(t *testing.T) {
+	noKey := map[Code]bool{Del: true, Exists: true, FlushAll: true, DBSize: true, Scan: true, Keys: true}
+	for c := Code(0); c < 255; c++ {
+		want := c.Known() && !noKey[c]
+		if got := c.LooksUpKey(); got != want {
+			t.Errorf("Code %d: LooksUpKey %v, want %v", c, got, want)
+		}
+	}
+}
