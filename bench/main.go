@@ -49,6 +49,7 @@ type options struct {
 	svgPath    string
 	mdPath     string
 	seconds    float64
+	warmup     float64
 	rounds     int
 	dataParent string
 	memory     memoryOptions
@@ -65,6 +66,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	out := fs.String("out", "", "SVG chart of the matrix mode (default bench/results/throughput.svg in the repository)")
 	md := fs.String("md", "", "markdown results file (default bench/results/latest.md in the repository; cluster.md when -mode is cluster alone)")
 	seconds := fs.Float64("seconds", 5, "target duration of each measured redis-benchmark run (1 with -quick)")
+	warmup := fs.Float64("warmup", 3, "seconds of the same load, unmeasured, before each measured run (0.5 with -quick)")
 	rounds := fs.Int("rounds", 1, "repeat every scenario this many times (alternating servers each time) and report medians")
 	tmp := fs.String("tmp", "", "parent directory for data dirs; must not be tmpfs for durable numbers (default $TMPDIR or /tmp)")
 	keys := fs.Int("keys", 1000000, "memory mode: distinct keys to load (100000 with -quick)")
@@ -81,11 +83,14 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	set := make(map[string]bool)
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
-	o := options{quick: *quick, svgPath: *out, mdPath: *md, seconds: *seconds, rounds: *rounds, dataParent: *tmp,
+	o := options{quick: *quick, svgPath: *out, mdPath: *md, seconds: *seconds, warmup: *warmup, rounds: *rounds, dataParent: *tmp,
 		memory: memoryOptions{keys: *keys, churnFor: *churnFor, churnRate: *churnRate, conns: 4, slHits: *slHits}}
 	if o.quick {
 		if !set["seconds"] {
 			o.seconds = 1
+		}
+		if !set["warmup"] {
+			o.warmup = 0.5
 		}
 		if !set["keys"] {
 			o.memory.keys = 100000
@@ -106,6 +111,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.memory.slHits < 1 || o.memory.slHits > 10 {
 		return options{}, errors.New("-sl-hits must be between 1 and 10 (the sliding-log keys' limit)")
+	}
+	if o.warmup < 0 {
+		return options{}, errors.New("-warmup must not be negative")
 	}
 	if o.seconds <= 0 || o.rounds < 1 || o.memory.keys < 1 || o.memory.churnRate < 1 || o.memory.churnFor <= 0 {
 		return options{}, errors.New("-seconds, -rounds, -keys, -churn and -churn-rate must be positive")
@@ -215,7 +223,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 		return nil
 	}
-	runner := benchmarkRunner{seconds: opts.seconds, probeFloor: 20000}
+	runner := benchmarkRunner{seconds: opts.seconds, warmup: opts.warmup, probeFloor: 20000}
 	if opts.quick {
 		runner.probeFloor = 5000
 	}
@@ -233,7 +241,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			case "latency":
 				works, title = latencyWorkloads, "Latency: one client, no pipelining"
 			}
-			fmt.Fprintf(stdout, "\n== %s (%d rounds, ~%.0f s per run)\n", title, opts.rounds, opts.seconds)
+			fmt.Fprintf(stdout, "\n== %s (%d rounds, ~%.0f s per run after %.1f s of warm-up)\n", title, opts.rounds, opts.seconds, opts.warmup)
 			ms, err := runAlternating(ctx, runner, throughput, works, opts.rounds, stdout)
 			if err != nil {
 				return err
@@ -256,7 +264,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			if len(servers) == 0 {
 				return errors.New("matrix mode needs redcell or redis-lua in -servers")
 			}
-			fmt.Fprintf(stdout, "\n== Matrix: clients x pipeline, random keys (~%.0f s per run)\n", opts.seconds)
+			fmt.Fprintf(stdout, "\n== Matrix: clients x pipeline, random keys (~%.0f s per run after %.1f s of warm-up)\n", opts.seconds, opts.warmup)
 			ms, err := runAlternating(ctx, runner, servers, matrixWorkloads(), opts.rounds, stdout)
 			if err != nil {
 				return err
@@ -292,7 +300,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 				}
 			}
 			throughput = nil
-			fmt.Fprintf(stdout, "\n== Cluster: %d local Redcell nodes against Redis-Lua (%d rounds, ~%.0f s per run)\n", clusterSize, opts.rounds, opts.seconds)
+			fmt.Fprintf(stdout, "\n== Cluster: %d local Redcell nodes against Redis-Lua (%d rounds, ~%.0f s per run after %.1f s of warm-up)\n", clusterSize, opts.rounds, opts.seconds, opts.warmup)
 			md, err := runClusterMode(ctx, f, opts.servers, runner, opts.rounds, report.info.DataFS, stdout)
 			if err != nil {
 				return err

@@ -68,9 +68,11 @@ func (r benchResult) cpuPerRequestUs() float64 {
 
 // benchmarkRunner runs redis-benchmark against one target at a time.
 // seconds is the target duration of a measured run; each run is preceded by
-// a short probe run (which also warms the server up) whose rate sizes -n.
+// a short probe run whose rate sizes a warm-up run of about warmup seconds
+// (none when 0), whose rate in turn sizes the measured run's -n.
 type benchmarkRunner struct {
 	seconds    float64
+	warmup     float64
 	probeFloor int // smallest probe -n
 }
 
@@ -93,11 +95,20 @@ func (b benchmarkRunner) measure(ctx context.Context, t target, w workload) (ben
 	if err != nil {
 		return benchResult{}, nil, fmt.Errorf("probe: %w", err)
 	}
-	for i, c := range clients {
-		n := int(math.Ceil(probes[i].RPS * b.seconds))
-		// At least a few full pipelines per client, so every client gets going.
-		ns[i] = max(n, c*w.pipeline*4, 1000)
+	sizeFor := func(rates []benchResult, seconds float64) {
+		for i, c := range clients {
+			n := int(math.Ceil(rates[i].RPS * seconds))
+			// At least a few full pipelines per client, so every client gets going.
+			ns[i] = max(n, c*w.pipeline*4, 1000)
+		}
 	}
+	if b.warmup > 0 {
+		sizeFor(probes, b.warmup)
+		if _, probes, err = runTarget(ctx, t, w, ns); err != nil {
+			return benchResult{}, nil, fmt.Errorf("warm-up: %w", err)
+		}
+	}
+	sizeFor(probes, b.seconds)
 	res, parts, err := runTarget(ctx, t, w, ns)
 	if len(parts) == 1 {
 		parts = nil

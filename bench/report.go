@@ -16,6 +16,8 @@ type resultsReport struct {
 	info     machineInfo
 	command  string
 	quick    bool
+	seconds  float64 // measured run's target duration
+	warmup   float64 // unmeasured run of the same load before it
 	loadEnd  string // load averages when the run ended
 	sections []reportSection
 }
@@ -45,6 +47,7 @@ func (r *resultsReport) markdown() string {
 	fmt.Fprintf(&b, "| data dirs on | %s |\n", r.info.DataFS)
 	fmt.Fprintf(&b, "| fsync there | %s |\n", r.info.Fsync)
 	fmt.Fprintf(&b, "| load average (1/5/15 min) | %s at start, %s at end |\n", r.info.LoadStart, r.loadEnd)
+	fmt.Fprintf(&b, "| runs | each measured run ~%.0f s, after a probe and %.1f s of the same load unmeasured (`-seconds`, `-warmup`) |\n", r.seconds, r.warmup)
 	fmt.Fprintf(&b, "| load | redis-benchmark, CL.THROTTLE `<key> %s` (Redis: EVALSHA of bench/gcra.lua); TB.TAKE and SL.HIT (limiters, memory) in their sections |\n", strings.Join(throttleArgs, " "))
 	fmt.Fprintf(&b, "\nServers: **Redcell** (durable: one fsync per batch), **Redis-Lua** (`--save '' --appendonly no`, not durable), **Redis-Lua-fsync** (`--appendonly yes --appendfsync always`). Ratios divide by Redis-Lua measured in the same run; see bench/DESIGN.md.\n")
 	for _, s := range r.sections {
