@@ -197,6 +197,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		info:    collectMachineInfo(ctx, repoRoot, f.root),
 		command: "go run ./bench" + shellJoin(args),
 		quick:   opts.quick,
+		seconds: opts.seconds,
+		warmup:  opts.warmup,
 	}
 	fmt.Fprintf(stdout, "machine: %d CPUs, %s; %s; %s; redcell %s; data dirs on %s; load average %s\n",
 		report.info.CPUs, report.info.CPUModel, report.info.GoVersion, report.info.RedisServer, report.info.Commit, report.info.DataFS, report.info.LoadStart)

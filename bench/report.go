@@ -18,7 +18,7 @@ type resultsReport struct {
 	quick    bool
 	seconds  float64 // measured run's target duration
 	warmup   float64 // unmeasured run of the same load before it
-	loadEnd  string // load averages when the run ended
+	loadEnd  string  // load averages when the run ended
 	sections []reportSection
 }
 
