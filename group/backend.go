@@ -120,6 +120,8 @@ func (l *Local) Info(section string, field func(name string, value any)) {
 		field("log_wal_syncs_direct", ls.DirectWALSyncs)
 		field("log_wal_syncs_ordinary", ls.OrdinaryWALSyncs)
 		field("log_wal_syncs_slow", ls.SlowDirectWALSyncs)
+		field("log_wals_zero_filled", ls.WALsZeroFilled) // raftstore/walprefill.go
+		field("log_wal_zero_fills_failed", ls.WALZeroFillsFailed)
 		field("log_bytes_appended", ls.BytesAppended)
 		field("log_bytes_since_snapshot", ls.LogBytesSinceSnapshot)
 		field("last_snapshot_bytes", ls.LastSnapshotBytes)

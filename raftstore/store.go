@@ -111,6 +111,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	ws.onSlow = func(took time.Duration) {
 		logger.Warn("a direct WAL sync was slow: syncing the ordinary way for a while", "took", took, "for", directSyncBackoff)
 	}
+	ws.onPrefillError = func(err error) {
+		logger.Warn("could not zero-fill a new WAL: its appends sync the file's size too", "error", err)
+	}
 	db, err := pebble.Open(dir, pebbleOptions(opts, logger, ws))
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: open pebble in %s: %w", dir, err)
@@ -234,6 +237,9 @@ type Stats struct {
 	DirectWALSyncs, OrdinaryWALSyncs, SlowDirectWALSyncs uint64
 	// DirectWALSyncOn reports whether the next WAL sync may be direct.
 	DirectWALSyncOn bool
+	// WALsZeroFilled counts new WAL files written with zeros before use,
+	// WALZeroFillsFailed those that could not be (walprefill.go).
+	WALsZeroFilled, WALZeroFillsFailed uint64
 
 	// LastSnapshotBytes is the size of the newest snapshot's data: found at
 	// Open, then of each snapshot that completes. 0 when there is none.
@@ -275,6 +281,8 @@ func (s *Store) Stats() Stats {
 		OrdinaryWALSyncs:   s.walSync.ordinary.Load(),
 		SlowDirectWALSyncs: s.walSync.slow.Load(),
 		DirectWALSyncOn:    s.walSync.useDirect(),
+		WALsZeroFilled:     s.walSync.prefilled.Load(),
+		WALZeroFillsFailed: s.walSync.prefillFailed.Load(),
 	}
 	s.stats.snapMu.Lock()
 	if since := int64(st.BytesAppended) - s.stats.snapMark; since > 0 {

@@ -1,6 +1,8 @@
 package raftstore
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -62,14 +64,18 @@ const directSyncBackoff = 10 * time.Second
 
 // walSync is the switch and the counters shared by a store's WAL files.
 type walSync struct {
-	enabled    atomic.Bool  // SetDirectWALSync: the node is alone
-	offUntil   atomic.Int64 // unix nanos: suspended after a slow sync until then
-	direct     atomic.Uint64
-	ordinary   atomic.Uint64
-	slow       atomic.Uint64 // direct syncs that took longer than slowDirectSync
-	now        func() time.Time
-	onSlow     func(took time.Duration) // reports a suspension (logging); may be nil
-	syncDirect func(fd uintptr, full bool) error
+	enabled  atomic.Bool  // SetDirectWALSync: the node is alone
+	offUntil atomic.Int64 // unix nanos: suspended after a slow sync until then
+	direct   atomic.Uint64
+	ordinary atomic.Uint64
+	slow     atomic.Uint64 // direct syncs that took longer than slowDirectSync
+	// prefilled and prefillFailed count new WALs zero-filled and the
+	// zero-fills that failed (walprefill.go).
+	prefilled, prefillFailed atomic.Uint64
+	now                      func() time.Time
+	onSlow                   func(took time.Duration) // reports a suspension (logging); may be nil
+	onPrefillError           func(err error)          // reports a failed zero-fill (logging); may be nil
+	syncDirect               func(fd uintptr, full bool) error
 }
 
 func newWALSync() *walSync {
@@ -107,9 +113,27 @@ type walSyncFS struct {
 	ws *walSync
 }
 
-// Create implements vfs.FS.
+// Create implements vfs.FS. A new WAL is zero-filled first (walprefill.go).
+// If that fails, the file is truncated back to empty and Pebble gets it as
+// it would have without us: its appends then pay the metadata sync, and
+// whatever made the zeros fail (a full or failing disk) reaches Pebble on
+// its own writes.
 func (fs walSyncFS) Create(name string, category vfs.DiskWriteCategory) (vfs.File, error) {
 	f, err := fs.FS.Create(name, category)
+	if err == nil && isWALName(name) {
+		if perr := prefillWAL(f, walPrefillSize); perr != nil {
+			fs.ws.prefillFailed.Add(1)
+			if fs.ws.onPrefillError != nil {
+				fs.ws.onPrefillError(perr)
+			}
+			if terr := os.Truncate(name, 0); terr != nil {
+				_ = f.Close()
+				return nil, fmt.Errorf("raftstore: emptying %s after a failed zero-fill (%v): %w", name, perr, terr)
+			}
+		} else {
+			fs.ws.prefilled.Add(1)
+		}
+	}
 	return fs.wrap(name, f, err)
 }
 
