@@ -21,7 +21,7 @@ type machineInfo struct {
 	RedisServer string
 	Commit      string
 	DataFS      string     // filesystem type holding the data dirs (fsync cost depends on it)
-	Fsync       fsyncSpeed // measured append+fdatasync latency where the data dirs live
+	Fsync       fsyncSpeed // measured append+fsync and overwrite+fdatasync latency where the data dirs live
 	Date        string
 	LoadStart   string // 1/5/15-minute load averages when the run began
 }
