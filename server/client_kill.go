@@ -25,8 +25,11 @@ func clientType(b []byte) (known, normal bool) {
 // Closes the matching connections. The old form names one address and
 // answers +OK or "No such client"; the new form combines filters (all must
 // match), skips the caller unless SKIPME no, and answers how many it closed.
-// A connection closed by another is closed at once, as Redis frees it; the
-// caller, when it matches, gets its reply first.
+// A connection closed by another is closed at once and leaves the client
+// table at once, as Redis frees it: a later CLIENT LIST or KILL no longer sees
+// it, although its goroutine may still be on its way out (and a connection
+// two concurrent KILLs match is counted by one). The caller, when it
+// matches, gets its reply first.
 func clientKill(c *conn, args [][]byte) {
 	var (
 		addr, laddr []byte
@@ -94,11 +97,15 @@ func clientKill(c *conn, args [][]byte) {
 			o == c && skipMe:
 			return
 		}
-		killed++
 		if o == c {
+			killed++
 			self = true
 			return
 		}
+		if !c.s.forget(o) {
+			return // gone meanwhile: closed by itself or by another KILL
+		}
+		killed++
 		c.s.log.Debug("CLIENT KILL", "id", o.id, "addr", o.addr, "by", c.id)
 		o.nc.Close()
 	})

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/redcell/redcell/request"
 )
 
 // clientInfo is one connection's CLIENT INFO fields.
@@ -129,4 +131,64 @@ func TestClientKill(t *testing.T) {
 		t.Errorf("KILL own ID SKIPME no = %s", got)
 	}
 	admin.expectEOF()
+}
+
+// heldBackend is a stub whose Propose blocks until release is closed,
+// telling entered first: a connection waiting on its write cannot leave.
+type heldBackend struct {
+	stubBackend
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *heldBackend) Propose(reqs []request.Request, res []request.Result) error {
+	b.entered <- struct{}{}
+	<-b.release
+	return b.stubBackend.Propose(reqs, res)
+}
+
+// TestClientKillFreesAtOnce: a killed connection leaves the client table at
+// once, as Redis frees it, even while its goroutine cannot exit yet (here,
+// blocked on a write the backend holds): CLIENT LIST and INFO no longer show
+// it, and a second KILL does not count it again. Without that, CI saw
+// TestClientKill's LADDR filter count a connection killed just before.
+func TestClientKillFreesAtOnce(t *testing.T) {
+	backend := &heldBackend{entered: make(chan struct{}), release: make(chan struct{})}
+	addr := serveBackend(t, Config{}, backend)
+	admin, waiting := dialAddr(t, addr), dialAddr(t, addr)
+	id := clientInfo(t, waiting)["id"]
+	waiting.sendCmd("CL.THROTTLE", "k", "15", "30", "60")
+	<-backend.entered // its goroutine is inside Propose until released
+	released := false
+	defer func() {
+		if !released {
+			close(backend.release)
+		}
+	}()
+
+	if got := admin.do("CLIENT", "KILL", "ID", id); got != ":1" {
+		t.Fatalf("KILL ID = %s", got)
+	}
+	if got := admin.replyTreeOf("CLIENT", "LIST", "ID", id).s; got != "" {
+		t.Errorf("CLIENT LIST ID %s after KILL = %q, want no line", id, got)
+	}
+	if got := strings.Count(admin.replyTreeOf("CLIENT", "LIST").s, "\n"); got != 1 {
+		t.Errorf("CLIENT LIST after KILL has %d lines, want 1 (the caller)", got)
+	}
+	if got := admin.do("CLIENT", "KILL", "ID", id); got != ":0" {
+		t.Errorf("second KILL ID = %s, want :0", got)
+	}
+	if got := admin.do("CLIENT", "KILL", "TYPE", "normal"); got != ":0" {
+		t.Errorf("KILL TYPE normal (caller skipped) = %s, want :0", got)
+	}
+	if got := infoValue(admin.replyTreeOf("INFO", "clients").s, "connected_clients"); got != "1" {
+		t.Errorf("connected_clients after KILL = %s, want 1", got)
+	}
+
+	close(backend.release)
+	released = true
+	waiting.expectEOF() // its reply is not sent: the socket was closed
+	if got := admin.do("PING"); got != "+PONG" {
+		t.Errorf("PING = %s", got)
+	}
 }

@@ -150,11 +150,17 @@ func TestShutdownCommand(t *testing.T) {
 // test ends, and returns the address.
 func serveStub(t *testing.T, cfg Config) string {
 	t.Helper()
+	return serveBackend(t, cfg, &stubBackend{})
+}
+
+// serveBackend is serveStub with the given backend.
+func serveBackend(t *testing.T, cfg Config, backend Backend) string {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Backend, cfg.Logger = &stubBackend{}, quietLogger()
+	cfg.Backend, cfg.Logger = backend, quietLogger()
 	srv := New(cfg)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

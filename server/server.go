@@ -225,6 +225,18 @@ func (s *Server) clientCount() int {
 	return len(s.conns)
 }
 
+// forget takes c out of the client table ahead of its goroutine's exit
+// (CLIENT KILL); false if it was no longer there. The goroutine's own
+// removal then finds nothing, and Close no longer sets its deadlines: its
+// socket is closed already, so it stops at its next read or write.
+func (s *Server) forget(c *conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.conns[c]
+	delete(s.conns, c)
+	return ok
+}
+
 // forEachConn calls fn for each connection (CLIENT LIST).
 func (s *Server) forEachConn(fn func(*conn)) {
 	s.mu.Lock()
