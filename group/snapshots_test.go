@@ -42,9 +42,13 @@ func Test_Snapshots_ByLogBytes(t *testing.T) {
 	if got := n.store.Stats().BytesAppended; got < logBytes {
 		t.Fatalf("wrote only %d bytes of log", got)
 	}
-	waitFor(t, 10*time.Second, "a snapshot and a compacted log", func() bool {
+	// The first snapshot may start while the writes go on (on a slow
+	// machine, at a third of them); the appends meanwhile call for another,
+	// so wait until the trigger has caught up with the last write.
+	waitFor(t, 10*time.Second, "a snapshot, a compacted log and less than the limit since", func() bool {
 		first, _ := n.store.FirstIndex()
-		return n.store.Stats().SnapshotsCompleted >= 1 && first > first0
+		st := n.store.Stats()
+		return st.SnapshotsCompleted >= 1 && first > first0 && st.LogBytesSinceSnapshot < snapshotLimit(st, logBytes)
 	})
 	st := n.store.Stats()
 	metas, err := n.store.SnapshotStore(2).List()
