@@ -2,6 +2,7 @@ package group
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"testing"
 	"time"
@@ -202,6 +203,78 @@ func Test_DiskGate_StragglersJoinOneEntry(t *testing.T) {
 	}
 	if got := n.g.Stats().EntriesProposed - before.EntriesProposed; got != 1 {
 		t.Fatalf("five returning clients went out in %d entries; want 1", got)
+	}
+}
+
+// Goroutines that are runnable together when the disk is free go to it
+// together: with one processor, twenty proposals made runnable at the same
+// instant (as the netpoller wakes connections in one bunch) share one entry,
+// because whoever gets to propose first yields and lets the others queue.
+// Without the yield the first runs alone into an entry of its own (checked:
+// 1 + 19). No straggler wait is involved: the last entry answered one batch.
+func Test_DiskGate_RunnableProposalsShareOneEntry(t *testing.T) {
+	const clients = 20
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	n := openSingle(t, nil)
+	propose := throttleProposer(t, n.g)
+	if err := propose("warm"); err != nil { // expect = 1: no straggler wait
+		t.Fatal(err)
+	}
+	if got := n.g.disk.expect.Load(); got != 1 {
+		t.Fatalf("expect = %d after one lone proposal, want 1", got)
+	}
+	// Let the group's own goroutines finish with the warm entry (the disk
+	// gate's wake-up, the completer's look at the queue) so that the twenty
+	// below are all that runs.
+	waitFor(t, 10*time.Second, "the disk gate to take its wake-up", func() bool {
+		runtime.Gosched()
+		return len(n.g.disk.wake) == 0
+	})
+	for range 2 * maxYields {
+		runtime.Gosched()
+	}
+	before := n.g.Stats()
+	start := make(chan struct{})
+	errs := make(chan error, clients)
+	for i := range clients {
+		go func() {
+			<-start
+			errs <- propose(fmt.Sprintf("r%d", i))
+		}()
+	}
+	close(start) // all twenty runnable at once, none run yet
+	for range clients {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := n.g.Stats().EntriesProposed - before.EntriesProposed; got != 1 {
+		t.Fatalf("%d proposals runnable together went out in %d entries; want 1 (requests per entry: %v)", clients, got, n.g.Stats().EntryOps)
+	}
+}
+
+// yieldToRunnable returns only once the goroutines that were runnable have
+// run: twenty that each queue a batch have all queued when it returns, with
+// one processor.
+func Test_DiskGate_YieldLetsRunnableGoroutinesQueue(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	for range 50 {
+		var g Group
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				g.qmu.Lock()
+				g.queue = append(g.queue, NewBatch())
+				g.qmu.Unlock()
+			}()
+		}
+		g.yieldToRunnable()
+		if got := g.queued(); got != 20 {
+			t.Fatalf("%d of 20 runnable goroutines queued before yieldToRunnable returned", got)
+		}
+		wg.Wait()
 	}
 }
 

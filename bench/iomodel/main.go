@@ -15,7 +15,17 @@
 // kernel's share (a read and a write per request on loopback) is the same
 // for both.
 //
+// With -fsync a decision also costs what a durable one does: one write and
+// fdatasync of a zero-filled file per decision pass, through RawSyscall
+// (direct, as raftstore's direct WAL syncs) or Go's ordinary blocking call
+// (handoff). Model epoll then syncs in the loop before it writes the
+// replies, as Redis does with appendfsync always; epoll-overlap hands the
+// sync to a thread of its own and reads on meanwhile; goroutine's decider
+// syncs what queued, and with -yield first lets every runnable connection
+// queue (group.yieldToRunnable). The runs print the requests per sync.
+//
 //	go run ./bench/iomodel -c 50 -P 1 -n 300000
+//	go run ./bench/iomodel -fsync direct -models goroutine,epoll -yield
 //
 // Linux only (epoll). The results and what was concluded are in
 // server/DESIGN.md.
@@ -33,9 +43,14 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 )
+
+// yieldFirst is the -yield flag.
+var yieldFirst *bool
 
 // reply is CL.THROTTLE's answer shape: five integers.
 var reply = []byte("*5\r\n:0\r\n:16\r\n:15\r\n:-1\r\n:2\r\n")
@@ -45,40 +60,58 @@ func main() {
 	pipeline := flag.Int("P", 1, "redis-benchmark pipeline depth")
 	requests := flag.Int("n", 300000, "requests per run")
 	procs := flag.Int("procs", 1, "GOMAXPROCS of the server (Redcell's default on 2 CPUs is 1)")
+	models := flag.String("models", "goroutine,epoll", "comma-separated models to run, each twice, alternating: goroutine, epoll, epoll-overlap (needs -fsync)")
+	syncMode := flag.String("fsync", "none", "what a decision costs on disk: none, direct (one fdatasync per decision through RawSyscall, the thread keeps its P) or handoff (through Syscall, Go's ordinary blocking call)")
+	dir := flag.String("dir", os.TempDir(), "directory of the file synced with -fsync")
+	yieldFirst = flag.Bool("yield", false, "model goroutine with -fsync: the decider yields the processor once before it takes the queue, as group.yieldToRunnable does")
 	flag.Parse()
 	runtime.GOMAXPROCS(*procs)
-	fmt.Printf("iomodel: -c %d -P %d -n %d, GOMAXPROCS %d, %d CPUs\n", *clients, *pipeline, *requests, *procs, runtime.NumCPU())
-	for _, model := range []string{"goroutine", "epoll", "goroutine", "epoll"} {
-		rps, cpu, err := run(model, *clients, *pipeline, *requests)
+	fmt.Printf("iomodel: -c %d -P %d -n %d, GOMAXPROCS %d, %d CPUs, fsync %s\n", *clients, *pipeline, *requests, *procs, runtime.NumCPU(), *syncMode)
+	list := strings.Split(*models, ",")
+	for _, model := range append(list, list...) {
+		rps, cpu, err := run(model, *clients, *pipeline, *requests, *syncMode, *dir)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "iomodel:", err)
 			os.Exit(1)
 		}
-		fmt.Printf("%-10s %9.0f rps  server CPU %5.2f µs/request\n", model, rps, cpu)
+		fmt.Printf("%-14s %9.0f rps  server CPU %5.2f µs/request\n", model, rps, cpu)
 	}
 }
 
 // run serves one model on a fresh port, drives it and returns the rate and
 // the process's CPU per request during the run.
-func run(model string, clients, pipeline, requests int) (rps, cpuPerReq float64, err error) {
+func run(model string, clients, pipeline, requests int, syncMode, dir string) (rps, cpuPerReq float64, err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, 0, err
 	}
 	defer ln.Close()
-	d := newDecider()
-	defer d.close()
+	var k *disk
+	if syncMode != "none" {
+		if k, err = openDisk(dir, syncMode); err != nil {
+			return 0, 0, err
+		}
+		defer k.close()
+	}
 	switch model {
 	case "goroutine":
+		d := newDecider(k)
+		defer d.close()
 		go serveGoroutines(ln, d)
-	case "epoll":
+	case "epoll", "epoll-overlap":
+		if model == "epoll-overlap" && k == nil {
+			return 0, 0, errors.New("epoll-overlap needs -fsync direct or handoff")
+		}
 		go func() {
-			if err := serveEpoll(ln.(*net.TCPListener), d); err != nil {
+			if err := serveEpoll(ln.(*net.TCPListener), k, model == "epoll-overlap"); err != nil {
 				fmt.Fprintln(os.Stderr, "epoll:", err)
 			}
 		}()
+	default:
+		return 0, 0, fmt.Errorf("unknown model %q", model)
 	}
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	syncs.Store(0)
 	var before, after syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 	start := time.Now()
@@ -91,6 +124,9 @@ func run(model string, clients, pipeline, requests int) (rps, cpuPerReq float64,
 	}
 	cpu := time.Duration(syscall.TimevalToNsec(after.Utime) - syscall.TimevalToNsec(before.Utime) +
 		syscall.TimevalToNsec(after.Stime) - syscall.TimevalToNsec(before.Stime))
+	if n := syncs.Load(); n > 0 {
+		fmt.Printf("  %d syncs, %.1f requests per sync\n", n, float64(requests)/float64(n))
+	}
 	return float64(requests) / elapsed.Seconds(), float64(cpu.Microseconds()) / float64(requests), nil
 }
 
@@ -101,6 +137,7 @@ type decider struct {
 	queue []*batch
 	wake  chan struct{}
 	stop  chan struct{}
+	disk  *disk // nil: decisions cost nothing on disk
 }
 
 type batch struct {
@@ -108,8 +145,8 @@ type batch struct {
 	done chan struct{}
 }
 
-func newDecider() *decider {
-	d := &decider{wake: make(chan struct{}, 1), stop: make(chan struct{})}
+func newDecider(k *disk) *decider {
+	d := &decider{wake: make(chan struct{}, 1), stop: make(chan struct{}), disk: k}
 	go d.loop()
 	return d
 }
@@ -136,9 +173,15 @@ func (d *decider) loop() {
 		case <-d.stop:
 			return
 		}
+		if d.disk != nil && *yieldFirst {
+			runtime.Gosched() // let every runnable connection queue first
+		}
 		d.mu.Lock()
 		q, d.queue = d.queue, q[:0]
 		d.mu.Unlock()
+		if d.disk != nil && len(q) > 0 {
+			d.disk.sync()
+		}
 		for _, b := range q {
 			b.done <- struct{}{}
 		}
@@ -229,16 +272,23 @@ func serveGoroutines(ln net.Listener, d *decider) {
 
 // epollConn is one connection of the event loop.
 type epollConn struct {
-	fd  int
-	in  []byte
-	out []byte
-	n   int // commands read in this pass
+	fd     int
+	in     []byte
+	out    []byte
+	n      int // commands read and not yet decided
+	queued bool
+	flight int // commands whose decision is being synced (epoll-overlap)
 }
 
 // serveEpoll is the event-loop model: one goroutine, locked to its thread,
 // waits for ready connections with epoll, reads each, decides every
-// command of the pass in one batch, then writes every reply.
-func serveEpoll(ln *net.TCPListener, d *decider) error {
+// command of the pass in one batch, then writes every reply. With no disk
+// the decision is a handoff to the decider (the Raft group's place); with a
+// disk the loop syncs it itself before writing the replies, as Redis does
+// with appendfsync always, or, with overlap, hands the sync to a syncer
+// thread and goes on reading while it runs (one sync in flight; what is read
+// meanwhile is the next sync's batch).
+func serveEpoll(ln *net.TCPListener, k *disk, overlap bool) error {
 	runtime.LockOSThread()
 	ep, err := syscall.EpollCreate1(0)
 	if err != nil {
@@ -272,8 +322,50 @@ func serveEpoll(ln *net.TCPListener, d *decider) error {
 			_ = syscall.EpollCtl(ep, syscall.EPOLL_CTL_ADD, fd2, &ev)
 		}
 	}()
+
+	var d *decider
+	if k == nil {
+		d = newDecider(nil)
+		defer d.close()
+	}
+	// The syncer of the overlapped loop: it syncs when asked and signals
+	// the loop through an eventfd in the loop's epoll set.
+	efd := -1
+	var syncReq chan struct{}
+	if overlap {
+		r, _, e := syscall.RawSyscall(syscall.SYS_EVENTFD2, 0, syscall.O_NONBLOCK|syscall.O_CLOEXEC, 0)
+		if e != 0 {
+			return e
+		}
+		efd = int(r)
+		defer syscall.Close(efd)
+		ev := syscall.EpollEvent{Events: syscall.EPOLLIN, Fd: int32(efd)}
+		if err := syscall.EpollCtl(ep, syscall.EPOLL_CTL_ADD, efd, &ev); err != nil {
+			return err
+		}
+		syncReq = make(chan struct{})
+		defer close(syncReq)
+		go func() {
+			runtime.LockOSThread()
+			one := []byte{1, 0, 0, 0, 0, 0, 0, 0}
+			for range syncReq {
+				k.sync()
+				_, _, _ = syscall.RawSyscall(syscall.SYS_WRITE, uintptr(efd), uintptr(unsafe.Pointer(&one[0])), 8)
+			}
+		}()
+	}
+	reply := func(c *epollConn, n int) {
+		c.out = c.out[:0]
+		for range n {
+			c.out = append(c.out, reply...)
+		}
+		_, _ = syscall.Write(c.fd, c.out)
+	}
+
 	events := make([]syscall.EpollEvent, 256)
-	ready := make([]*epollConn, 0, 256)
+	var pending, inflight []*epollConn
+	syncing := false
+	counter := make([]byte, 8)
 	b := &batch{done: make(chan struct{}, 1)}
 	for {
 		n, err := syscall.EpollWait(ep, events, 100)
@@ -283,10 +375,14 @@ func serveEpoll(ln *net.TCPListener, d *decider) error {
 			}
 			return err
 		}
-		ready = ready[:0]
-		total := 0
+		synced := false
 		mu.Lock()
 		for _, ev := range events[:n] {
+			if int(ev.Fd) == efd {
+				_, _ = syscall.Read(efd, counter)
+				synced = true
+				continue
+			}
 			c := conns[int(ev.Fd)]
 			if c == nil {
 				continue
@@ -305,23 +401,99 @@ func serveEpoll(ln *net.TCPListener, d *decider) error {
 			cnt, used := countCommands(c.in)
 			c.in = c.in[:copy(c.in, c.in[used:])]
 			if cnt > 0 {
-				c.n = cnt
-				total += cnt
-				ready = append(ready, c)
+				c.n += cnt
+				if !c.queued {
+					c.queued = true
+					pending = append(pending, c)
+				}
 			}
 		}
 		mu.Unlock()
-		if total == 0 {
+		if synced { // the batch in flight is durable: answer it
+			for _, c := range inflight {
+				reply(c, c.flight)
+				c.flight = 0
+			}
+			inflight = inflight[:0]
+			syncing = false
+		}
+		if len(pending) == 0 || syncing {
 			continue
 		}
-		b.n = total
-		d.decide(b) // one decision for every connection of the pass
-		for _, c := range ready {
-			c.out = c.out[:0]
-			for range c.n {
-				c.out = append(c.out, reply...)
-			}
-			_, _ = syscall.Write(c.fd, c.out)
+		total := 0
+		for _, c := range pending {
+			total += c.n
 		}
+		switch {
+		case overlap: // the next batch goes to the syncer; the loop reads on
+			for _, c := range pending {
+				c.flight, c.n, c.queued = c.n, 0, false
+			}
+			inflight, pending = append(inflight, pending...), pending[:0]
+			syncing = true
+			syncReq <- struct{}{}
+			continue
+		case k != nil: // sync in the loop, then answer
+			k.sync()
+		default:
+			b.n = total
+			d.decide(b) // one decision for every connection of the pass
+		}
+		for _, c := range pending {
+			reply(c, c.n)
+			c.n, c.queued = 0, false
+		}
+		pending = pending[:0]
 	}
 }
+
+// disk is the file a durable decision syncs: written full of zeros and
+// synced before use, as Redcell's WAL is (raftstore/walprefill.go), so that
+// each sync overwrites blocks that exist.
+type disk struct {
+	f    *os.File
+	raw  bool
+	off  int64
+	page []byte
+}
+
+const diskSize = 4 << 20
+
+// syncs counts the syncs of a run, for its requests per sync.
+var syncs atomic.Int64
+
+func openDisk(dir, mode string) (*disk, error) {
+	if mode != "direct" && mode != "handoff" {
+		return nil, fmt.Errorf("unknown -fsync %q", mode)
+	}
+	f, err := os.CreateTemp(dir, "iomodel-*.log")
+	if err != nil {
+		return nil, err
+	}
+	_ = os.Remove(f.Name())
+	if _, err := f.Write(make([]byte, diskSize)); err != nil {
+		f.Close()
+		return nil, err
+	}
+	if err := f.Sync(); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &disk{f: f, raw: mode == "direct", page: bytes.Repeat([]byte{0xAB}, 512)}, nil
+}
+
+// sync writes the next 512 bytes of the log (a batch of ~17 decisions is
+// about that much in Redcell's log) and fdatasyncs the file.
+func (k *disk) sync() {
+	syncs.Add(1)
+	_, _ = k.f.WriteAt(k.page, k.off)
+	k.off = (k.off + int64(len(k.page))) % diskSize
+	fd := k.f.Fd()
+	if k.raw {
+		_, _, _ = syscall.RawSyscall(syscall.SYS_FDATASYNC, fd, 0, 0)
+		return
+	}
+	_ = syscall.Fdatasync(int(fd))
+}
+
+func (k *disk) close() { k.f.Close() }
