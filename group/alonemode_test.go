@@ -93,20 +93,21 @@ func TestAloneMode_NeverWithPeersOrWhenOff(t *testing.T) {
 	}
 }
 
-// The in-flight limit follows the membership: every slot alone, one with a
-// member, every slot again once it is removed.
+// The in-flight limit and the yield before an entry follow the membership:
+// every slot and the yield alone, one slot and no yield with a member, both
+// back once it is removed.
 func TestAloneMode_InflightLimitFollowsMembership(t *testing.T) {
 	n := openSingle(t, nil)
-	limit := func(want int32) func() bool {
-		return func() bool { return n.g.inflightLimit.Load() == want }
+	mode := func(limit int32, yield bool) func() bool {
+		return func() bool { return n.g.inflightLimit.Load() == limit && n.g.yieldFirst.Load() == yield }
 	}
-	waitFor(t, 10*time.Second, "every slot alone", limit(DefaultMaxInflight))
+	waitFor(t, 10*time.Second, "every slot and the yield alone", mode(DefaultMaxInflight, true))
 	m := addNonvoter(t, n, "node2")
-	waitFor(t, 10*time.Second, "one slot with a member", limit(DefaultMaxInflightWithPeers))
+	waitFor(t, 10*time.Second, "one slot and no yield with a member", mode(DefaultMaxInflightWithPeers, false))
 	if err := n.g.Remove(m.id); err != nil {
 		t.Fatalf("Remove: %v", err)
 	}
-	waitFor(t, 10*time.Second, "every slot alone again", limit(DefaultMaxInflight))
+	waitFor(t, 10*time.Second, "every slot and the yield alone again", mode(DefaultMaxInflight, true))
 }
 
 // With peers the proposer keeps one entry in raft: while the first waits for

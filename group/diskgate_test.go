@@ -223,6 +223,7 @@ func Test_DiskGate_RunnableProposalsShareOneEntry(t *testing.T) {
 	if got := n.g.disk.expect.Load(); got != 1 {
 		t.Fatalf("expect = %d after one lone proposal, want 1", got)
 	}
+	waitFor(t, 10*time.Second, "alone mode to turn the yield on", n.g.yieldFirst.Load)
 	// Let the group's own goroutines finish with the warm entry (the disk
 	// gate's wake-up, the completer's look at the queue) so that the twenty
 	// below are all that runs.

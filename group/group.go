@@ -149,6 +149,9 @@ type Group struct {
 	leaderSig *leaderSignal
 	// alonePoke asks runAloneMode to read the configuration now.
 	alonePoke chan struct{}
+	// yieldFirst: the proposer yields to the runnable goroutines before it
+	// builds an entry for a free disk (proposer.go); set while alone.
+	yieldFirst atomic.Bool
 
 	stats groupStats
 

@@ -93,8 +93,8 @@ func (g *Group) propose(b *Batch) error {
 // queue holds batches. Any goroutine may call it; proposeMu keeps entries'
 // stamps and their order in raft and in the completer's queue identical.
 //
-// Before it builds an entry for a free disk it yields the processor
-// (yieldToRunnable), so that every goroutine already runnable — connections
+// While the node is alone, before it builds an entry for a free disk it
+// yields the processor (yieldToRunnable), so that every goroutine already runnable — connections
 // the netpoller woke in one bunch, clients the completer just answered —
 // reads its requests and queues them first: the entry then takes them all.
 // Without it, whoever runs first (often the goroutine just woken, which Go
@@ -102,7 +102,7 @@ func (g *Group) propose(b *Batch) error {
 // processor sleeps through that small entry's fsync while the others wait
 // behind it. See DESIGN.md, "Yield before building an entry".
 func (g *Group) proposeQueued() {
-	yielded := false
+	yielded := !g.yieldFirst.Load() // only while alone (alonemode.go)
 	for {
 		if !g.disk.free() {
 			return // the disk gate proposes once the entry on the disk is durable
