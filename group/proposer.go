@@ -94,13 +94,14 @@ func (g *Group) propose(b *Batch) error {
 // stamps and their order in raft and in the completer's queue identical.
 //
 // While the node is alone, before it builds an entry for a free disk it
-// yields the processor (yieldToRunnable), so that every goroutine already runnable — connections
-// the netpoller woke in one bunch, clients the completer just answered —
-// reads its requests and queues them first: the entry then takes them all.
-// Without it, whoever runs first (often the goroutine just woken, which Go
-// runs next) proposes alone, and with GOMAXPROCS 1 and direct WAL syncs the
-// processor sleeps through that small entry's fsync while the others wait
-// behind it. See DESIGN.md, "Yield before building an entry".
+// yields the processor (yieldToRunnable), so that every goroutine already
+// runnable — connections the netpoller woke in one bunch, clients the
+// completer just answered — reads its requests and queues them first: the
+// entry then takes them all. Without it, whoever runs first (often the
+// goroutine just woken, which Go runs next) proposes alone, and with
+// GOMAXPROCS 1 and direct WAL syncs the processor sleeps through that small
+// entry's fsync while the others wait behind it. With peers it is off
+// (alonemode.go). See DESIGN.md, "Yield before building an entry".
 func (g *Group) proposeQueued() {
 	yielded := !g.yieldFirst.Load() // only while alone (alonemode.go)
 	for {
