@@ -50,7 +50,7 @@ import (
 )
 
 // yieldFirst is the -yield flag.
-var yieldFirst *bool
+var yieldFirst bool
 
 // reply is CL.THROTTLE's answer shape: five integers.
 var reply = []byte("*5\r\n:0\r\n:16\r\n:15\r\n:-1\r\n:2\r\n")
@@ -63,7 +63,7 @@ func main() {
 	models := flag.String("models", "goroutine,epoll", "comma-separated models to run, each twice, alternating: goroutine, epoll, epoll-overlap (needs -fsync)")
 	syncMode := flag.String("fsync", "none", "what a decision costs on disk: none, direct (one fdatasync per decision through RawSyscall, the thread keeps its P) or handoff (through Syscall, Go's ordinary blocking call)")
 	dir := flag.String("dir", os.TempDir(), "directory of the file synced with -fsync")
-	yieldFirst = flag.Bool("yield", false, "model goroutine with -fsync: the decider yields the processor once before it takes the queue, as group.yieldToRunnable does")
+	flag.BoolVar(&yieldFirst, "yield", false, "model goroutine with -fsync: the decider yields the processor once before it takes the queue (group.yieldToRunnable yields until the queue stops growing)")
 	flag.Parse()
 	runtime.GOMAXPROCS(*procs)
 	fmt.Printf("iomodel: -c %d -P %d -n %d, GOMAXPROCS %d, %d CPUs, fsync %s\n", *clients, *pipeline, *requests, *procs, runtime.NumCPU(), *syncMode)
@@ -173,7 +173,7 @@ func (d *decider) loop() {
 		case <-d.stop:
 			return
 		}
-		if d.disk != nil && *yieldFirst {
+		if d.disk != nil && yieldFirst {
 			runtime.Gosched() // let every runnable connection queue first
 		}
 		d.mu.Lock()
@@ -483,17 +483,29 @@ func openDisk(dir, mode string) (*disk, error) {
 }
 
 // sync writes the next 512 bytes of the log (a batch of ~17 decisions is
-// about that much in Redcell's log) and fdatasyncs the file.
+// about that much in Redcell's log) and fdatasyncs the file. A failed write
+// or sync ends the program: a figure measured past it would not be one of
+// durable decisions.
 func (k *disk) sync() {
 	syncs.Add(1)
-	_, _ = k.f.WriteAt(k.page, k.off)
+	if _, err := k.f.WriteAt(k.page, k.off); err != nil {
+		fmt.Fprintln(os.Stderr, "iomodel: write:", err)
+		os.Exit(1)
+	}
 	k.off = (k.off + int64(len(k.page))) % diskSize
 	fd := k.f.Fd()
+	var err error
 	if k.raw {
-		_, _, _ = syscall.RawSyscall(syscall.SYS_FDATASYNC, fd, 0, 0)
-		return
+		if _, _, e := syscall.RawSyscall(syscall.SYS_FDATASYNC, fd, 0, 0); e != 0 {
+			err = e
+		}
+	} else {
+		err = syscall.Fdatasync(int(fd))
 	}
-	_ = syscall.Fdatasync(int(fd))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "iomodel: fdatasync:", err)
+		os.Exit(1)
+	}
 }
 
 func (k *disk) close() { k.f.Close() }
