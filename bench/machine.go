@@ -20,8 +20,9 @@ type machineInfo struct {
 	GoVersion   string
 	RedisServer string
 	Commit      string
-	DataFS      string     // filesystem type holding the data dirs (fsync cost depends on it)
-	Fsync       fsyncSpeed // measured append+fsync and overwrite+fdatasync latency where the data dirs live
+	DataFS      string       // filesystem type holding the data dirs (fsync cost depends on it)
+	Fsync       fsyncSpeed   // measured append+fsync and overwrite+fdatasync latency where the data dirs live
+	SpeedStart  machineSpeed // memory and core speed when the run began (speed_probe.go)
 	Date        string
 	LoadStart   string // 1/5/15-minute load averages when the run began
 }
@@ -42,6 +43,7 @@ func collectMachineInfo(ctx context.Context, repoRoot, dataDir string) machineIn
 	if fs, err := measureFsync(dataDir); err == nil {
 		m.Fsync = fs
 	}
+	m.SpeedStart = measureMachineSpeed()
 	return m
 }
 

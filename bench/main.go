@@ -203,6 +203,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	fmt.Fprintf(stdout, "machine: %d CPUs, %s; %s; %s; redcell %s; data dirs on %s; load average %s\n",
 		report.info.CPUs, report.info.CPUModel, report.info.GoVersion, report.info.RedisServer, report.info.Commit, report.info.DataFS, report.info.LoadStart)
 	fmt.Fprintf(stdout, "fsync where the data dirs are: %s\n", report.info.Fsync)
+	fmt.Fprintf(stdout, "machine speed: %s\n", report.info.SpeedStart)
 	if report.info.DataFS == "tmpfs" {
 		fmt.Fprintln(stderr, "bench: WARNING: data dirs are on tmpfs, fsync is free there; use -tmp on a real disk for durable numbers")
 	}
@@ -311,7 +312,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 	}
 	report.loadEnd = loadAverage()
-	fmt.Fprintf(stdout, "\nload average at the end: %s\n", report.loadEnd)
+	report.speedEnd = measureMachineSpeed()
+	fmt.Fprintf(stdout, "\nload average at the end: %s; machine speed: %s\n", report.loadEnd, report.speedEnd)
 	if err := report.write(opts.mdPath); err != nil {
 		return err
 	}

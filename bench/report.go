@@ -16,9 +16,10 @@ type resultsReport struct {
 	info     machineInfo
 	command  string
 	quick    bool
-	seconds  float64 // measured run's target duration
-	warmup   float64 // unmeasured run of the same load before it
-	loadEnd  string  // load averages when the run ended
+	seconds  float64      // measured run's target duration
+	warmup   float64      // unmeasured run of the same load before it
+	loadEnd  string       // load averages when the run ended
+	speedEnd machineSpeed // the machine's speed when the run ended
 	sections []reportSection
 }
 
@@ -46,6 +47,7 @@ func (r *resultsReport) markdown() string {
 	fmt.Fprintf(&b, "| Redcell commit | %s |\n", r.info.Commit)
 	fmt.Fprintf(&b, "| data dirs on | %s |\n", r.info.DataFS)
 	fmt.Fprintf(&b, "| fsync there | %s |\n", r.info.Fsync)
+	fmt.Fprintf(&b, "| machine speed | %s at start; %s at end (`bench/speed_probe.go`) |\n", r.info.SpeedStart, r.speedEnd)
 	fmt.Fprintf(&b, "| load average (1/5/15 min) | %s at start, %s at end |\n", r.info.LoadStart, r.loadEnd)
 	fmt.Fprintf(&b, "| runs | each measured run ~%.0f s, after a probe and %.1f s of the same load unmeasured (`-seconds`, `-warmup`) |\n", r.seconds, r.warmup)
 	fmt.Fprintf(&b, "| load | redis-benchmark, CL.THROTTLE `<key> %s` (Redis: EVALSHA of bench/gcra.lua); TB.TAKE and SL.HIT (limiters, memory) in their sections |\n", strings.Join(throttleArgs, " "))
