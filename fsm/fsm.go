@@ -5,6 +5,7 @@
 package fsm
 
 import (
+	"bytes"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -59,11 +60,15 @@ type FSM struct {
 	failed  atomic.Bool
 
 	// Owned by the FSM goroutine.
-	dec    Decoder
-	req    request.Request
-	ahead  lookahead // prefetches the keys of requests ahead of req (prefetch.go)
-	pool   sync.Pool // *Results
-	logBuf []byte    // the new sliding log of the call being applied (sl.go)
+	dec   Decoder
+	req   request.Request
+	ahead lookahead // prefetches the keys of requests ahead of req (prefetch.go)
+	pool  sync.Pool // *Results
+	// origin marks this node's own proposals (SetOrigin); unread is the
+	// buffer that the entries of other origins are applied into.
+	origin []byte
+	unread Results
+	logBuf []byte // the new sliding log of the call being applied (sl.go)
 
 	entries atomic.Uint64
 	ops     atomic.Uint64
@@ -101,6 +106,17 @@ func (f *FSM) Clock() int64 { return f.clock.Load() }
 
 // AppliedIndex is the Raft index of the last entry handed to ApplyBatch.
 func (f *FSM) AppliedIndex() uint64 { return f.applied.Load() }
+
+// SetOrigin marks this node's own proposals: the proposer puts tag in the
+// Extensions of every entry it hands raft, and only those entries' results
+// are read (through raft's futures, on the leader that proposed them). Any
+// other entry — a follower's whole log, a replay after a restart — is
+// applied into a reused buffer and answers nil instead of a Results nobody
+// reads (on a follower of a busy cluster those were half of everything it
+// allocated). The state and the results do not depend on it, only where the
+// results are written. Without a tag every entry answers a Results (tests,
+// tools). Call it before the FSM is handed to raft.
+func (f *FSM) SetOrigin(tag []byte) { f.origin = bytes.Clone(tag) }
 
 // Release returns a Results buffer obtained from an ApplyFuture.
 func (f *FSM) Release(r *Results) {
@@ -157,7 +173,13 @@ func (f *FSM) applyEntry(l *raft.Log) interface{} {
 	}
 	now := max(f.dec.Stamp, f.clock.Load())
 	f.clock.Store(now)
-	res := f.results(f.dec.Count)
+	read := f.origin == nil || bytes.Equal(l.Extensions, f.origin)
+	var res *Results
+	if read {
+		res = f.results(f.dec.Count)
+	} else {
+		res = f.unreadResults(f.dec.Count)
+	}
 	watcher := f.watching()
 	invalid, firstWhy := 0, ""
 	f.ahead.start(f.store, l.Data, f.dec.Version)
@@ -166,7 +188,9 @@ func (f *FSM) applyEntry(l *raft.Log) interface{} {
 		ok, err := f.dec.Next(&f.req)
 		if err != nil {
 			f.ahead.stop()
-			f.Release(res)
+			if read {
+				f.Release(res)
+			}
 			return f.fatal(l, err)
 		}
 		if !ok {
@@ -209,7 +233,21 @@ func (f *FSM) applyEntry(l *raft.Log) interface{} {
 	// decision creates a key, expired-but-unswept records stay under a
 	// third of the live ones; a sequential scan costs a few ns a record.
 	f.store.Sweep(now, 4*f.dec.Count+64)
+	if !read {
+		return nil
+	}
 	return res
+}
+
+// unreadResults is f.unread made ready for n results: an entry whose
+// results nobody reads is still applied the same way, into this buffer.
+func (f *FSM) unreadResults(n int) *Results {
+	if cap(f.unread.R) < n {
+		f.unread.R = make([]request.Result, n)
+	}
+	f.unread.R = f.unread.R[:n]
+	clear(f.unread.R)
+	return &f.unread
 }
 
 func (f *FSM) fatal(l *raft.Log, err error) interface{} {

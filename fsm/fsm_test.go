@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -280,5 +281,63 @@ func TestReadsInsideAnEntry(t *testing.T) {
 	got := applyOne(t, f, commandLog(2, encodeEntry(t0-5e9, []request.Request{{Code: request.PTTL, Key: a}})))
 	if !got[0].Equal(request.Result{Kind: request.KindInt, Ints: [5]int64{10000}}) {
 		t.Fatalf("PTTL in an entry stamped before the clock: %+v, want 10000 at the clock", got[0])
+	}
+}
+
+// With an origin set, entries of other origins (a follower's log, a replay)
+// answer nil and entries of this origin a Results; the state and the
+// results are those of an FSM without one. The FSM must not allocate a
+// Results for an entry nobody reads.
+func TestOriginDecidesWhoGetsResults(t *testing.T) {
+	mine, other := []byte("node-a01"), []byte("node-b02")
+	plain, tagged := quietFSM(4), quietFSM(4)
+	tagged.SetOrigin(mine)
+	gen := newOpGen(7, 40)
+	for i := uint64(1); i <= 200; i++ {
+		ops := make([]request.Request, 1+gen.rng.IntN(20))
+		for j := range ops {
+			ops[j] = gen.op()
+		}
+		data := encodeEntry(t0+int64(i)*int64(time.Millisecond), ops)
+		ext := other
+		switch i % 3 {
+		case 0:
+			ext = mine
+		case 1:
+			ext = nil // entries from before tags, or from a tool
+		}
+		l := commandLog(i, data)
+		l.Extensions = ext
+		want := takeResults(t, plain, plain.ApplyBatch([]*raft.Log{l})[0])
+		got := tagged.ApplyBatch([]*raft.Log{l})[0]
+		if !bytes.Equal(ext, mine) {
+			if got != nil {
+				t.Fatalf("entry %d of another origin (%q) answered %T, want nil", i, ext, got)
+			}
+			continue
+		}
+		if r := takeResults(t, tagged, got); !equalResults(r, want) {
+			t.Fatalf("entry %d: %+v, want %+v", i, r, want)
+		}
+	}
+	_, a, err := plain.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, b, err := tagged.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b {
+		t.Fatal("the origin changed the state")
+	}
+	l := commandLog(201, encodeEntry(t0+int64(time.Second), []request.Request{gen.op(), gen.op()}))
+	l.Extensions = other
+	tagged.ApplyBatch([]*raft.Log{l}) // warm the buffer
+	if n := testing.AllocsPerRun(20, func() {
+		l.Index++
+		tagged.ApplyBatch([]*raft.Log{l})
+	}); n > 1 { // the []interface{} of ApplyBatch's answer
+		t.Errorf("an entry of another origin allocated %.0f times, want at most 1", n)
 	}
 }

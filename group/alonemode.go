@@ -56,8 +56,9 @@ import (
 const aloneModeEvery = time.Second
 
 // runAloneMode keeps direct WAL syncs (on st, nil for another log store),
-// the in-flight limit and the yield before an entry following whether this
-// node is alone.
+// the in-flight limit, the yield before an entry and the cache of recent
+// entries (recentlogs.go: only a node with peers reads its newest entries
+// back) following whether this node is alone.
 func (g *Group) runAloneMode(st *raftstore.Store) {
 	defer g.wg.Done()
 	if st != nil {
@@ -73,6 +74,7 @@ func (g *Group) runAloneMode(st *raftstore.Store) {
 		}
 		g.setInflightLimit(alone)
 		g.yieldFirst.Store(alone)
+		g.recent.setEnabled(!alone)
 		select {
 		case <-g.stopCh:
 			return

@@ -177,3 +177,51 @@ func TestAloneMode_OneEntryInFlightWithPeers(t *testing.T) {
 		})
 	}
 }
+
+// Alone, nothing is cached (the leader applies from its own futures); with
+// peers, raft's reads of new entries — the leader's replication, a
+// follower's apply — are served by the cache of recent entries, and every
+// node ends with the same state.
+func TestAloneMode_RecentEntriesServeRaftWithPeers(t *testing.T) {
+	n := openSingle(t, nil)
+	for i := 0; i < 20; i++ {
+		decideOnce(t, n, fmt.Sprintf("alone%d", i))
+	}
+	n.g.recent.mu.RLock()
+	cached := n.g.recent.count
+	n.g.recent.mu.RUnlock()
+	if h := n.g.recent.hits.Load(); h != 0 || cached != 0 {
+		t.Fatalf("alone: %d cache hits, %d entries cached; want none", h, cached)
+	}
+
+	m := addNonvoter(t, n, "node2")
+	waitFor(t, 10*time.Second, "the cache on with a member", n.g.recent.enabled.Load)
+	waitFor(t, 10*time.Second, "the member to catch up", func() bool {
+		return m.fsm.AppliedIndex() >= n.fsm.AppliedIndex()
+	})
+	waitFor(t, 10*time.Second, "the member's cache on", m.g.recent.enabled.Load)
+	leaderHits, memberHits := n.g.recent.hits.Load(), m.g.recent.hits.Load()
+	for i := 0; i < 50; i++ {
+		decideOnce(t, n, fmt.Sprintf("peers%d", i))
+	}
+	waitFor(t, 10*time.Second, "the member to apply everything", func() bool {
+		return m.fsm.AppliedIndex() >= n.fsm.AppliedIndex()
+	})
+	if got := n.g.recent.hits.Load() - leaderHits; got < 50 {
+		t.Errorf("leader: %d cache hits for 50 replicated entries", got)
+	}
+	if got := m.g.recent.hits.Load() - memberHits; got < 50 {
+		t.Errorf("member: %d cache hits for 50 applied entries", got)
+	}
+	_, a, err := n.fsm.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, b, err := m.fsm.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a != b {
+		t.Fatal("leader and member disagree after entries served from the cache")
+	}
+}

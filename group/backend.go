@@ -154,6 +154,8 @@ func (l *Local) Info(section string, field func(name string, value any)) {
 		field("raft_batch_local_log_usec_total", ct.LocalLog.Microseconds())
 		field("raft_batch_quorum_apply_usec_total", ct.QuorumApply.Microseconds())
 		field("raft_reads", gs.Reads)
+		field("raft_log_cache_hits", l.g.recent.hits.Load())
+		field("raft_log_cache_misses", l.g.recent.misses.Load())
 		field("fsm_entries_applied", fs.Entries)
 		field("fsm_ops_applied", fs.Ops)
 		field("fsm_clock_ns", fs.Clock)

@@ -149,12 +149,30 @@ func (g *Group) runDiskGate() {
 }
 
 // watchedLogStore is the log store as raft sees it: every durable append of
-// command entries is reported to the disk gate. Everything else passes
-// through.
+// command entries is reported to the disk gate, and while the node has peers
+// the newest entries are read back from recent (recentlogs.go). Everything
+// else passes through.
 type watchedLogStore struct {
 	raft.LogStore
-	gate  *diskGate
-	times *commitTimes
+	gate   *diskGate
+	times  *commitTimes
+	recent *recentLogs
+	own    []byte // this node's origin tag (fsm.SetOrigin)
+}
+
+// GetLog serves the entry from the recent entries when it is there.
+func (w *watchedLogStore) GetLog(index uint64, log *raft.Log) error {
+	if w.recent.get(index, log) {
+		return nil
+	}
+	return w.LogStore.GetLog(index, log)
+}
+
+// DeleteRange forgets the entries in the cache first, so that no read finds
+// there an entry the store no longer has once the delete returns.
+func (w *watchedLogStore) DeleteRange(min, max uint64) error {
+	w.recent.drop(min, max)
+	return w.LogStore.DeleteRange(min, max)
 }
 
 // StoreLog is StoreLogs of one entry.
@@ -169,6 +187,7 @@ func (w *watchedLogStore) StoreLogs(logs []*raft.Log) error {
 		return err
 	}
 	w.gate.noteAppend(time.Since(start))
+	w.recent.add(logs, w.own)
 	var n uint64
 	for _, l := range logs {
 		if l.Type == raft.LogCommand {

@@ -5,9 +5,11 @@
 package group
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -152,6 +154,12 @@ type Group struct {
 	// yieldFirst: the proposer yields to the runnable goroutines before it
 	// builds an entry for a free disk (proposer.go); set while alone.
 	yieldFirst atomic.Bool
+	// recent keeps copies of the newest entries for raft's reads while the
+	// node has peers (recentlogs.go).
+	recent *recentLogs
+	// origin is put in the Extensions of every entry this node proposes
+	// (fsm.SetOrigin).
+	origin []byte
 
 	stats groupStats
 
@@ -208,6 +216,7 @@ func Open(cfg Config) (*Group, error) {
 		notifyCh:  make(chan bool, 16),
 		leaderSig: newLeaderSignal(),
 		alonePoke: make(chan struct{}, 1),
+		recent:    newRecentLogs(),
 	}
 	for i := 0; i < cfg.MaxInflight+1; i++ {
 		g.encoders <- &fsm.Encoder{}
@@ -253,7 +262,13 @@ func Open(cfg Config) (*Group, error) {
 	if startSnap != nil {
 		cfg.FSM.HoldForStartupRestore()
 	}
-	logs := &watchedLogStore{LogStore: cfg.LogStore, gate: &g.disk, times: &g.times}
+	// The tag that tells this node's own entries from the others
+	// (fsm.SetOrigin): random per process, so that no other node and no
+	// earlier run of this one tags its entries alike (a collision would only
+	// allocate results nobody reads).
+	g.origin = binary.LittleEndian.AppendUint64(nil, rand.Uint64())
+	cfg.FSM.SetOrigin(g.origin)
+	logs := &watchedLogStore{LogStore: cfg.LogStore, gate: &g.disk, times: &g.times, recent: g.recent, own: g.origin}
 	r, err := raft.NewRaft(rc, cfg.FSM, logs, cfg.Stable, cfg.Snapshots, cfg.Transport)
 	if err != nil {
 		if startSnap != nil {

@@ -1,6 +1,7 @@
 package group
 
 import (
+	"fmt"
 	"math/bits"
 	"runtime"
 
@@ -217,7 +218,7 @@ func (g *Group) proposeOne() bool {
 	// Both sends keep the order raft applies in: the completer waits for
 	// entries in exactly this order. inflight has room for every slot.
 	seq := g.disk.proposed.Add(1)
-	g.inflight <- &inflightEntry{future: g.raft.Apply(data, 0), batches: batches, enc: enc, seq: seq, proposed: proposed, queued: queued}
+	g.inflight <- &inflightEntry{future: g.raft.ApplyLog(raft.Log{Data: data, Extensions: g.origin}, 0), batches: batches, enc: enc, seq: seq, proposed: proposed, queued: queued}
 	return true
 }
 
@@ -282,6 +283,9 @@ func (g *Group) runCompleter() {
 				res = r
 			case error:
 				g.log.Error("entry refused by the state machine", "err", r)
+				e.err = ErrStateMachine
+			default: // nil: the FSM did not take the entry for ours (SetOrigin)
+				g.log.Error("no results for an entry this node proposed", "response", fmt.Sprintf("%T", r))
 				e.err = ErrStateMachine
 			}
 		} else {
