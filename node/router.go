@@ -74,7 +74,6 @@ func (rt *router) Read(reqs []request.Request, res []request.Result) error {
 // nothing is reported as failed unless it certainly did not happen.
 func (rt *router) route(reqs []request.Request, res []request.Result, write bool) error {
 	deadline := time.Now().Add(rt.timeout)
-	lastErr := request.ErrNoLeader
 	for {
 		wait := rt.group.LeaderChanged() // taken before looking, so no change is missed
 		leaderAddr, _ := rt.group.Leader()
@@ -100,10 +99,9 @@ func (rt *router) route(reqs []request.Request, res []request.Result, write bool
 		default:
 			err = request.ErrNoLeader
 		}
-		lastErr = err
 		left := time.Until(deadline)
 		if left <= 0 {
-			if errors.Is(lastErr, request.ErrNotReady) {
+			if errors.Is(err, request.ErrNotReady) {
 				return request.ErrNotReady
 			}
 			return request.ErrNoLeader

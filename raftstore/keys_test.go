@@ -17,7 +17,7 @@ func TestKeys_LogKeysSortByIndex(t *testing.T) {
 			t.Fatalf("parseLogKey(logKey(%d)) = %d, %v", idx[i], got, err)
 		}
 	}
-	if bytes.Compare(logSpanEnd(^uint64(0)), logSpanUpper) != 0 {
+	if !bytes.Equal(logSpanEnd(^uint64(0)), logSpanUpper) {
 		t.Fatal("span end of the largest index is not the end of the log span")
 	}
 }

@@ -127,17 +127,6 @@ func parseLimiterReply(op limiterOp, r reply) (limiterOut, error) {
 	return limiterOut{Limited: v[0], Remaining: v[2]}, nil
 }
 
-// limiterCall sends op on c and parses the reply. Any error means the
-// outcome is unknown; after an I/O error (not an error reply) c is unusable
-// and the caller must dial again.
-func limiterCall(c *respConn, op limiterOp) (limiterOut, error) {
-	r, err := c.do(op.args()...)
-	if err != nil {
-		return limiterOut{Unknown: true}, err
-	}
-	return parseLimiterReply(op, r)
-}
-
 // historyRecorder collects operations from concurrent clients. Times are
 // monotonic nanoseconds since the recorder was made.
 type historyRecorder struct {

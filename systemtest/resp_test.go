@@ -106,13 +106,6 @@ func (c *respConn) read() (reply, error) {
 	return r, nil
 }
 
-// readRawLine reads bytes up to and including the next "\r\n" (exact-bytes
-// tests).
-func (c *respConn) readRawLine() (string, error) {
-	_ = c.nc.SetReadDeadline(time.Now().Add(opTimeout))
-	return c.br.ReadString('\n')
-}
-
 // expectClosed reports nil when the server has closed the connection: the
 // next read ends (EOF, or a reset) without any further byte.
 func (c *respConn) expectClosed() error {
