@@ -147,10 +147,7 @@ func (c *recentLogs) drop(min, max uint64) {
 		}
 	case max >= last:
 		for c.count > 0 && c.first+uint64(c.count)-1 >= min {
-			c.count--
-			i := (c.head + c.count) % len(c.ring)
-			c.bytes -= len(c.ring[i].Data) + len(c.ring[i].Extensions)
-			c.ring[i] = nil
+			c.dropNewest()
 		}
 	default:
 		c.reset()
@@ -165,6 +162,14 @@ func (c *recentLogs) dropOldest() {
 	c.head = (c.head + 1) % len(c.ring)
 	c.count--
 	c.first++
+}
+
+// dropNewest removes the newest entry. c.mu is held; count > 0.
+func (c *recentLogs) dropNewest() {
+	c.count--
+	i := (c.head + c.count) % len(c.ring)
+	c.bytes -= len(c.ring[i].Data) + len(c.ring[i].Extensions)
+	c.ring[i] = nil
 }
 
 // reset empties the cache. c.mu is held.
