@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"sync/atomic"
@@ -77,6 +78,12 @@ type reader struct {
 	cmds []command
 	args [][]byte
 	mb   multibulkProgress
+	// scanned is how far past start the line being parsed has already been
+	// searched for its terminator, in vain: a line that arrives a byte at a
+	// time is then searched once in all, not once per byte (a 64 KiB line
+	// fed bytewise cost a second of CPU). Offsets from start survive
+	// compact; it is zero again whenever start moves.
+	scanned int
 	// authRequired applies Redis's limits for unauthenticated clients.
 	authRequired func() bool
 	// limits are proto-max-bulk-len and client-query-buffer-limit.
@@ -205,7 +212,7 @@ func (r *reader) parse() error {
 func (r *reader) parseMultibulk() error {
 	b := r.buf[r.start:r.end]
 	if !r.mb.active {
-		line, rest, ok := crLine(b[1:])
+		line, next, ok := r.crLine(b, 1)
 		if !ok {
 			if len(b) > inlineMaxSize {
 				return errTooBigMbulkCount
@@ -220,25 +227,25 @@ func (r *reader) parseMultibulk() error {
 			return errUnauthMultibulk
 		}
 		if count <= 0 { // "*0" and "*-10" are skipped, as Redis does
-			r.start = r.end - len(rest)
+			r.start += next
+			r.scanned = 0
 			return nil
 		}
-		r.mb = multibulkProgress{active: true, left: count, pos: len(b) - len(rest), offs: r.mb.offs[:0]}
+		r.mb = multibulkProgress{active: true, left: count, pos: next, offs: r.mb.offs[:0]}
 	}
 	for r.mb.left > 0 {
-		rest := b[r.mb.pos:]
-		line, after, ok := crLine(rest)
+		line, next, ok := r.crLine(b, r.mb.pos)
 		if !ok {
-			if len(rest) > inlineMaxSize {
+			if len(b)-r.mb.pos > inlineMaxSize {
 				return errTooBigBulkCount
 			}
 			return errIncompleteCommand
 		}
-		if rest[0] != '$' {
-			if rest[0] == 0 { // Redis's sdscatprintf text ends at the NUL
+		if c := b[r.mb.pos]; c != '$' {
+			if c == 0 { // Redis's sdscatprintf text ends at the NUL
 				return &protocolError{"expected '$', got '"}
 			}
-			return &protocolError{"expected '$', got '" + string(rest[:1]) + "'"}
+			return &protocolError{"expected '$', got '" + string(b[r.mb.pos:r.mb.pos+1]) + "'"}
 		}
 		n, valid := string2ll(line[1:])
 		if !valid || n < 0 || n > r.limits.maxBulk.Load() {
@@ -247,12 +254,11 @@ func (r *reader) parseMultibulk() error {
 		if n > unauthMaxBulkLen && r.authRequired() {
 			return errUnauthBulk
 		}
-		if int64(len(after)) < n+2 {
+		if int64(len(b)-next) < n+2 {
 			return errIncompleteCommand
 		}
-		at := len(b) - len(after)
-		r.mb.offs = append(r.mb.offs, at, int(n))
-		r.mb.pos = at + int(n) + 2
+		r.mb.offs = append(r.mb.offs, next, int(n))
+		r.mb.pos = next + int(n) + 2
 		r.mb.left--
 	}
 	first := len(r.args)
@@ -261,36 +267,41 @@ func (r *reader) parseMultibulk() error {
 		r.args = append(r.args, b[o:o+n:o+n])
 	}
 	r.start += r.mb.pos
+	r.scanned = 0
 	r.mb.active = false
 	r.cmds = append(r.cmds, command{args: r.args[first:len(r.args):len(r.args)]})
 	return nil
 }
 
-// crLine splits b at the first '\r' and requires one more byte after it (the
-// '\n', skipped unchecked as Redis does).
-func crLine(b []byte) (line, rest []byte, ok bool) {
-	for i, c := range b {
-		if c == '\r' {
-			if i+1 >= len(b) {
-				return nil, nil, false
+// crLine finds the line of b (the unparsed input) that begins at from: it
+// ends at the first '\r', which must be followed by one more byte (the '\n',
+// skipped unchecked as Redis does). next is the offset after that byte; ok
+// is false while the line is incomplete. Bytes already searched for this
+// line (scanned) are not searched again.
+func (r *reader) crLine(b []byte, from int) (line []byte, next int, ok bool) {
+	// A byte loop: these lines are a few bytes long, too short for
+	// bytes.IndexByte's call to pay (BenchmarkReaderPipeline).
+	for cr := max(from, r.scanned); cr < len(b); cr++ {
+		if b[cr] == '\r' {
+			if cr+1 >= len(b) {
+				r.scanned = cr // found again at once when its '\n' arrives
+				return nil, 0, false
 			}
-			return b[:i], b[i+2:], true
+			return b[from:cr], cr + 2, true
 		}
 	}
-	return nil, nil, false
+	r.scanned = len(b)
+	return nil, 0, false
 }
 
 // parseInline parses one inline command line ("PING\r\n", "set a b\n").
 func (r *reader) parseInline() error {
 	b := r.buf[r.start:r.end]
-	nl := -1
-	for i, c := range b {
-		if c == '\n' {
-			nl = i
-			break
-		}
-	}
-	if nl < 0 {
+	nl := bytes.IndexByte(b[r.scanned:], '\n')
+	if nl >= 0 {
+		nl += r.scanned
+	} else {
+		r.scanned = len(b)
 		if len(b) > inlineMaxSize {
 			return errTooBigInline
 		}
@@ -308,6 +319,7 @@ func (r *reader) parseInline() error {
 	}
 	r.args = args
 	r.start += nl + 1
+	r.scanned = 0
 	if len(r.args) > first {
 		r.cmds = append(r.cmds, command{args: r.args[first:len(r.args):len(r.args)]})
 	}
