@@ -60,21 +60,3 @@ func (r *byteReader) bytes() []byte {
 	r.buf = r.buf[n:]
 	return b
 }
-
-func uvarintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
-}
-
-// varintLen is the length of binary.PutVarint's zig-zag encoding of v.
-func varintLen(v int64) int {
-	u := uint64(v) << 1
-	if v < 0 {
-		u = ^u
-	}
-	return uvarintLen(u)
-}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/redcell/redcell/internal/varint"
 )
 
 // The value of a log key is raft.Log in our own compact binary form rather
@@ -39,12 +41,12 @@ const flagAppendedAt byte = 1 << 0
 // encodedLogLen is the exact number of bytes encodeLog writes for l, so the
 // append path can reserve the value in Pebble's batch before encoding into it.
 func encodedLogLen(l *raft.Log) int {
-	n := 3 + uvarintLen(l.Index) + uvarintLen(l.Term)
+	n := 3 + varint.UvarintLen(l.Index) + varint.UvarintLen(l.Term)
 	if !l.AppendedAt.IsZero() {
-		n += varintLen(l.AppendedAt.Unix()) + uvarintLen(uint64(l.AppendedAt.Nanosecond()))
+		n += varint.VarintLen(l.AppendedAt.Unix()) + varint.UvarintLen(uint64(l.AppendedAt.Nanosecond()))
 	}
-	n += uvarintLen(uint64(len(l.Data))) + len(l.Data)
-	n += uvarintLen(uint64(len(l.Extensions))) + len(l.Extensions)
+	n += varint.UvarintLen(uint64(len(l.Data))) + len(l.Data)
+	n += varint.UvarintLen(uint64(len(l.Extensions))) + len(l.Extensions)
 	return n
 }
 

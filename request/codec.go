@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/redcell/redcell/internal/varint"
 )
 
 // Encoding of one Request (used inside log entries and forwarding frames,
@@ -70,7 +72,7 @@ func EncodedLen(r *Request) int {
 	n := 1
 	switch keyShape(r.Code) {
 	case -1:
-		n += uvarintLen(uint64(len(r.Keys)))
+		n += varint.UvarintLen(uint64(len(r.Keys)))
 		for _, k := range r.Keys {
 			n += bytesLen(k)
 		}
@@ -81,7 +83,7 @@ func EncodedLen(r *Request) int {
 	}
 	n++
 	for _, a := range r.Args[:r.NArgs] {
-		n += varintLen(a)
+		n += varint.VarintLen(a)
 	}
 	return n
 }
@@ -206,23 +208,4 @@ func readBytes(data []byte) (b, rest []byte, err error) {
 	return data[w:end:end], data[end:], nil
 }
 
-func bytesLen(s []byte) int { return uvarintLen(uint64(len(s))) + len(s) }
-
-// uvarintLen is len(binary.AppendUvarint(nil, v)).
-func uvarintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
-}
-
-// varintLen is len(binary.AppendVarint(nil, v)): zig-zag, then uvarint.
-func varintLen(v int64) int {
-	u := uint64(v) << 1
-	if v < 0 {
-		u = ^u
-	}
-	return uvarintLen(u)
-}
+func bytesLen(s []byte) int { return varint.UvarintLen(uint64(len(s))) + len(s) }

@@ -1,6 +1,10 @@
 package shard
 
-import "encoding/binary"
+import (
+	"encoding/binary"
+
+	"github.com/redcell/redcell/internal/varint"
+)
 
 // An arena is a []byte holding variable-size records back to back, with no
 // alignment (amd64 and arm64 load unaligned words at full speed):
@@ -44,10 +48,10 @@ const (
 // recordSize is the arena footprint of a record holding a key of keyLen
 // bytes and a value of valLen bytes (0: no value region at all).
 func recordSize(keyLen, valLen int) int {
-	n := recFixed + uvarintLen(uint64(keyLen)<<1) + keyLen
+	n := recFixed + varint.UvarintLen(uint64(keyLen)<<1) + keyLen
 	if valLen > 0 {
 		c := valueCap(valLen)
-		n += uvarintLen(uint64(c)) + c
+		n += varint.UvarintLen(uint64(c)) + c
 	}
 	return n
 }
@@ -56,7 +60,7 @@ func recordSize(keyLen, valLen int) int {
 // bytes when its record is written: its length header and the value, plus
 // an eighth (at least 4 bytes) of slack for growth in place.
 func valueCap(valLen int) int {
-	inner := uvarintLen(uint64(valLen)) + valLen
+	inner := varint.UvarintLen(uint64(valLen)) + valLen
 	return inner + max(4, inner/8)
 }
 
@@ -146,7 +150,7 @@ func writeState(a []byte, off int, st State) {
 	if region != nil {
 		// The value first (copy is a memmove, so a value aliasing the
 		// region is moved intact), then its length header before it.
-		w := uvarintLen(uint64(len(st.Val)))
+		w := varint.UvarintLen(uint64(len(st.Val)))
 		copy(region[w:], st.Val)
 		binary.PutUvarint(region, uint64(len(st.Val)))
 	}
@@ -160,7 +164,7 @@ func valueFits(a []byte, off int, st State) bool {
 	if region == nil {
 		return len(st.Val) == 0
 	}
-	return uvarintLen(uint64(len(st.Val)))+len(st.Val) <= len(region)
+	return varint.UvarintLen(uint64(len(st.Val)))+len(st.Val) <= len(region)
 }
 
 // recordKey returns the key of the record at off (aliasing a, capacity
@@ -200,16 +204,6 @@ func keyEqual(a []byte, off int, key []byte) bool {
 
 // markDead flags the record at off as garbage; its length stays readable.
 func markDead(a []byte, off int) { a[off+recFixed] |= deadBit }
-
-// uvarintLen is the length of v encoded by binary.AppendUvarint.
-func uvarintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
-}
 
 // readExpire decodes only the Expire field of the record at off.
 func readExpire(a []byte, off int) int64 {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/redcell/redcell/internal/varint"
 )
 
 // Run is count entries recorded at one instant.
@@ -204,9 +206,9 @@ func readHeader(b []byte) (h header, ok bool) {
 
 // canonicalHeader reports whether h's uvarints in b are minimal.
 func canonicalHeader(b []byte, h header) bool {
-	n := timeLen + uvarintLen(uint64(h.total)) + uvarintLen(uint64(h.last))
+	n := timeLen + varint.UvarintLen(uint64(h.total)) + varint.UvarintLen(uint64(h.last))
 	if h.gap != 0 {
-		n += uvarintLen(h.gap)
+		n += varint.UvarintLen(h.gap)
 	}
 	return n == h.body
 }
@@ -276,21 +278,11 @@ func (it *bodyIter) nextStrict() (t, c int64, ok bool) {
 	if !ok {
 		return 0, 0, false
 	}
-	n := uvarintLen(uint64(c))
+	n := varint.UvarintLen(uint64(c))
 	if first {
 		n += timeLen
 	} else {
-		n += uvarintLen(uint64(t) - uint64(prevT))
+		n += varint.UvarintLen(uint64(t) - uint64(prevT))
 	}
 	return t, c, it.off-start == n
-}
-
-// uvarintLen is the length of v encoded by binary.AppendUvarint.
-func uvarintLen(v uint64) int {
-	n := 1
-	for v >= 0x80 {
-		v >>= 7
-		n++
-	}
-	return n
 }
