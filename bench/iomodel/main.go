@@ -20,7 +20,11 @@
 // (direct, as raftstore's direct WAL syncs) or Go's ordinary blocking call
 // (handoff). Model epoll then syncs in the loop before it writes the
 // replies, as Redis does with appendfsync always; epoll-overlap hands the
-// sync to a thread of its own and reads on meanwhile; goroutine's decider
+// sync to a thread of its own and reads on meanwhile; epoll-overlap-first
+// does too, and when a sync ends it hands the next batch to that thread
+// before it writes the replies of the one just synced, so that the replies'
+// writes run while the next sync does (which needs -procs 2: the syncer
+// holds a processor in its sync); goroutine's decider
 // syncs what queued, and with -yield first lets every runnable connection
 // queue (group.yieldToRunnable). The runs print the requests per sync.
 //
@@ -60,7 +64,7 @@ func main() {
 	pipeline := flag.Int("P", 1, "redis-benchmark pipeline depth")
 	requests := flag.Int("n", 300000, "requests per run")
 	procs := flag.Int("procs", 1, "GOMAXPROCS of the server (Redcell's default on 2 CPUs is 1)")
-	models := flag.String("models", "goroutine,epoll", "comma-separated models to run, each twice, alternating: goroutine, epoll, epoll-overlap (needs -fsync)")
+	models := flag.String("models", "goroutine,epoll", "comma-separated models to run, each twice, alternating: goroutine, epoll, epoll-overlap, epoll-overlap-first (the last two need -fsync)")
 	syncMode := flag.String("fsync", "none", "what a decision costs on disk: none, direct (one fdatasync per decision through RawSyscall, the thread keeps its P) or handoff (through Syscall, Go's ordinary blocking call)")
 	dir := flag.String("dir", os.TempDir(), "directory of the file synced with -fsync")
 	flag.BoolVar(&yieldFirst, "yield", false, "model goroutine with -fsync: the decider yields the processor once before it takes the queue (group.yieldToRunnable yields until the queue stops growing)")
@@ -98,12 +102,13 @@ func run(model string, clients, pipeline, requests int, syncMode, dir string) (r
 		d := newDecider(k)
 		defer d.close()
 		go serveGoroutines(ln, d)
-	case "epoll", "epoll-overlap":
-		if model == "epoll-overlap" && k == nil {
-			return 0, 0, errors.New("epoll-overlap needs -fsync direct or handoff")
+	case "epoll", "epoll-overlap", "epoll-overlap-first":
+		overlap, syncFirst := model != "epoll", model == "epoll-overlap-first"
+		if overlap && k == nil {
+			return 0, 0, fmt.Errorf("%s needs -fsync direct or handoff", model)
 		}
 		go func() {
-			if err := serveEpoll(ln.(*net.TCPListener), k, model == "epoll-overlap"); err != nil {
+			if err := serveEpoll(ln.(*net.TCPListener), k, overlap, syncFirst); err != nil {
 				fmt.Fprintln(os.Stderr, "epoll:", err)
 			}
 		}()
@@ -278,6 +283,9 @@ type epollConn struct {
 	n      int // commands read and not yet decided
 	queued bool
 	flight int // commands whose decision is being synced (epoll-overlap)
+	// next holds flight's successor while the replies of a finished sync
+	// are written after the next sync started (epoll-overlap-first).
+	next int
 }
 
 // serveEpoll is the event-loop model: one goroutine, locked to its thread,
@@ -287,8 +295,9 @@ type epollConn struct {
 // disk the loop syncs it itself before writing the replies, as Redis does
 // with appendfsync always, or, with overlap, hands the sync to a syncer
 // thread and goes on reading while it runs (one sync in flight; what is read
-// meanwhile is the next sync's batch).
-func serveEpoll(ln *net.TCPListener, k *disk, overlap bool) error {
+// meanwhile is the next sync's batch). With syncFirst, a finished sync's
+// replies are written after the next batch went to the syncer.
+func serveEpoll(ln *net.TCPListener, k *disk, overlap, syncFirst bool) error {
 	runtime.LockOSThread()
 	ep, err := syscall.EpollCreate1(0)
 	if err != nil {
@@ -410,12 +419,23 @@ func serveEpoll(ln *net.TCPListener, k *disk, overlap bool) error {
 		}
 		mu.Unlock()
 		if synced { // the batch in flight is durable: answer it
-			for _, c := range inflight {
+			done := inflight
+			inflight, syncing = nil, false
+			if syncFirst && len(pending) > 0 { // start the next sync, then answer
+				for _, c := range pending {
+					c.next, c.n, c.queued = c.n, 0, false
+				}
+				inflight, pending = pending, nil
+				syncing = true
+				syncReq <- struct{}{}
+			}
+			for _, c := range done {
 				reply(c, c.flight)
 				c.flight = 0
 			}
-			inflight = inflight[:0]
-			syncing = false
+			for _, c := range inflight {
+				c.flight, c.next = c.next, 0
+			}
 		}
 		if len(pending) == 0 || syncing {
 			continue
@@ -429,7 +449,7 @@ func serveEpoll(ln *net.TCPListener, k *disk, overlap bool) error {
 			for _, c := range pending {
 				c.flight, c.n, c.queued = c.n, 0, false
 			}
-			inflight, pending = append(inflight, pending...), pending[:0]
+			inflight, pending = append(inflight, pending...), nil
 			syncing = true
 			syncReq <- struct{}{}
 			continue
