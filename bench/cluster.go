@@ -56,7 +56,9 @@ type cluster struct {
 // and the others joining it with a shared secret, and returns once every
 // node reports size voters and the same leader, and every node has made one
 // checked decision. Every node belongs to f, which stops it by PID.
-func startCluster(ctx context.Context, f *fleet, size int, progress io.Writer) (*cluster, error) {
+// nodeArgs, when not nil, gives a node's further command-line arguments
+// from its name.
+func startCluster(ctx context.Context, f *fleet, size int, nodeArgs func(name string) []string, progress io.Writer) (*cluster, error) {
 	secret := make([]byte, 24)
 	if _, err := rand.Read(secret); err != nil {
 		return nil, fmt.Errorf("cluster secret: %w", err)
@@ -71,6 +73,9 @@ func startCluster(ctx context.Context, f *fleet, size int, progress io.Writer) (
 		args := []string{"--node-id", name, "--cluster-secret-file", secretPath}
 		if i > 1 {
 			args = append(args, "--join", c.nodes[0].addr())
+		}
+		if nodeArgs != nil {
+			args = append(args, nodeArgs(name)...)
 		}
 		s, err := f.startNode(ctx, kindRedcell, name, args)
 		if err != nil {
@@ -319,7 +324,7 @@ func runClusterMode(ctx context.Context, f *fleet, kinds []serverKind, runner be
 		fmt.Fprintf(progress, "started %s pid %d on %s\n", redisLua.kind, redisLua.pid(), redisLua.addr())
 	}
 	if wantCluster {
-		c, err = startCluster(ctx, f, clusterSize, progress)
+		c, err = startCluster(ctx, f, clusterSize, nil, progress)
 		// Whatever startCluster started is in f.servers; stop those too.
 		for _, s := range f.servers {
 			if s.kind == kindRedcell && s.name != "" && !slices.Contains(started, s) {

@@ -8,6 +8,7 @@
 //	go run ./bench -mode memory                     # bytes per key, RSS under key churn
 //	go run ./bench -mode cluster                    # a local 3-node cluster against Redis-Lua
 //	go run ./bench -mode all -servers redis -quick  # smoke check without Redcell
+//	go run ./bench -mode pgo                        # write cmd/redcell/default.pgo (profile-guided optimisation)
 //
 // See bench/DESIGN.md for what is measured and why this way.
 package main
@@ -18,6 +19,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -53,6 +55,7 @@ type options struct {
 	rounds     int
 	dataParent string
 	memory     memoryOptions
+	pgoOut     string
 }
 
 var allModes = []string{"compare", "limiters", "latency", "matrix", "memory", "cluster"}
@@ -60,12 +63,12 @@ var allModes = []string{"compare", "limiters", "latency", "matrix", "memory", "c
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	mode := fs.String("mode", "compare", "compare | limiters | latency | matrix | memory | cluster | all (comma-separated list allowed)")
+	mode := fs.String("mode", "compare", "compare | limiters | latency | matrix | memory | cluster | all (comma-separated list allowed); or pgo alone: write cmd/redcell/default.pgo (see bench/pgo.go)")
 	servers := fs.String("servers", "all", "servers to run: all, or a comma-separated list of redcell, redis (both Redis servers), redis-lua, redis-lua-fsync")
 	quick := fs.Bool("quick", false, "short runs and 100k keys for a smoke check (results are marked as quick)")
 	out := fs.String("out", "", "SVG chart of the matrix mode (default bench/results/throughput.svg in the repository)")
 	md := fs.String("md", "", "markdown results file (default bench/results/latest.md in the repository; cluster.md when -mode is cluster alone)")
-	seconds := fs.Float64("seconds", 5, "target duration of each measured redis-benchmark run (1 with -quick)")
+	seconds := fs.Float64("seconds", 5, "target duration of each measured redis-benchmark run (1 with -quick); in the pgo mode, of each profile (default 10)")
 	warmup := fs.Float64("warmup", 3, "seconds of the same load, unmeasured, before each measured run (0.5 with -quick)")
 	rounds := fs.Int("rounds", 1, "repeat every scenario this many times (alternating servers each time) and report medians")
 	tmp := fs.String("tmp", "", "parent directory for data dirs; must not be tmpfs for durable numbers (default $TMPDIR or /tmp)")
@@ -74,6 +77,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	churnRate := fs.Int("churn-rate", 50000, "memory mode: new one-second keys per second during churn")
 	memFamilies := fs.String("families", "cl,tb,sl", "memory mode: limiter families to load, each on a fresh server (cl, tb, sl or all)")
 	slHits := fs.Int("sl-hits", 10, "memory mode: hits per sliding-log key (limit 10), at distinct instants")
+	pgoOut := fs.String("pgo-out", "", "pgo mode: where the merged profile goes (default cmd/redcell/default.pgo in the repository)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -84,7 +88,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	o := options{quick: *quick, svgPath: *out, mdPath: *md, seconds: *seconds, warmup: *warmup, rounds: *rounds, dataParent: *tmp,
-		memory: memoryOptions{keys: *keys, churnFor: *churnFor, churnRate: *churnRate, conns: 4, slHits: *slHits}}
+		memory: memoryOptions{keys: *keys, churnFor: *churnFor, churnRate: *churnRate, conns: 4, slHits: *slHits}, pgoOut: *pgoOut}
+	if *mode == "pgo" && !set["seconds"] && !o.quick {
+		o.seconds = 10
+	}
 	if o.quick {
 		if !set["seconds"] {
 			o.seconds = 1
@@ -125,6 +132,11 @@ func parseModes(s string) ([]string, error) {
 	var modes []string
 	for _, m := range strings.Split(s, ",") {
 		switch m = strings.TrimSpace(m); {
+		case m == "pgo":
+			if strings.TrimSpace(s) != "pgo" {
+				return nil, errors.New("-mode pgo runs alone: it profiles the server instead of measuring it")
+			}
+			return []string{"pgo"}, nil
 		case m == "all":
 			return allModes, nil
 		case slices.Contains(allModes, m):
@@ -192,6 +204,17 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			err = errors.Join(err, closeErr)
 		}
 	}()
+	if slices.Equal(opts.modes, []string{"pgo"}) {
+		out := opts.pgoOut
+		if out == "" {
+			out = filepath.Join(repoRoot, "cmd", "redcell", "default.pgo")
+		}
+		if err := runPGOMode(ctx, f, int(math.Ceil(opts.seconds)), out, stdout); err != nil {
+			return fmt.Errorf("pgo: %w", err)
+		}
+		fmt.Fprintf(stdout, "profile: %s\n", out)
+		return nil
+	}
 
 	report := &resultsReport{
 		info:    collectMachineInfo(ctx, repoRoot, f.root),

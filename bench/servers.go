@@ -71,6 +71,9 @@ type fleet struct {
 	root       string // temp dir holding data dirs, logs and the redcell binary
 	repoRoot   string
 	redcellBin string
+	// buildFlags go to go build before the package (the pgo mode builds
+	// with -pgo=off, so that its profile is of the code without one).
+	buildFlags []string
 	servers    []*server
 }
 
@@ -89,10 +92,11 @@ func (f *fleet) buildRedcell(ctx context.Context) error {
 		return nil
 	}
 	bin := filepath.Join(f.root, "redcell")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/redcell")
+	args := append(append([]string{"build"}, f.buildFlags...), "-o", bin, "./cmd/redcell")
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = f.repoRoot
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/redcell: %w\n%s", err, out)
+		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
 	f.redcellBin = bin
 	return nil

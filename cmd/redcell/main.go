@@ -1,6 +1,11 @@
 // Command redcell runs a Redcell node: a Redis-protocol rate-limit server
 // whose decisions are committed through a Raft log on Pebble before they are
 // answered. With an empty data directory it bootstraps a one-node cluster.
+//
+// default.pgo beside this file is the CPU profile Go's compiler optimises
+// the server with (profile-guided optimisation; `go build` and `go run` use
+// it on their own). `go run ./bench -mode pgo` takes it afresh from a node
+// and a cluster under the bench's loads; bench/DESIGN.md has the figures.
 package main
 
 import (

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The pgo mode runs alone, profiles for 10 s per load unless told, and
+// its loads cover every limiter family, a lone node and both cluster shapes
+// under distinct file names.
+func TestPGOFlagsAndLoads(t *testing.T) {
+	if _, err := parseModes("pgo,compare"); err == nil {
+		t.Error("-mode pgo,compare accepted; pgo must run alone")
+	}
+	for _, c := range []struct {
+		args    []string
+		seconds float64
+	}{
+		{[]string{"-mode", "pgo"}, 10},
+		{[]string{"-mode", "pgo", "-seconds", "3"}, 3},
+		{[]string{"-mode", "pgo", "-quick"}, 1},
+		{[]string{"-mode", "compare"}, 5},
+	} {
+		o, err := parseFlags(c.args, io.Discard)
+		if err != nil {
+			t.Fatalf("%v: %v", c.args, err)
+		}
+		if o.seconds != c.seconds {
+			t.Errorf("%v: seconds %v, want %v", c.args, o.seconds, c.seconds)
+		}
+	}
+	names := make(map[string]bool)
+	fams := make(map[family]bool)
+	var single, leader, spread bool
+	for _, l := range pgoLoads {
+		if names[l.name] {
+			t.Errorf("two loads named %q", l.name)
+		}
+		names[l.name] = true
+		fams[l.work.family] = true
+		switch {
+		case !l.cluster:
+			single = true
+		case l.spread:
+			spread = true
+		default:
+			leader = true
+		}
+	}
+	for _, f := range allFamilies {
+		if !fams[f] {
+			t.Errorf("no load of %s", f.name())
+		}
+	}
+	if !single || !leader || !spread {
+		t.Errorf("loads: lone node %v, cluster leader %v, cluster spread %v; want all", single, leader, spread)
+	}
+}
+
+// The whole mode against real servers, briefly: it writes one merged
+// profile whose samples include every part the loads exercise — the lone
+// node's limiters, a follower taking the leader's entries, and a follower forwarding its
+// clients' commands — and leaves no process or directory behind.
+func TestPGOModeWritesMergedProfile(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a node and a 3-node cluster")
+	}
+	needRedisBenchmark(t)
+	out := filepath.Join(t.TempDir(), "default.pgo")
+	parent := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var progress strings.Builder
+	if err := run(ctx, []string{"-mode", "pgo", "-quick", "-pgo-out", out, "-tmp", parent}, &progress, io.Discard); err != nil {
+		t.Fatalf("%v\n%s", err, progress.String())
+	}
+	st, err := os.Stat(out)
+	if err != nil || st.Size() == 0 {
+		t.Fatalf("profile %s: %v (size %d)", out, err, st.Size())
+	}
+	traces, err := exec.Command("go", "tool", "pprof", "-traces", out).CombinedOutput()
+	if err != nil {
+		t.Fatalf("go tool pprof -traces: %v: %.500s", err, traces)
+	}
+	for _, fn := range []string{
+		"redcell/server.(*conn).serve",
+		"redcell/gcra.",
+		"redcell/tokenbucket.",
+		"redcell/slidinglog.",
+		"raft.(*Raft).appendEntries", // a follower storing the leader's entries
+		"redcell/forward.",
+	} {
+		if !strings.Contains(string(traces), fn) {
+			t.Errorf("merged profile has no sample in %s", fn)
+		}
+	}
+	if left, _ := os.ReadDir(parent); len(left) != 0 {
+		t.Errorf("left behind in %s: %v", parent, left)
+	}
+	if out, _ := exec.Command("pgrep", "-f", parent).Output(); len(out) != 0 {
+		t.Errorf("processes still running from %s: %s", parent, out)
+	}
+}
