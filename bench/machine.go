@@ -2,9 +2,12 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"debug/buildinfo"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -45,6 +48,29 @@ func collectMachineInfo(ctx context.Context, repoRoot, dataDir string) machineIn
 	}
 	m.SpeedStart = measureMachineSpeed()
 	return m
+}
+
+// buildNote says how the binary at bin was compiled: with a profile
+// (profile-guided optimisation, cmd/redcell/default.pgo) and which one, by
+// the first bytes of its SHA-256, or without. Figures from binaries built
+// with different profiles are not the same code's.
+func buildNote(bin string) string {
+	bi, err := buildinfo.ReadFile(bin)
+	if err != nil {
+		return "unknown (" + err.Error() + ")"
+	}
+	for _, st := range bi.Settings {
+		if st.Key != "-pgo" {
+			continue
+		}
+		b, err := os.ReadFile(st.Value)
+		if err != nil {
+			return "profile-guided, " + filepath.Base(st.Value) + " (unreadable: " + err.Error() + ")"
+		}
+		sum := sha256.Sum256(b)
+		return fmt.Sprintf("profile-guided, %s (sha256 %x…)", filepath.Base(st.Value), sum[:6])
+	}
+	return "without a profile (-pgo=off)"
 }
 
 // cpuModel is the first "model name" of /proc/cpuinfo.

@@ -334,6 +334,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			report.add(fmt.Sprintf("Cluster: %d local nodes", clusterSize), md)
 		}
 	}
+	if f.redcellBin != "" {
+		report.build = buildNote(f.redcellBin)
+		fmt.Fprintf(stdout, "\nRedcell build: %s", report.build)
+	}
 	report.loadEnd = loadAverage()
 	report.speedEnd = measureMachineSpeed()
 	fmt.Fprintf(stdout, "\nload average at the end: %s; machine speed: %s\n", report.loadEnd, report.speedEnd)

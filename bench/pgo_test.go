@@ -107,3 +107,37 @@ func TestPGOModeWritesMergedProfile(t *testing.T) {
 		t.Errorf("processes still running from %s: %s", parent, out)
 	}
 }
+
+// The results file says whether the measured binary was built with a
+// profile, and which: buildNote reads it from the binary's build info.
+func TestBuildNoteTellsProfileFromNone(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module x\n\ngo 1.26\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte("package main\n\nfunc main() {}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	profile, err := filepath.Abs(filepath.Join("..", "cmd", "redcell", "default.pgo"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func(name, pgo string) string {
+		cmd := exec.Command("go", "build", "-pgo="+pgo, "-o", name, ".")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build -pgo=%s: %v: %s", pgo, err, out)
+		}
+		return filepath.Join(dir, name)
+	}
+	if got := buildNote(build("plain", "off")); got != "without a profile (-pgo=off)" {
+		t.Errorf("binary built -pgo=off: %q", got)
+	}
+	got := buildNote(build("guided", profile))
+	if !strings.HasPrefix(got, "profile-guided, default.pgo (sha256 ") {
+		t.Errorf("binary built with %s: %q", profile, got)
+	}
+	if got := buildNote(filepath.Join(dir, "main.go")); !strings.HasPrefix(got, "unknown") {
+		t.Errorf("a source file: %q", got)
+	}
+}

@@ -20,6 +20,7 @@ type resultsReport struct {
 	warmup   float64      // unmeasured run of the same load before it
 	loadEnd  string       // load averages when the run ended
 	speedEnd machineSpeed // the machine's speed when the run ended
+	build    string       // how the Redcell binary was compiled ("" when no Redcell ran)
 	sections []reportSection
 }
 
@@ -45,6 +46,9 @@ func (r *resultsReport) markdown() string {
 	fmt.Fprintf(&b, "| Go | %s |\n", r.info.GoVersion)
 	fmt.Fprintf(&b, "| Redis | %s |\n", r.info.RedisServer)
 	fmt.Fprintf(&b, "| Redcell commit | %s |\n", r.info.Commit)
+	if r.build != "" {
+		fmt.Fprintf(&b, "| Redcell build | %s |\n", r.build)
+	}
 	fmt.Fprintf(&b, "| data dirs on | %s |\n", r.info.DataFS)
 	fmt.Fprintf(&b, "| fsync there | %s |\n", r.info.Fsync)
 	fmt.Fprintf(&b, "| machine speed | %s at start; %s at end (`bench/speed_probe.go`) |\n", r.info.SpeedStart, r.speedEnd)
