@@ -89,9 +89,6 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 
 	o := options{quick: *quick, svgPath: *out, mdPath: *md, seconds: *seconds, warmup: *warmup, rounds: *rounds, dataParent: *tmp,
 		memory: memoryOptions{keys: *keys, churnFor: *churnFor, churnRate: *churnRate, conns: 4, slHits: *slHits}, pgoOut: *pgoOut}
-	if *mode == "pgo" && !set["seconds"] && !o.quick {
-		o.seconds = 10
-	}
 	if o.quick {
 		if !set["seconds"] {
 			o.seconds = 1
@@ -109,6 +106,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var err error
 	if o.modes, err = parseModes(*mode); err != nil {
 		return options{}, err
+	}
+	if slices.Equal(o.modes, []string{"pgo"}) && !set["seconds"] && !o.quick {
+		o.seconds = 10 // a profile, not a measured run: more samples
 	}
 	if o.servers, err = parseServers(*servers); err != nil {
 		return options{}, err

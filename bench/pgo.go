@@ -70,9 +70,7 @@ func runPGOMode(ctx context.Context, f *fleet, seconds int, outPath string, prog
 	if err != nil {
 		return fmt.Errorf("profile dir: %w", err)
 	}
-	pprofPorts := make(map[*server]int)
-	// withPprof is a node's --pprof argument on a free port; register
-	// records the port under the node once it has started.
+	// withPprof is a node's --pprof argument on a free port, and the port.
 	withPprof := func() ([]string, int, error) {
 		port, err := freePort()
 		if err != nil {
@@ -90,14 +88,13 @@ func runPGOMode(ctx context.Context, f *fleet, seconds int, outPath string, prog
 	if err != nil {
 		return err
 	}
-	pprofPorts[node] = port
 	fmt.Fprintf(progress, "started %s pid %d on %s (pprof on port %d)\n", node.label(), node.pid(), node.addr(), port)
 	for _, l := range pgoLoads {
 		if l.cluster {
 			continue
 		}
 		file := filepath.Join(dir, l.name+".pprof")
-		if err := profileUnderLoad(ctx, []*server{node}, l.work, seconds, map[*server]int{node: pprofPorts[node]}, map[*server]string{node: file}); err != nil {
+		if err := profileUnderLoad(ctx, []*server{node}, l.work, seconds, map[*server]int{node: port}, map[*server]string{node: file}); err != nil {
 			return fmt.Errorf("%s: %w", l.name, err)
 		}
 		fmt.Fprintf(progress, "profiled %s (%s)\n", l.name, l.work)
@@ -107,10 +104,10 @@ func runPGOMode(ctx context.Context, f *fleet, seconds int, outPath string, prog
 		return err
 	}
 
-	ports := make(map[string]int)
+	ports := make(map[string]int) // cluster node name → its pprof port
 	nodeArgs := func(name string) []string {
 		args, port, err := withPprof()
-		if err != nil { // no free port: the node starts without pprof, and the profile below says so
+		if err != nil { // no free port: the node starts without pprof, and the check below says so
 			return nil
 		}
 		ports[name] = port
@@ -124,27 +121,26 @@ func runPGOMode(ctx context.Context, f *fleet, seconds int, outPath string, prog
 		if ports[s.name] == 0 {
 			return fmt.Errorf("cluster node %s has no pprof port", s.name)
 		}
-		pprofPorts[s] = ports[s.name]
 	}
+	leader, follower := c.leader, c.followers[0]
 	for _, l := range pgoLoads {
 		if !l.cluster {
 			continue
 		}
-		nodes := []*server{c.leader}
+		nodes := []*server{leader}
 		if l.spread {
 			nodes = c.nodes
 		}
-		follower := c.followers[0]
 		files := map[*server]string{
-			c.leader: filepath.Join(dir, l.name+"-leader.pprof"),
+			leader:   filepath.Join(dir, l.name+"-leader.pprof"),
 			follower: filepath.Join(dir, l.name+"-follower.pprof"),
 		}
-		grab := map[*server]int{c.leader: pprofPorts[c.leader], follower: pprofPorts[follower]}
+		grab := map[*server]int{leader: ports[leader.name], follower: ports[follower.name]}
 		if err := profileUnderLoad(ctx, nodes, l.work, seconds, grab, files); err != nil {
 			return fmt.Errorf("%s: %w", l.name, err)
 		}
 		fmt.Fprintf(progress, "profiled %s (%s, leader and follower)\n", l.name, l.work)
-		profiles = append(profiles, files[c.leader], files[follower])
+		profiles = append(profiles, files[leader], files[follower])
 	}
 	for _, s := range c.nodes {
 		if err := f.stop(s); err != nil {
