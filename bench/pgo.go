@@ -45,7 +45,7 @@ type pgoLoad struct {
 // cluster), each profiled for the same time. In the cluster loads the
 // leader and a follower are both profiled: a follower's work (receiving,
 // storing and applying entries, and forwarding its own clients' commands
-// when they are spread) is a third of the cluster's CPU.
+// when they are spread) is about a quarter of the cluster's CPU.
 var pgoLoads = []pgoLoad{
 	{name: "cl-c50-P16", work: workload{clients: 50, pipeline: 16, keyspace: 100000}},
 	{name: "cl-c50-P1", work: workload{clients: 50, pipeline: 1, keyspace: 100000}},
