@@ -1,6 +1,7 @@
 package server
 
 import (
+	"io"
 	"net"
 	"strings"
 	"testing"
@@ -43,17 +44,33 @@ func TestOutputBufferLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer nc.Close()
 	_ = nc.(*net.TCPConn).SetReadBuffer(4096)
-	pipeline := []byte(strings.Repeat("*2\r\n$4\r\nECHO\r\n$100\r\n"+strings.Repeat("z", 100)+"\r\n", 2000))
-	// Fill its socket without ever reading (writes stall once the node
-	// stops reading from it), then watch for the node to drop it.
-	for {
-		_ = nc.SetWriteDeadline(time.Now().Add(200 * time.Millisecond))
-		if _, err := nc.Write(pipeline); err != nil {
-			break
-		}
+	// One round trip first: the node has registered the client before the
+	// count of clients below is watched for it to go.
+	if _, err := nc.Write([]byte("*1\r\n$4\r\nPING\r\n")); err != nil {
+		t.Fatal(err)
 	}
+	pong := make([]byte, len("+PONG\r\n"))
+	if _, err := io.ReadFull(nc, pong); err != nil || string(pong) != "+PONG\r\n" {
+		t.Fatalf("PING from the client to be dropped: %q, %v", pong, err)
+	}
+	pipeline := []byte(strings.Repeat("*2\r\n$4\r\nECHO\r\n$100\r\n"+strings.Repeat("z", 100)+"\r\n", 2000))
+	// Send requests without ever reading, until the node drops the client:
+	// its replies fill the sockets, its reply write stalls, and it stops
+	// reading, so this writer blocks until the close fails its write. (A
+	// writer that gave up after a stall of its own could stop while the
+	// node, slowed by a loaded machine, had not yet read enough to stall:
+	// then every reply fits in the socket buffers and nothing stalls.)
+	writerDone := make(chan error, 1)
+	go func() {
+		for {
+			if _, err := nc.Write(pipeline); err != nil {
+				writerDone <- err
+				return
+			}
+		}
+	}()
+	defer func() { nc.Close(); <-writerDone }()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		info := c.replyTreeOf("INFO", "clients").s
