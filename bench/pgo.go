@@ -94,7 +94,7 @@ func runPGOMode(ctx context.Context, f *fleet, seconds int, outPath string, prog
 			continue
 		}
 		file := filepath.Join(dir, l.name+".pprof")
-		if err := profileUnderLoad(ctx, []*server{node}, l.work, seconds, map[*server]int{node: port}, map[*server]string{node: file}); err != nil {
+		if err := profileUnderLoad(ctx, []*server{node}, l.work, seconds, []profileGrab{{port, file}}); err != nil {
 			return fmt.Errorf("%s: %w", l.name, err)
 		}
 		fmt.Fprintf(progress, "profiled %s (%s)\n", l.name, l.work)
@@ -131,16 +131,15 @@ func runPGOMode(ctx context.Context, f *fleet, seconds int, outPath string, prog
 		if l.spread {
 			nodes = c.nodes
 		}
-		files := map[*server]string{
-			leader:   filepath.Join(dir, l.name+"-leader.pprof"),
-			follower: filepath.Join(dir, l.name+"-follower.pprof"),
+		grabs := []profileGrab{
+			{ports[leader.name], filepath.Join(dir, l.name+"-leader.pprof")},
+			{ports[follower.name], filepath.Join(dir, l.name+"-follower.pprof")},
 		}
-		grab := map[*server]int{leader: ports[leader.name], follower: ports[follower.name]}
-		if err := profileUnderLoad(ctx, nodes, l.work, seconds, grab, files); err != nil {
+		if err := profileUnderLoad(ctx, nodes, l.work, seconds, grabs); err != nil {
 			return fmt.Errorf("%s: %w", l.name, err)
 		}
 		fmt.Fprintf(progress, "profiled %s (%s, leader and follower)\n", l.name, l.work)
-		profiles = append(profiles, files[leader], files[follower])
+		profiles = append(profiles, grabs[0].file, grabs[1].file)
 	}
 	for _, s := range c.nodes {
 		if err := f.stop(s); err != nil {
@@ -150,13 +149,19 @@ func runPGOMode(ctx context.Context, f *fleet, seconds int, outPath string, prog
 	return mergeProfiles(ctx, f.repoRoot, profiles, outPath)
 }
 
+// profileGrab is one CPU profile to take: from the pprof server on port
+// (127.0.0.1), into file.
+type profileGrab struct {
+	port int
+	file string
+}
+
 // profileUnderLoad runs w against nodes (its clients split over them, one
 // redis-benchmark each, with no end of their own), lets it warm up, then
-// takes a CPU profile of seconds from each server in ports at once and
-// writes it to that server's file, and stops the load. A load generator that
+// takes every grab's CPU profile of seconds at once, and stops the load. A load generator that
 // ends before the profiles are taken is an error: the profile would be of an
 // idle server.
-func profileUnderLoad(ctx context.Context, nodes []*server, w workload, seconds int, ports map[*server]int, files map[*server]string) error {
+func profileUnderLoad(ctx context.Context, nodes []*server, w workload, seconds int, grabs []profileGrab) error {
 	clients, err := splitClients(w.clients, len(nodes))
 	if err != nil {
 		return err
@@ -204,12 +209,12 @@ func profileUnderLoad(ctx context.Context, nodes []*server, w workload, seconds 
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	errs := make(chan error, len(ports))
-	for s, port := range ports {
-		go func() { errs <- fetchCPUProfile(ctx, port, seconds, files[s]) }()
+	errs := make(chan error, len(grabs))
+	for _, g := range grabs {
+		go func() { errs <- fetchCPUProfile(ctx, g.port, seconds, g.file) }()
 	}
 	var all []error
-	for range ports {
+	for range grabs {
 		if err := <-errs; err != nil {
 			all = append(all, err)
 		}
