@@ -27,7 +27,7 @@ func sampleBatching(ctx context.Context, t target) (*batching, error) {
 	var b *batching
 	var proposerOps uint64
 	for _, s := range t.members {
-		if s.kind != kindRedcell {
+		if !s.kind.isRedcell() {
 			continue
 		}
 		info, err := infoSections(ctx, s, "raft", "persistence")

@@ -102,7 +102,7 @@ var limiterWorkloads = func() []workload {
 // the native command on Redcell, EVALSHA of the family's script on Redis.
 func (s *server) limiterCommand(f family, key string, args ...string) []string {
 	var cmd []string
-	if s.kind == kindRedcell {
+	if s.kind.isRedcell() {
 		cmd = []string{families[f].command, key}
 	} else {
 		cmd = []string{"EVALSHA", s.shas[f], "1", key}

@@ -56,6 +56,8 @@ type options struct {
 	dataParent string
 	memory     memoryOptions
 	pgoOut     string
+	// baseline is the git revision of a second Redcell (-baseline), "" for none.
+	baseline string
 }
 
 var allModes = []string{"compare", "limiters", "latency", "matrix", "memory", "cluster"}
@@ -77,6 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	churnRate := fs.Int("churn-rate", 50000, "memory mode: new one-second keys per second during churn")
 	memFamilies := fs.String("families", "cl,tb,sl", "memory mode: limiter families to load, each on a fresh server (cl, tb, sl or all)")
 	slHits := fs.Int("sl-hits", 10, "memory mode: hits per sliding-log key (limit 10), at distinct instants")
+	baseline := fs.String("baseline", "", "a git revision (commit, tag, HEAD~3) whose Redcell runs as a fourth server, Redcell-baseline, alternating with the others in compare, limiters, latency and matrix: a change measured against the same minutes of the same machine")
 	pgoOut := fs.String("pgo-out", "", "pgo mode: where the merged profile goes (default cmd/redcell/default.pgo in the repository)")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
@@ -88,7 +91,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	o := options{quick: *quick, svgPath: *out, mdPath: *md, seconds: *seconds, warmup: *warmup, rounds: *rounds, dataParent: *tmp,
-		memory: memoryOptions{keys: *keys, churnFor: *churnFor, churnRate: *churnRate, conns: 4, slHits: *slHits}, pgoOut: *pgoOut}
+		memory: memoryOptions{keys: *keys, churnFor: *churnFor, churnRate: *churnRate, conns: 4, slHits: *slHits}, pgoOut: *pgoOut,
+		baseline: strings.TrimSpace(*baseline)}
 	if o.quick {
 		if !set["seconds"] {
 			o.seconds = 1
@@ -112,6 +116,18 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.servers, err = parseServers(*servers); err != nil {
 		return options{}, err
+	}
+	if o.baseline != "" {
+		if slices.Equal(o.modes, []string{"pgo"}) || slices.Equal(o.modes, []string{"cluster"}) {
+			return options{}, fmt.Errorf("-baseline runs in compare, limiters, latency, matrix and memory, not in -mode %s", o.modes[0])
+		}
+		// Right after Redcell, which parseServers puts first when chosen:
+		// the alternation order of allServerKinds.
+		at := 0
+		if len(o.servers) > 0 && o.servers[0] == kindRedcell {
+			at = 1
+		}
+		o.servers = slices.Insert(o.servers, at, kindRedcellBaseline)
 	}
 	if o.memory.families, err = parseFamilies(*memFamilies); err != nil {
 		return options{}, err
@@ -204,6 +220,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			err = errors.Join(err, closeErr)
 		}
 	}()
+	if opts.baseline != "" {
+		if err := f.resolveBaseline(ctx, opts.baseline); err != nil {
+			return err
+		}
+	}
 	if slices.Equal(opts.modes, []string{"pgo"}) {
 		out := opts.pgoOut
 		if out == "" {
@@ -278,6 +299,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			if st := stagesMarkdown(ms); st != "" {
 				md += "\n" + st
 			}
+			if bl := baselineMarkdown(ms); bl != "" {
+				fmt.Fprintf(stdout, "\nRedcell against Redcell-baseline:\n%s", bl)
+				md += "\n" + bl
+			}
 			if mode == "limiters" {
 				md = "Load: " + scriptsNote(works) + ". Each ratio divides by the same command's script on Redis-Lua.\n\n" + md
 			}
@@ -337,6 +362,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if f.redcellBin != "" {
 		report.build = buildNote(f.redcellBin)
 		fmt.Fprintf(stdout, "\nRedcell build: %s", report.build)
+	}
+	if f.baselineBin != "" {
+		report.baseline = fmt.Sprintf("%s (-baseline %s), %s", f.baseline[:min(len(f.baseline), 7)], opts.baseline, buildNote(f.baselineBin))
+		fmt.Fprintf(stdout, "\nRedcell-baseline: %s", report.baseline)
 	}
 	report.loadEnd = loadAverage()
 	report.speedEnd = measureMachineSpeed()

@@ -135,7 +135,7 @@ func Test_ParseServersAndModes(t *testing.T) {
 		want    []serverKind
 		wantErr bool
 	}{
-		{in: "all", want: allServerKinds},
+		{in: "all", want: []serverKind{kindRedcell, kindRedisLua, kindRedisLuaFsync}},
 		{in: "redis", want: []serverKind{kindRedisLua, kindRedisLuaFsync}},
 		{in: "redis-lua-fsync,redcell", want: []serverKind{kindRedcell, kindRedisLuaFsync}},
 		{in: "Redcell", want: []serverKind{kindRedcell}},

@@ -21,6 +21,7 @@ type resultsReport struct {
 	loadEnd  string       // load averages when the run ended
 	speedEnd machineSpeed // the machine's speed when the run ended
 	build    string       // how the Redcell binary was compiled ("" when no Redcell ran)
+	baseline string       // the Redcell-baseline's commit and build ("" without -baseline)
 	sections []reportSection
 }
 
@@ -48,6 +49,9 @@ func (r *resultsReport) markdown() string {
 	fmt.Fprintf(&b, "| Redcell commit | %s |\n", r.info.Commit)
 	if r.build != "" {
 		fmt.Fprintf(&b, "| Redcell build | %s |\n", r.build)
+	}
+	if r.baseline != "" {
+		fmt.Fprintf(&b, "| Redcell-baseline | %s |\n", r.baseline)
 	}
 	fmt.Fprintf(&b, "| data dirs on | %s |\n", r.info.DataFS)
 	fmt.Fprintf(&b, "| fsync there | %s |\n", r.info.Fsync)

@@ -29,13 +29,21 @@ var gcraLua string
 type serverKind string
 
 const (
-	kindRedcell       serverKind = "Redcell"
-	kindRedisLua      serverKind = "Redis-Lua"
-	kindRedisLuaFsync serverKind = "Redis-Lua-fsync"
+	kindRedcell serverKind = "Redcell"
+	// kindRedcellBaseline is Redcell built from another commit (-baseline),
+	// run alternately with this one so that a change is measured against
+	// the same machine minute by minute.
+	kindRedcellBaseline serverKind = "Redcell-baseline"
+	kindRedisLua        serverKind = "Redis-Lua"
+	kindRedisLuaFsync   serverKind = "Redis-Lua-fsync"
 )
 
 // allServerKinds is the order servers run in within a scenario.
-var allServerKinds = []serverKind{kindRedcell, kindRedisLua, kindRedisLuaFsync}
+var allServerKinds = []serverKind{kindRedcell, kindRedcellBaseline, kindRedisLua, kindRedisLuaFsync}
+
+// isRedcell reports whether servers of kind k are Redcell (of this commit
+// or the baseline): they take the native commands and have INFO raft.
+func (k serverKind) isRedcell() bool { return k == kindRedcell || k == kindRedcellBaseline }
 
 // server is one running server process under test, bound to 127.0.0.1.
 type server struct {
@@ -71,6 +79,10 @@ type fleet struct {
 	root       string // temp dir holding data dirs, logs and the redcell binary
 	repoRoot   string
 	redcellBin string
+	// baseline is the commit kindRedcellBaseline is built from (see
+	// resolveBaseline), and baselineBin that binary once built.
+	baseline    string
+	baselineBin string
 	// buildFlags go to go build before the package (the pgo mode builds
 	// with -pgo=off, so that its profile is of the code without one).
 	buildFlags []string
@@ -102,6 +114,76 @@ func (f *fleet) buildRedcell(ctx context.Context) error {
 	return nil
 }
 
+// buildBaseline compiles ./cmd/redcell of the baseline revision, once: its
+// tree is exported with git archive into the fleet's temp dir (no worktree
+// is registered in the repository) and built as it is, with the module
+// versions and the profile (default.pgo) it had.
+func (f *fleet) buildBaseline(ctx context.Context) error {
+	if f.baselineBin != "" {
+		return nil
+	}
+	commit := f.baseline
+	if commit == "" {
+		return errors.New("no -baseline revision given")
+	}
+	src := filepath.Join(f.root, "baseline-src")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		return fmt.Errorf("baseline source dir: %w", err)
+	}
+	archive := exec.CommandContext(ctx, "git", "archive", "--format=tar", commit)
+	archive.Dir = f.repoRoot
+	untar := exec.CommandContext(ctx, "tar", "-x", "-C", src)
+	pipe, err := archive.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	untar.Stdin = pipe
+	var archiveErr, untarErr strings.Builder
+	archive.Stderr, untar.Stderr = &archiveErr, &untarErr
+	if err := untar.Start(); err != nil {
+		return fmt.Errorf("tar: %w", err)
+	}
+	if err := archive.Run(); err != nil {
+		untar.Wait()
+		return fmt.Errorf("git archive %s: %w: %s", commit, err, archiveErr.String())
+	}
+	if err := untar.Wait(); err != nil {
+		return fmt.Errorf("unpack git archive %s: %w: %s", commit, err, untarErr.String())
+	}
+	bin := filepath.Join(f.root, "redcell-baseline")
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/redcell")
+	build.Dir = src
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build baseline %s: %w\n%s", commit, err, out)
+	}
+	f.baselineBin = bin
+	return nil
+}
+
+// resolveBaseline sets the commit the baseline is built from, checking that
+// rev names one before anything is measured.
+func (f *fleet) resolveBaseline(ctx context.Context, rev string) error {
+	commit, err := gitOutput(ctx, f.repoRoot, "rev-parse", "--verify", "--end-of-options", rev+"^{commit}")
+	if err != nil {
+		return fmt.Errorf("-baseline %q: %w", rev, err)
+	}
+	f.baseline = commit
+	return nil
+}
+
+// gitOutput runs git in dir and returns its trimmed standard output.
+func gitOutput(ctx context.Context, dir string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return strings.TrimSpace(string(out)), nil
+}
+
 // start launches a fresh server of the given kind on a free port with a new
 // empty data dir and returns once it answers PING (and, for Redis, once the
 // scripts are loaded).
@@ -128,11 +210,18 @@ func (f *fleet) startNode(ctx context.Context, kind serverKind, name string, ext
 	var bin string
 	var args []string
 	switch kind {
-	case kindRedcell:
-		if err := f.buildRedcell(ctx); err != nil {
-			return nil, err
+	case kindRedcell, kindRedcellBaseline:
+		if kind == kindRedcell {
+			if err := f.buildRedcell(ctx); err != nil {
+				return nil, err
+			}
+			bin = f.redcellBin
+		} else {
+			if err := f.buildBaseline(ctx); err != nil {
+				return nil, err
+			}
+			bin = f.baselineBin
 		}
-		bin = f.redcellBin
 		args = []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--data-dir", filepath.Join(dir, "data")}
 		args = append(args, extra...)
 	case kindRedisLua, kindRedisLuaFsync:
@@ -145,7 +234,7 @@ func (f *fleet) startNode(ctx context.Context, kind serverKind, name string, ext
 		return nil, fmt.Errorf("unknown server kind %q", kind)
 	}
 	readyLine := ""
-	if kind != kindRedcell {
+	if !kind.isRedcell() {
 		readyLine = "Ready to accept connections"
 	}
 	if err := s.launch(bin, args, readyLine); err != nil {
@@ -155,7 +244,7 @@ func (f *fleet) startNode(ctx context.Context, kind serverKind, name string, ext
 	if err := s.waitReady(ctx, readyLine != "", 30*time.Second); err != nil {
 		return nil, err
 	}
-	if kind != kindRedcell {
+	if !kind.isRedcell() {
 		if err := s.loadScripts(ctx); err != nil {
 			return nil, err
 		}

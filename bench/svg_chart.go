@@ -21,9 +21,10 @@ const (
 
 // serverColors gives each server one colour in every chart.
 var serverColors = map[serverKind]string{
-	kindRedcell:       "#c0392b",
-	kindRedisLua:      "#7f8c8d",
-	kindRedisLuaFsync: "#34495e",
+	kindRedcell:         "#c0392b",
+	kindRedcellBaseline: "#e59866",
+	kindRedisLua:        "#7f8c8d",
+	kindRedisLuaFsync:   "#34495e",
 }
 
 // throughputSVG renders the matrix as grouped bars: one panel per pipeline

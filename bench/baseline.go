@@ -1,0 +1,79 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// A baseline (-baseline REV) is Redcell built from another commit and run as
+// one more server, alternating with the others scenario by scenario and
+// round by round (runScenarios). On a machine whose speed drifts by tens of
+// per cent within the hour, two runs an hour apart cannot tell a 5 %
+// change; the same minutes, run for run, can. The fleet builds the baseline
+// (fleet.buildBaseline); this file reads the pairs back.
+
+// baselinePair is one workload's Redcell and Redcell-baseline measurements.
+type baselinePair struct {
+	work           workload
+	head, baseline measurement
+}
+
+// baselinePairs pairs each workload's Redcell measurement with the
+// baseline's, in the order of ms; nil when no baseline ran.
+func baselinePairs(ms []measurement) []baselinePair {
+	var pairs []baselinePair
+	for _, m := range ms {
+		if m.kind != kindRedcell {
+			continue
+		}
+		for _, o := range ms {
+			if o.work == m.work && o.kind == kindRedcellBaseline {
+				pairs = append(pairs, baselinePair{work: m.work, head: m, baseline: o})
+			}
+		}
+	}
+	return pairs
+}
+
+// roundRatios is Redcell's rps over the baseline's round by round (the two
+// ran next to each other in each round), and how many rounds Redcell was
+// ahead.
+func (p baselinePair) roundRatios() (ratios []float64, ahead int) {
+	for i := range min(len(p.head.runs), len(p.baseline.runs)) {
+		if b := p.baseline.runs[i].RPS; b > 0 {
+			r := p.head.runs[i].RPS / b
+			ratios = append(ratios, r)
+			if r > 1 {
+				ahead++
+			}
+		}
+	}
+	return ratios, ahead
+}
+
+// baselineMarkdown is the section that compares Redcell with the baseline:
+// the medians' ratio and each round's, since one round is one alternating
+// pair. "" when no baseline ran.
+func baselineMarkdown(ms []measurement) string {
+	pairs := baselinePairs(ms)
+	if len(pairs) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("| scenario | Redcell rps | Redcell-baseline rps | ratio of medians | each round's ratio | rounds ahead |\n|---|---:|---:|---:|---|---:|\n")
+	for _, p := range pairs {
+		ratios, ahead := p.roundRatios()
+		each := make([]string, len(ratios))
+		for i, r := range ratios {
+			each[i] = fmt.Sprintf("%.3f", r)
+		}
+		medianRatio := 0.0
+		if p.baseline.median.RPS > 0 {
+			medianRatio = p.head.median.RPS / p.baseline.median.RPS
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d of %d |\n", p.work, formatRPS(p.head.median.RPS), formatRPS(p.baseline.median.RPS),
+			formatRatio(medianRatio), strings.Join(each, " / "), ahead, len(ratios))
+	}
+	b.WriteString("\n*Redcell ÷ Redcell-baseline*: the two ran next to each other in every round; a ratio is trustworthy only when most rounds agree on its side of 1.\n")
+	return b.String()
+}
