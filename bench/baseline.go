@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 )
 
@@ -14,7 +15,6 @@ import (
 
 // baselinePair is one workload's Redcell and Redcell-baseline measurements.
 type baselinePair struct {
-	work           workload
 	head, baseline measurement
 }
 
@@ -28,7 +28,7 @@ func baselinePairs(ms []measurement) []baselinePair {
 		}
 		for _, o := range ms {
 			if o.work == m.work && o.kind == kindRedcellBaseline {
-				pairs = append(pairs, baselinePair{work: m.work, head: m, baseline: o})
+				pairs = append(pairs, baselinePair{head: m, baseline: o})
 			}
 		}
 	}
@@ -71,9 +71,20 @@ func baselineMarkdown(ms []measurement) string {
 		if p.baseline.median.RPS > 0 {
 			medianRatio = p.head.median.RPS / p.baseline.median.RPS
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d of %d |\n", p.work, formatRPS(p.head.median.RPS), formatRPS(p.baseline.median.RPS),
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d of %d |\n", p.head.work, formatRPS(p.head.median.RPS), formatRPS(p.baseline.median.RPS),
 			formatRatio(medianRatio), strings.Join(each, " / "), ahead, len(ratios))
 	}
 	b.WriteString("\n*Redcell ÷ Redcell-baseline*: the two ran next to each other in every round; a ratio is trustworthy only when most rounds agree on its side of 1.\n")
 	return b.String()
+}
+
+// withBaseline appends the baseline section to a mode's markdown md, and
+// prints it, when a baseline ran among ms; otherwise it returns md as is.
+func withBaseline(w io.Writer, md string, ms []measurement) string {
+	bl := baselineMarkdown(ms)
+	if bl == "" {
+		return md
+	}
+	fmt.Fprintf(w, "\nRedcell against Redcell-baseline:\n%s", bl)
+	return md + "\n" + bl
 }

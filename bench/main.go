@@ -299,10 +299,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			if st := stagesMarkdown(ms); st != "" {
 				md += "\n" + st
 			}
-			if bl := baselineMarkdown(ms); bl != "" {
-				fmt.Fprintf(stdout, "\nRedcell against Redcell-baseline:\n%s", bl)
-				md += "\n" + bl
-			}
+			md = withBaseline(stdout, md, ms)
 			if mode == "limiters" {
 				md = "Load: " + scriptsNote(works) + ". Each ratio divides by the same command's script on Redis-Lua.\n\n" + md
 			}
@@ -326,7 +323,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 				return err
 			}
 			fmt.Fprintf(stdout, "chart: %s\n", opts.svgPath)
-			report.add("Matrix: clients × pipeline, random keys", matrixMarkdown(ms, opts.svgPath, opts.mdPath))
+			report.add("Matrix: clients × pipeline, random keys", withBaseline(stdout, matrixMarkdown(ms, opts.svgPath, opts.mdPath), ms))
 		case "memory":
 			// Free the throughput servers' memory and CPU first.
 			for _, s := range throughput {
