@@ -48,10 +48,12 @@ type benchResult struct {
 	P50Ms    float64
 	P99Ms    float64
 	MaxMs    float64
-	// CPU during the run, in cores: the measured server, and everything else
-	// on the machine except redis-benchmark itself (other servers, other
-	// work) — the run's noise.
+	// CPU during the run, in cores: the measured server, the load generator
+	// (every redis-benchmark process of the run, from its rusage), and
+	// everything else on the machine (other servers, other work) — the
+	// run's noise.
 	ServerCores    float64
+	ClientCores    float64
 	ElsewhereCores float64
 	// Batching of a Redcell target during the run (nil for Redis).
 	Batching *batching
@@ -64,6 +66,17 @@ func (r benchResult) cpuPerRequestUs() float64 {
 		return 0
 	}
 	return r.ServerCores / r.RPS * 1e6
+}
+
+// clientCPUPerRequestUs is redis-benchmark's CPU time per request, in
+// microseconds (0 when unknown). Near 1e6 ÷ rps per process (a whole core:
+// redis-benchmark is single-threaded) the load generator, not the server,
+// bounds the run.
+func (r benchResult) clientCPUPerRequestUs() float64 {
+	if r.RPS <= 0 {
+		return 0
+	}
+	return r.ClientCores / r.RPS * 1e6
 }
 
 // benchmarkRunner runs redis-benchmark against one target at a time.
@@ -249,6 +262,7 @@ func runTarget(ctx context.Context, t target, w workload, ns []int) (benchResult
 	}
 	res := combineResults(parts, elapsed)
 	res.ServerCores, res.ElsewhereCores = cpuShares(before, after, pids, loadGenCPU, elapsed)
+	res.ClientCores = loadGenCPU.Seconds() / elapsed.Seconds()
 	batchAfter, err := sampleBatching(ctx, t)
 	if err != nil {
 		return benchResult{}, nil, err

@@ -81,11 +81,11 @@ func (r *resultsReport) write(path string) error {
 // p50, p99 and the ratio to Redis-Lua of the same run.
 func printMeasurements(w io.Writer, ms []measurement) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "scenario\tserver\t%10s\t%7s\t%7s\t%12s\t%9s\t%10s\t%14s\t%15s\n", "rps", "p50 ms", "p99 ms", "vs Redis-Lua", "CPU us/req", "req/fsync", "req/entry p50-p90", "busy elsewhere")
+	fmt.Fprintf(tw, "scenario\tserver\t%10s\t%7s\t%7s\t%12s\t%9s\t%9s\t%10s\t%14s\t%15s\n", "rps", "p50 ms", "p99 ms", "vs Redis-Lua", "CPU us/req", "client us/req", "req/fsync", "req/entry p50-p90", "busy elsewhere")
 	for _, m := range ms {
 		pf, p50, p90 := batchingColumns(m.median.Batching)
-		fmt.Fprintf(tw, "%s\t%s\t%10s\t%7.3f\t%7.3f\t%12s\t%9.1f\t%10s\t%14s\t%15s\n", m.work, m.kind, formatRPS(m.median.RPS), m.median.P50Ms, m.median.P99Ms,
-			formatRatio(ratioToRedisLua(ms, m)), m.median.cpuPerRequestUs(), pf, p50+" / "+p90, formatCores(m.median.ElsewhereCores))
+		fmt.Fprintf(tw, "%s\t%s\t%10s\t%7.3f\t%7.3f\t%12s\t%9.1f\t%9.1f\t%10s\t%14s\t%15s\n", m.work, m.kind, formatRPS(m.median.RPS), m.median.P50Ms, m.median.P99Ms,
+			formatRatio(ratioToRedisLua(ms, m)), m.median.cpuPerRequestUs(), m.median.clientCPUPerRequestUs(), pf, p50+" / "+p90, formatCores(m.median.ElsewhereCores))
 	}
 	tw.Flush()
 }
@@ -93,13 +93,13 @@ func printMeasurements(w io.Writer, ms []measurement) {
 // measurementsMarkdown is printMeasurements as a markdown table.
 func measurementsMarkdown(ms []measurement) string {
 	var b strings.Builder
-	b.WriteString("| scenario | server | rps | p50 ms | p99 ms | vs Redis-Lua | CPU µs/req | req/fsync | req/entry p50 / p90 | busy elsewhere |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	b.WriteString("| scenario | server | rps | p50 ms | p99 ms | vs Redis-Lua | CPU µs/req | client µs/req | req/fsync | req/entry p50 / p90 | busy elsewhere |\n|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, m := range ms {
 		pf, p50, p90 := batchingColumns(m.median.Batching)
-		fmt.Fprintf(&b, "| %s | %s | %s | %.3f | %.3f | %s | %.1f | %s | %s / %s | %s |\n", m.work, m.kind, formatRPS(m.median.RPS), m.median.P50Ms, m.median.P99Ms,
-			formatRatio(ratioToRedisLua(ms, m)), m.median.cpuPerRequestUs(), pf, p50, p90, formatCores(m.median.ElsewhereCores))
+		fmt.Fprintf(&b, "| %s | %s | %s | %.3f | %.3f | %s | %.1f | %.1f | %s | %s / %s | %s |\n", m.work, m.kind, formatRPS(m.median.RPS), m.median.P50Ms, m.median.P99Ms,
+			formatRatio(ratioToRedisLua(ms, m)), m.median.cpuPerRequestUs(), m.median.clientCPUPerRequestUs(), pf, p50, p90, formatCores(m.median.ElsewhereCores))
 	}
-	b.WriteString("\n*CPU µs/req*: the server's CPU time (all its threads, user + system; for a cluster, every node's) per request. *req/fsync*: decisions per fsync of the leader's log; *req/entry p50 / p90*: the size class (power-of-two bucket of INFO `raft_entry_ops_histogram`) of the log entry that carried the median and the 90th-percentile decision.\n")
+	b.WriteString("\n*CPU µs/req*: the server's CPU time (all its threads, user + system; for a cluster, every node's) per request. *client µs/req*: the same for the load generator (every redis-benchmark process of the run, from its rusage); redis-benchmark is single-threaded, so where a process's share nears a whole core (client µs/req × rps ÷ 10⁶ per process) the client, not the server, bounds the row. *req/fsync*: decisions per fsync of the leader's log; *req/entry p50 / p90*: the size class (power-of-two bucket of INFO `raft_entry_ops_histogram`) of the log entry that carried the median and the 90th-percentile decision.\n")
 	b.WriteString("\n*busy elsewhere*: CPU cores used during the run by everything but the measured server and redis-benchmark (other servers' background work, other processes); above ~0.2 the row is disturbed.\n")
 	return b.String()
 }
