@@ -18,21 +18,41 @@ type baselinePair struct {
 	head, baseline measurement
 }
 
+// baselineKinds maps each row kind of this commit's Redcell to the same
+// row of the baseline's: a lone node, and the cluster mode's three rows.
+var baselineKinds = map[serverKind]serverKind{
+	kindRedcell:         kindRedcellBaseline,
+	kindClusterLeader:   kindClusterLeaderBaseline,
+	kindClusterSpread:   kindClusterSpreadBaseline,
+	kindClusterFollower: kindClusterFollowerBaseline,
+}
+
 // baselinePairs pairs each workload's Redcell measurement with the
-// baseline's, in the order of ms; nil when no baseline ran.
+// baseline's (row by row in the cluster mode), in the order of ms; nil
+// when no baseline ran.
 func baselinePairs(ms []measurement) []baselinePair {
 	var pairs []baselinePair
 	for _, m := range ms {
-		if m.kind != kindRedcell {
+		bk, ok := baselineKinds[m.kind]
+		if !ok {
 			continue
 		}
 		for _, o := range ms {
-			if o.work == m.work && o.kind == kindRedcellBaseline {
+			if o.work == m.work && o.kind == bk {
 				pairs = append(pairs, baselinePair{head: m, baseline: o})
 			}
 		}
 	}
 	return pairs
+}
+
+// scenario names the pair's row: the workload, and for a cluster row which
+// one.
+func (p baselinePair) scenario() string {
+	if p.head.kind == kindRedcell {
+		return p.head.work.String()
+	}
+	return fmt.Sprintf("%s, %s", p.head.work, p.head.kind)
 }
 
 // roundRatios is Redcell's rps over the baseline's round by round (the two
@@ -71,7 +91,7 @@ func baselineMarkdown(ms []measurement) string {
 		if p.baseline.median.RPS > 0 {
 			medianRatio = p.head.median.RPS / p.baseline.median.RPS
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d of %d |\n", p.head.work, formatRPS(p.head.median.RPS), formatRPS(p.baseline.median.RPS),
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %d of %d |\n", p.scenario(), formatRPS(p.head.median.RPS), formatRPS(p.baseline.median.RPS),
 			formatRatio(medianRatio), strings.Join(each, " / "), ahead, len(ratios))
 	}
 	b.WriteString("\n*Redcell ÷ Redcell-baseline*: the two ran next to each other in every round; a ratio is trustworthy only when most rounds agree on its side of 1.\n")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -24,7 +25,7 @@ func TestBaselineFlag(t *testing.T) {
 		{[]string{"-baseline", "v1", "-servers", "redcell"}, []serverKind{kindRedcell, kindRedcellBaseline}, false},
 		{[]string{"-baseline", "abc123", "-servers", "redis-lua"}, []serverKind{kindRedcellBaseline, kindRedisLua}, false},
 		{[]string{"-servers", "redcell"}, []serverKind{kindRedcell}, false},
-		{[]string{"-baseline", "HEAD~1", "-mode", "cluster"}, nil, true},
+		{[]string{"-baseline", "HEAD~1", "-mode", "cluster", "-servers", "redcell,redis-lua"}, []serverKind{kindRedcell, kindRedcellBaseline, kindRedisLua}, false},
 		{[]string{"-baseline", "HEAD~1", "-mode", "pgo"}, nil, true},
 	} {
 		o, err := parseFlags(c.args, io.Discard)
@@ -64,6 +65,80 @@ func TestBaselineMarkdown(t *testing.T) {
 	}
 	if got := baselineMarkdown(ms[2:]); got != "" {
 		t.Errorf("a section without a baseline: %q", got)
+	}
+}
+
+// In the cluster mode each row of this commit's cluster is paired with the
+// same row of the baseline's, and runs right before it.
+func TestBaselineCluster(t *testing.T) {
+	cl := func(prefix string) *cluster {
+		var c cluster
+		for i := 1; i <= 3; i++ {
+			c.nodes = append(c.nodes, &server{name: fmt.Sprintf("%s%d", prefix, i)})
+		}
+		c.leader, c.followers = c.nodes[0], c.nodes[1:]
+		return &c
+	}
+	head, base, redis := cl("n"), cl("b"), &server{kind: kindRedisLua}
+	var got []string
+	for _, sc := range clusterScenarios(head, base, redis) {
+		for _, tg := range sc.targets {
+			var names []string
+			for _, n := range tg.nodes {
+				names = append(names, n.name)
+			}
+			got = append(got, fmt.Sprintf("%s %s", tg.kind, strings.Join(names, ",")))
+		}
+	}
+	want := []string{
+		"Redcell-3 leader n1", "Redcell-baseline-3 leader b1", "Redcell-3 spread n1,n2,n3", "Redcell-baseline-3 spread b1,b2,b3", "Redis-Lua ",
+		"Redcell-3 leader n1", "Redcell-baseline-3 leader b1", "Redcell-3 follower n2", "Redcell-baseline-3 follower b2", "Redis-Lua ",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("targets in order:\n%q\nwant\n%q", got, want)
+	}
+	if sc := clusterScenarios(head, nil, redis); len(sc[0].targets) != 3 || len(sc[1].targets) != 3 {
+		t.Errorf("without a baseline: %d and %d targets, want 3 and 3", len(sc[0].targets), len(sc[1].targets))
+	}
+
+	tput, lat := clusterThroughputWorkload, clusterLatencyWorkload
+	runs := func(rps ...float64) []benchResult {
+		var rs []benchResult
+		for _, r := range rps {
+			rs = append(rs, benchResult{RPS: r})
+		}
+		return rs
+	}
+	ms := []measurement{
+		{work: tput, kind: kindClusterLeader, median: benchResult{RPS: 165000}, runs: runs(165000, 170000)},
+		{work: tput, kind: kindClusterLeaderBaseline, median: benchResult{RPS: 150000}, runs: runs(150000, 175000)},
+		{work: tput, kind: kindRedisLua, median: benchResult{RPS: 100000}, runs: runs(100000, 100000)},
+		{work: lat, kind: kindClusterFollower, median: benchResult{RPS: 1000}, runs: runs(1000, 1000)},
+		{work: lat, kind: kindClusterFollowerBaseline, median: benchResult{RPS: 800}, runs: runs(800, 800)},
+	}
+	md := baselineMarkdown(ms)
+	for _, w := range []string{
+		"| 100000 random keys, -c 50 -P 16, Redcell-3 leader | 165,000 | 150,000 | 1.10x | 1.100 / 0.971 | 1 of 2 |",
+		"| 100000 random keys, -c 1 -P 1, Redcell-3 follower | 1,000 | 800 | 1.25x | 1.250 / 1.250 | 2 of 2 |",
+	} {
+		if !strings.Contains(md, w) {
+			t.Errorf("baseline section without %q:\n%s", w, md)
+		}
+	}
+	// The targets are this commit's rows; the baseline's leader is watched too.
+	info := clusterRunInfo{size: 3, leaderStart: "n1", leaderEnd: "n1", baselineLeaderStart: "b1", baselineLeaderEnd: "b1"}
+	notes := clusterNotes(ms, info)
+	for _, w := range []string{"leader ≥ 1.50x: **1.65x, met**", "The baseline cluster's leader: b1 at the start and at the end."} {
+		if !strings.Contains(notes, w) {
+			t.Errorf("notes without %q:\n%s", w, notes)
+		}
+	}
+	info.baselineLeaderEnd = "b3"
+	if notes := clusterNotes(ms, info); !strings.Contains(notes, "the baseline cluster's leader changed during the run") {
+		t.Errorf("the baseline's leader change not flagged:\n%s", notes)
+	}
+	if md := clusterMarkdown(ms, info, "ext4"); !strings.Contains(md, "second 3-node cluster of the `-baseline` commit's binary (nodes b1 to b3, leader b1)") {
+		t.Errorf("cluster section does not describe the baseline's rows:\n%s", md)
 	}
 }
 

@@ -22,11 +22,16 @@ const clusterSize = 3
 
 // Its rows. The leader row sends every client to the leader; the spread row
 // splits them over all nodes (followers forward to the leader); the follower
-// row sends its one client to a follower.
+// row sends its one client to a follower. With -baseline a second cluster,
+// of the baseline's binary, gives the same three rows right after these.
 const (
 	kindClusterLeader   serverKind = "Redcell-3 leader"
 	kindClusterSpread   serverKind = "Redcell-3 spread"
 	kindClusterFollower serverKind = "Redcell-3 follower"
+
+	kindClusterLeaderBaseline   serverKind = "Redcell-baseline-3 leader"
+	kindClusterSpreadBaseline   serverKind = "Redcell-baseline-3 spread"
+	kindClusterFollowerBaseline serverKind = "Redcell-baseline-3 follower"
 )
 
 // Its workloads: the issue's throughput case and the single-client latency.
@@ -52,24 +57,30 @@ type cluster struct {
 	logStart map[*server]int64
 }
 
-// startCluster starts size Redcell nodes on free ports, n1 bootstrapping
-// and the others joining it with a shared secret, and returns once every
-// node reports size voters and the same leader, and every node has made one
-// checked decision. Every node belongs to f, which stops it by PID.
-// nodeArgs, when not nil, gives a node's further command-line arguments
-// from its name.
-func startCluster(ctx context.Context, f *fleet, size int, nodeArgs func(name string) []string, progress io.Writer) (*cluster, error) {
+// startCluster starts size Redcell nodes of kind (kindRedcell, or
+// kindRedcellBaseline: the -baseline binary) on free ports, the first
+// bootstrapping and the others joining it with a shared secret, and returns
+// once every node reports size voters and the same leader, and every node
+// has made one checked decision. Nodes are named n1, n2, … (b1, b2, … for
+// the baseline). Every node belongs to f, which stops it by PID. nodeArgs,
+// when not nil, gives a node's further command-line arguments from its
+// name.
+func startCluster(ctx context.Context, f *fleet, kind serverKind, size int, nodeArgs func(name string) []string, progress io.Writer) (*cluster, error) {
 	secret := make([]byte, 24)
 	if _, err := rand.Read(secret); err != nil {
 		return nil, fmt.Errorf("cluster secret: %w", err)
 	}
-	secretPath := filepath.Join(f.root, "cluster-secret")
+	prefix := "n"
+	if kind == kindRedcellBaseline {
+		prefix = "b"
+	}
+	secretPath := filepath.Join(f.root, prefix+"-cluster-secret")
 	if err := os.WriteFile(secretPath, []byte(hex.EncodeToString(secret)), 0o600); err != nil {
 		return nil, fmt.Errorf("write cluster secret: %w", err)
 	}
 	c := &cluster{logStart: make(map[*server]int64)}
 	for i := 1; i <= size; i++ {
-		name := "n" + strconv.Itoa(i)
+		name := prefix + strconv.Itoa(i)
 		args := []string{"--node-id", name, "--cluster-secret-file", secretPath}
 		if i > 1 {
 			args = append(args, "--join", c.nodes[0].addr())
@@ -77,7 +88,7 @@ func startCluster(ctx context.Context, f *fleet, size int, nodeArgs func(name st
 		if nodeArgs != nil {
 			args = append(args, nodeArgs(name)...)
 		}
-		s, err := f.startNode(ctx, kindRedcell, name, args)
+		s, err := f.startNode(ctx, kind, name, args)
 		if err != nil {
 			return nil, fmt.Errorf("cluster node %s: %w", name, err)
 		}
@@ -259,16 +270,29 @@ func (c *cluster) role(s *server) string {
 // clusterScenarios are the cluster mode's runs, in alternation order: the
 // throughput workload on the leader, spread over all nodes, and on
 // Redis-Lua; the single client on the leader, on a follower and on
-// Redis-Lua. c or redisLua may be nil (left out by -servers).
-func clusterScenarios(c *cluster, redisLua *server) []scenario {
+// Redis-Lua. Each cluster row of the baseline's cluster follows the same
+// row of this commit's, so the two run side by side. c, base or redisLua
+// may be nil (left out by -servers, no -baseline).
+func clusterScenarios(c, base *cluster, redisLua *server) []scenario {
 	var tput, lat []target
-	if c != nil {
-		tput = append(tput,
-			target{kind: kindClusterLeader, nodes: []*server{c.leader}, members: c.nodes},
-			target{kind: kindClusterSpread, nodes: c.nodes, members: c.nodes})
-		lat = append(lat,
-			target{kind: kindClusterLeader, nodes: []*server{c.leader}, members: c.nodes},
-			target{kind: kindClusterFollower, nodes: []*server{c.followers[0]}, members: c.nodes})
+	clusters := []struct {
+		c                        *cluster
+		leader, spread, follower serverKind
+	}{
+		{c, kindClusterLeader, kindClusterSpread, kindClusterFollower},
+		{base, kindClusterLeaderBaseline, kindClusterSpreadBaseline, kindClusterFollowerBaseline},
+	}
+	for _, k := range clusters {
+		if k.c != nil {
+			tput = append(tput, target{kind: k.leader, nodes: []*server{k.c.leader}, members: k.c.nodes})
+			lat = append(lat, target{kind: k.leader, nodes: []*server{k.c.leader}, members: k.c.nodes})
+		}
+	}
+	for _, k := range clusters {
+		if k.c != nil {
+			tput = append(tput, target{kind: k.spread, nodes: k.c.nodes, members: k.c.nodes})
+			lat = append(lat, target{kind: k.follower, nodes: []*server{k.c.followers[0]}, members: k.c.nodes})
+		}
 	}
 	if redisLua != nil {
 		tput = append(tput, serverTarget(redisLua))
@@ -288,6 +312,10 @@ type clusterRunInfo struct {
 	problems      map[string][]string
 	nodeOrder     []string
 	roles         map[string]string // node ID → role at the start
+	// The baseline's cluster (-baseline), when it ran: its leader at the
+	// start and at the end, as leaderStart and leaderEnd are this commit's.
+	baselineLeaderStart, baselineLeaderEnd string
+	baselineLeaderErr                      error
 }
 
 // leaderCounterFields are the leader's INFO raft fields the results quote:
@@ -299,7 +327,8 @@ var leaderCounterFields = []string{"raft_entries_proposed", "raft_ops_proposed",
 // everything it started, prints the table and returns the markdown section.
 func runClusterMode(ctx context.Context, f *fleet, kinds []serverKind, runner benchmarkRunner, rounds int, dataFS string, progress io.Writer) (md string, err error) {
 	wantCluster, wantRedis := slices.Contains(kinds, kindRedcell), slices.Contains(kinds, kindRedisLua)
-	if !wantCluster && !wantRedis {
+	wantBaseline := slices.Contains(kinds, kindRedcellBaseline)
+	if !wantCluster && !wantRedis && !wantBaseline {
 		return "", errors.New("cluster mode needs redcell or redis-lua in -servers")
 	}
 	var started []*server
@@ -311,7 +340,7 @@ func runClusterMode(ctx context.Context, f *fleet, kinds []serverKind, runner be
 			}
 		}
 	}()
-	var c *cluster
+	var c, base *cluster
 	var redisLua *server
 	if wantRedis {
 		if redisLua, err = f.start(ctx, kindRedisLua); err != nil {
@@ -323,11 +352,18 @@ func runClusterMode(ctx context.Context, f *fleet, kinds []serverKind, runner be
 		}
 		fmt.Fprintf(progress, "started %s pid %d on %s\n", redisLua.kind, redisLua.pid(), redisLua.addr())
 	}
-	if wantCluster {
-		c, err = startCluster(ctx, f, clusterSize, nil, progress)
+	for _, k := range []struct {
+		want bool
+		kind serverKind
+		c    **cluster
+	}{{wantCluster, kindRedcell, &c}, {wantBaseline, kindRedcellBaseline, &base}} {
+		if !k.want {
+			continue
+		}
+		*k.c, err = startCluster(ctx, f, k.kind, clusterSize, nil, progress)
 		// Whatever startCluster started is in f.servers; stop those too.
 		for _, s := range f.servers {
-			if s.kind == kindRedcell && s.name != "" && !slices.Contains(started, s) {
+			if s.kind == k.kind && s.name != "" && !slices.Contains(started, s) {
 				started = append(started, s)
 			}
 		}
@@ -335,16 +371,19 @@ func runClusterMode(ctx context.Context, f *fleet, kinds []serverKind, runner be
 			return "", err
 		}
 	}
-	ms, err := runScenarios(ctx, runner, clusterScenarios(c, redisLua), rounds, progress)
+	ms, err := runScenarios(ctx, runner, clusterScenarios(c, base, redisLua), rounds, progress)
 	if err != nil {
-		if c != nil {
+		for _, cl := range []*cluster{c, base} {
+			if cl == nil {
+				continue
+			}
 			// A leader change aborts redis-benchmark (TRYAGAIN); say so.
-			now, leaderErr := c.leaderNow(ctx)
+			now, leaderErr := cl.leaderNow(ctx)
 			if leaderErr != nil {
 				now = leaderErr.Error()
 			}
-			err = fmt.Errorf("%w\n  leader at the start %s, now %s", err, c.leader.name, now)
-			for _, s := range c.nodes {
+			err = fmt.Errorf("%w\n  leader at the start %s, now %s", err, cl.leader.name, now)
+			for _, s := range cl.nodes {
 				err = fmt.Errorf("%w\n  %s (%s):%s", err, s.label(), s.addr(), logTail(s.logPath, 8))
 			}
 		}
@@ -362,17 +401,26 @@ func runClusterMode(ctx context.Context, f *fleet, kinds []serverKind, runner be
 				}
 			}
 		}
-		for _, s := range c.nodes {
+	}
+	if base != nil {
+		info.baselineLeaderStart = base.leader.name
+		info.baselineLeaderEnd, info.baselineLeaderErr = base.leaderNow(ctx)
+	}
+	for _, cl := range []*cluster{c, base} {
+		if cl == nil {
+			continue
+		}
+		for _, s := range cl.nodes {
 			info.nodeOrder = append(info.nodeOrder, s.name)
-			info.roles[s.name] = c.role(s)
-			info.problems[s.name] = c.logProblems(s)
+			info.roles[s.name] = cl.role(s)
+			info.problems[s.name] = cl.logProblems(s)
 		}
 	}
 	fmt.Fprintln(progress)
 	printMeasurements(progress, ms)
 	notes := clusterNotes(ms, info)
 	fmt.Fprintf(progress, "\n%s", notes)
-	return clusterMarkdown(ms, info, dataFS) + "\n" + notes, nil
+	return withBaseline(progress, clusterMarkdown(ms, info, dataFS)+"\n"+notes, ms), nil
 }
 
 // clusterMarkdown is the cluster section's description and tables.
@@ -393,6 +441,11 @@ func clusterMarkdown(ms []measurement, info clusterRunInfo, dataFS string) strin
 	fmt.Fprintf(&b, "\n\n*%s*: every client on the leader. *%s*: the clients split %s over the nodes, one redis-benchmark per node, all at once; "+
 		"rps is their sum, p50 and p99 the worst node's. *%s*: the single client on a follower, which forwards to the leader. "+
 		"For the cluster rows *busy elsewhere* leaves out all %d nodes.\n\n", kindClusterLeader, kindClusterSpread, strings.Join(splitText, "/"), kindClusterFollower, info.size)
+	if info.baselineLeaderStart != "" {
+		fmt.Fprintf(&b, "*%s*, *%s* and *%s*: the same rows on a second %d-node cluster of the `-baseline` commit's binary (nodes b1 to b%d, leader %s), "+
+			"started alongside this commit's and idle while the other runs; each of its rows runs right after this commit's.\n\n",
+			kindClusterLeaderBaseline, kindClusterSpreadBaseline, kindClusterFollowerBaseline, info.size, info.size, info.baselineLeaderStart)
+	}
 	b.WriteString(measurementsMarkdown(ms))
 	if st := stagesMarkdown(ms); st != "" {
 		b.WriteString("\n" + st)
@@ -456,6 +509,16 @@ func clusterNotes(ms []measurement, info clusterRunInfo) string {
 			}
 		}
 		fmt.Fprintf(&b, " Leader's INFO raft at the end: %s.", strings.Join(parts, ", "))
+	}
+	if start := info.baselineLeaderStart; start != "" {
+		switch {
+		case info.baselineLeaderErr != nil:
+			fmt.Fprintf(&b, "\n\n**The baseline cluster's leader at the end unknown** (%v); it was %s at the start.", info.baselineLeaderErr, start)
+		case info.baselineLeaderEnd != start:
+			fmt.Fprintf(&b, "\n\n**WARNING: the baseline cluster's leader changed during the run** (%s at the start, %s at the end): its leader and follower rows are mislabelled; rerun.", start, info.baselineLeaderEnd)
+		default:
+			fmt.Fprintf(&b, " The baseline cluster's leader: %s at the start and at the end.", start)
+		}
 	}
 	counts := make([]string, len(info.nodeOrder))
 	for i, name := range info.nodeOrder {

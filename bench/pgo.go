@@ -113,7 +113,7 @@ func runPGOMode(ctx context.Context, f *fleet, seconds int, outPath string, prog
 		ports[name] = port
 		return args
 	}
-	c, err := startCluster(ctx, f, clusterSize, nodeArgs, progress)
+	c, err := startCluster(ctx, f, kindRedcell, clusterSize, nodeArgs, progress)
 	if err != nil {
 		return err
 	}

@@ -120,7 +120,7 @@ func runScenarios(ctx context.Context, b benchmarkRunner, scenarios []scenario, 
 					return nil, fmt.Errorf("%s on %s: %w", w, t.kind, err)
 				}
 				m.runs = append(m.runs, res)
-				fmt.Fprintf(progress, "  round %d/%d  %-32s %-16s %10.0f rps  p50 %.3f ms  p99 %.3f ms  (%d req, %.1f s; cores: server %.2f, client %.2f, elsewhere %.2f)\n",
+				fmt.Fprintf(progress, "  round %d/%d  %-32s %-27s %10.0f rps  p50 %.3f ms  p99 %.3f ms  (%d req, %.1f s; cores: server %.2f, client %.2f, elsewhere %.2f)\n",
 					round, rounds, w, t.kind, res.RPS, res.P50Ms, res.P99Ms, res.Requests, res.Elapsed.Seconds(), res.ServerCores, res.ClientCores, res.ElsewhereCores)
 				for i, p := range parts {
 					m.nodeRuns[i] = append(m.nodeRuns[i], p)
