@@ -322,14 +322,16 @@ type clusterRunInfo struct {
 // how many decisions went into each fsynced log entry.
 var leaderCounterFields = []string{"raft_entries_proposed", "raft_ops_proposed", "raft_avg_ops_per_entry"}
 
-// runClusterMode starts the cluster (if redcell is in kinds) and a fresh
-// Redis-Lua (if redis-lua is), runs clusterScenarios alternating, stops
-// everything it started, prints the table and returns the markdown section.
+// runClusterMode starts the cluster (if redcell is in kinds), the
+// baseline's cluster (if the baseline is) and a fresh Redis-Lua (if
+// redis-lua is), runs clusterScenarios alternating, stops everything it
+// started (last started first), prints the table and returns the markdown
+// section, with the Redcell-vs-baseline table when a baseline ran.
 func runClusterMode(ctx context.Context, f *fleet, kinds []serverKind, runner benchmarkRunner, rounds int, dataFS string, progress io.Writer) (md string, err error) {
 	wantCluster, wantRedis := slices.Contains(kinds, kindRedcell), slices.Contains(kinds, kindRedisLua)
 	wantBaseline := slices.Contains(kinds, kindRedcellBaseline)
 	if !wantCluster && !wantRedis && !wantBaseline {
-		return "", errors.New("cluster mode needs redcell or redis-lua in -servers")
+		return "", errors.New("cluster mode needs redcell, redis-lua or -baseline")
 	}
 	var started []*server
 	defer func() {
