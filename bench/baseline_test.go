@@ -41,21 +41,23 @@ func TestBaselineFlag(t *testing.T) {
 	}
 }
 
+// runsAt makes one measured run per rate.
+func runsAt(rps ...float64) []benchResult {
+	var rs []benchResult
+	for _, r := range rps {
+		rs = append(rs, benchResult{RPS: r})
+	}
+	return rs
+}
+
 // The baseline section gives the medians' ratio and every round's, each
 // round being one pair that ran side by side.
 func TestBaselineMarkdown(t *testing.T) {
 	w := workload{clients: 50, pipeline: 1, keyspace: 100000}
-	runs := func(rps ...float64) []benchResult {
-		var rs []benchResult
-		for _, r := range rps {
-			rs = append(rs, benchResult{RPS: r})
-		}
-		return rs
-	}
 	ms := []measurement{
-		{work: w, kind: kindRedcell, median: benchResult{RPS: 36000}, runs: runs(36000, 30000, 40000)},
-		{work: w, kind: kindRedcellBaseline, median: benchResult{RPS: 32000}, runs: runs(32000, 31000, 35000)},
-		{work: w, kind: kindRedisLua, median: benchResult{RPS: 46000}, runs: runs(46000, 46000, 46000)},
+		{work: w, kind: kindRedcell, median: benchResult{RPS: 36000}, runs: runsAt(36000, 30000, 40000)},
+		{work: w, kind: kindRedcellBaseline, median: benchResult{RPS: 32000}, runs: runsAt(32000, 31000, 35000)},
+		{work: w, kind: kindRedisLua, median: benchResult{RPS: 46000}, runs: runsAt(46000, 46000, 46000)},
 	}
 	md := baselineMarkdown(ms)
 	for _, want := range []string{"| 36,000 | 32,000 | 1.12x | 1.125 / 0.968 / 1.143 | 2 of 3 |"} {
@@ -102,19 +104,12 @@ func TestBaselineCluster(t *testing.T) {
 	}
 
 	tput, lat := clusterThroughputWorkload, clusterLatencyWorkload
-	runs := func(rps ...float64) []benchResult {
-		var rs []benchResult
-		for _, r := range rps {
-			rs = append(rs, benchResult{RPS: r})
-		}
-		return rs
-	}
 	ms := []measurement{
-		{work: tput, kind: kindClusterLeader, median: benchResult{RPS: 165000}, runs: runs(165000, 170000)},
-		{work: tput, kind: kindClusterLeaderBaseline, median: benchResult{RPS: 150000}, runs: runs(150000, 175000)},
-		{work: tput, kind: kindRedisLua, median: benchResult{RPS: 100000}, runs: runs(100000, 100000)},
-		{work: lat, kind: kindClusterFollower, median: benchResult{RPS: 1000}, runs: runs(1000, 1000)},
-		{work: lat, kind: kindClusterFollowerBaseline, median: benchResult{RPS: 800}, runs: runs(800, 800)},
+		{work: tput, kind: kindClusterLeader, median: benchResult{RPS: 165000}, runs: runsAt(165000, 170000)},
+		{work: tput, kind: kindClusterLeaderBaseline, median: benchResult{RPS: 150000}, runs: runsAt(150000, 175000)},
+		{work: tput, kind: kindRedisLua, median: benchResult{RPS: 100000}, runs: runsAt(100000, 100000)},
+		{work: lat, kind: kindClusterFollower, median: benchResult{RPS: 1000}, runs: runsAt(1000, 1000)},
+		{work: lat, kind: kindClusterFollowerBaseline, median: benchResult{RPS: 800}, runs: runsAt(800, 800)},
 	}
 	md := baselineMarkdown(ms)
 	for _, w := range []string{
