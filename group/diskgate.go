@@ -31,9 +31,12 @@ import (
 // every other would wait for that one-request fsync before its own — two
 // fsyncs per round of clients instead of one. So when the last entry
 // answered several batches (clients likely to come back), a free disk waits
-// for as many to queue, at most half an append's recent duration: a wait
-// longer than the fsync it saves cannot pay off. One batch, or a lone
-// client, never waits.
+// for as many to queue, at most half an append's recent duration (a wait
+// longer than the fsync it saves cannot pay off) — and a quarter when that
+// entry's batches were single requests: those clients come back within
+// microseconds of their replies or not soon, and the node, with nothing else
+// to do, idles while it waits for them (DESIGN.md, "Stragglers"). One batch,
+// or a lone client, never waits.
 //
 // The gate only shapes batches; it never holds a request for good. Every
 // proposed entry is eventually stored or fails, and the completer marks it
@@ -46,6 +49,7 @@ type diskGate struct {
 	wake     chan struct{} // buffer 1: an append became durable
 
 	expect      atomic.Int64 // batches the last applied entry answered
+	pipelined   atomic.Bool  // they held two or more requests each, on average
 	appendNanos atomic.Int64 // moving average of a durable append's duration
 	lingering   atomic.Bool  // the linger timer is armed
 	lingerDone  atomic.Bool  // it fired: propose what there is
@@ -56,9 +60,14 @@ type diskGate struct {
 // defaultMaxLinger bounds the wait for stragglers whatever the disk's speed.
 const defaultMaxLinger = 500 * time.Microsecond
 
-// linger is how long a free disk waits for stragglers.
+// linger is how long a free disk waits for stragglers: half an append after
+// an entry of pipelines, a quarter after one of single requests.
 func (d *diskGate) linger() time.Duration {
-	return min(time.Duration(d.appendNanos.Load()/2), d.maxLinger)
+	wait := d.appendNanos.Load() / 4
+	if d.pipelined.Load() {
+		wait = d.appendNanos.Load() / 2
+	}
+	return min(time.Duration(wait), d.maxLinger)
 }
 
 // noteAppend folds one durable append's duration into the average (1/8 weight).

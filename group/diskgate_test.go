@@ -279,6 +279,46 @@ func Test_DiskGate_YieldLetsRunnableGoroutinesQueue(t *testing.T) {
 	}
 }
 
+// The wait for stragglers is half an append after an entry of pipelines, a
+// quarter after one of single requests, and never above maxLinger; the
+// completer tells which the last entry was.
+func Test_DiskGate_LingerFollowsTheBatches(t *testing.T) {
+	d := diskGate{maxLinger: 500 * time.Microsecond}
+	d.appendNanos.Store(int64(400 * time.Microsecond))
+	if got := d.linger(); got != 100*time.Microsecond {
+		t.Errorf("after single requests: linger %v, want 100µs", got)
+	}
+	d.pipelined.Store(true)
+	if got := d.linger(); got != 200*time.Microsecond {
+		t.Errorf("after pipelines: linger %v, want 200µs", got)
+	}
+	d.appendNanos.Store(int64(2 * time.Millisecond))
+	if got := d.linger(); got != 500*time.Microsecond {
+		t.Errorf("a slow disk: linger %v, want maxLinger 500µs", got)
+	}
+
+	n := openSingle(t, nil)
+	p, err := gcra.NewParams(15, 30, 60, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		ops  int
+		want bool
+	}{{3, true}, {1, false}, {2, true}} {
+		b := NewBatch()
+		for i := range c.ops {
+			b.Ops = append(b.Ops, throttleReq([]byte(fmt.Sprintf("k%d", i)), p))
+		}
+		if err := n.g.Propose(b); err != nil {
+			t.Fatal(err)
+		}
+		if got := n.g.disk.pipelined.Load(); got != c.want {
+			t.Errorf("after an entry of one %d-request batch: pipelined %v, want %v", c.ops, got, c.want)
+		}
+	}
+}
+
 // A client whose companions do not come back is not held for good: the
 // linger timer proposes it.
 func Test_DiskGate_LoneClientIsProposedByTheTimer(t *testing.T) {

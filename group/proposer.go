@@ -295,6 +295,7 @@ func (g *Group) runCompleter() {
 			// Their clients are likely to come back: the disk may wait
 			// for them (diskgate.go). Set before they are woken.
 			g.disk.expect.Store(int64(len(e.batches)))
+			g.disk.pipelined.Store(e.enc.Count() >= 2*len(e.batches))
 			g.times.noteAnswered(e, monoNanos())
 		}
 		i := 0
