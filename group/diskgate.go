@@ -33,10 +33,11 @@ import (
 // answered several batches (clients likely to come back), a free disk waits
 // for as many to queue, at most half an append's recent duration (a wait
 // longer than the fsync it saves cannot pay off) — and a quarter when that
-// entry's batches were single requests: those clients come back within
-// microseconds of their replies or not soon, and the node, with nothing else
-// to do, idles while it waits for them (DESIGN.md, "Stragglers"). One batch,
-// or a lone client, never waits.
+// entry's batches were single requests: a straggler then is one decision,
+// which the next entry carries anyway, and the node usually has nothing else
+// to do while it waits, where pipelining clients keep it busy parsing
+// (measured, DESIGN.md "Stragglers"). One batch, or a lone client, never
+// waits.
 //
 // The gate only shapes batches; it never holds a request for good. Every
 // proposed entry is eventually stored or fails, and the completer marks it
