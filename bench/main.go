@@ -299,7 +299,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			if st := stagesMarkdown(ms); st != "" {
 				md += "\n" + st
 			}
-			md = withBaseline(stdout, md, ms)
+			md = withRoundRatios(stdout, withBaseline(stdout, md, ms), ms)
 			if mode == "limiters" {
 				md = "Load: " + scriptsNote(works) + ". Each ratio divides by the same command's script on Redis-Lua.\n\n" + md
 			}

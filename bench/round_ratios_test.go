@@ -1,0 +1,65 @@
+package main
+
+import (
+	"io"
+	"strings"
+	"testing"
+)
+
+// runsCosting makes one measured run per (rps, server CPU µs per request).
+func runsCosting(pairs ...[2]float64) []benchResult {
+	var rs []benchResult
+	for _, p := range pairs {
+		rs = append(rs, benchResult{RPS: p[0], ServerCores: p[0] * p[1] / 1e6})
+	}
+	return rs
+}
+
+// Every Redcell row (a lone node, a baseline, a cluster row) is paired with
+// Redis-Lua's row of its workload round by round, and the round in which
+// Redis-Lua ran cheapest is named with the ratio there.
+func TestRoundRatiosMarkdown(t *testing.T) {
+	p1 := workload{clients: 50, pipeline: 1, keyspace: 100000}
+	p16 := workload{clients: 50, pipeline: 16, keyspace: 100000}
+	ms := []measurement{
+		{work: p1, kind: kindRedcell, runs: runsCosting([2]float64{40000, 20}, [2]float64{45000, 16}, [2]float64{39000, 21})},
+		{work: p1, kind: kindRedcellBaseline, runs: runsCosting([2]float64{36000, 22}, [2]float64{36000, 22}, [2]float64{30000, 25})},
+		{work: p1, kind: kindRedisLua, runs: runsCosting([2]float64{32000, 30}, [2]float64{48000, 20.5}, [2]float64{30000, 33})},
+		{work: p1, kind: kindRedisLuaFsync, runs: runsCosting([2]float64{25000, 30}, [2]float64{25000, 30}, [2]float64{25000, 30})},
+		{work: p16, kind: kindClusterLeader, runs: runsCosting([2]float64{150000, 6}, [2]float64{160000, 6})},
+		{work: p16, kind: kindRedisLua, runs: runsCosting([2]float64{100000, 9.5}, [2]float64{0, 0})},
+	}
+	md := roundRatiosMarkdown(ms)
+	for _, want := range []string{
+		"| 100000 random keys, -c 50 -P 1 | Redcell | 1.25x (30.0) / 0.94x (20.5) / 1.30x (33.0) | round 2: 20.5 µs/req | 0.94x |",
+		"| 100000 random keys, -c 50 -P 1 | Redcell-baseline | 1.12x (30.0) / 0.75x (20.5) / 1.00x (33.0) | round 2: 20.5 µs/req | 0.75x |",
+		// a round in which Redis-Lua measured nothing has no ratio and cannot be the cheapest
+		"| 100000 random keys, -c 50 -P 16 | Redcell-3 leader | 1.50x (9.5) / - (0.0) | round 1: 9.5 µs/req | 1.50x |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("section without %q:\n%s", want, md)
+		}
+	}
+	if strings.Contains(md, "| Redis-Lua |") || strings.Contains(md, "| Redis-Lua-fsync |") {
+		t.Errorf("a Redis row got its own line:\n%s", md)
+	}
+	if got := strings.Count(md, "\n| 100000"); got != 3 {
+		t.Errorf("%d rows, want 3:\n%s", got, md)
+	}
+
+	// One round has nothing to compare round by round; nor has a mode
+	// without Redis-Lua.
+	one := []measurement{
+		{work: p1, kind: kindRedcell, runs: runsCosting([2]float64{40000, 20})},
+		{work: p1, kind: kindRedisLua, runs: runsCosting([2]float64{46000, 21})},
+	}
+	if got := roundRatiosMarkdown(one); got != "" {
+		t.Errorf("one round: %q", got)
+	}
+	if got := withRoundRatios(io.Discard, "md", ms[:2]); got != "md" {
+		t.Errorf("without Redis-Lua: %q", got)
+	}
+	if got := withRoundRatios(io.Discard, "md", ms); !strings.HasPrefix(got, "md\n| scenario |") {
+		t.Errorf("section not appended: %q", got)
+	}
+}
