@@ -14,9 +14,10 @@ import (
 // work misses the caches more than Redcell's (bench/DESIGN.md, "The
 // machine's own speed moves"). A median ratio from such a run mixes rounds
 // at different speeds. This section lists every round's ratio next to what
-// Redis-Lua's run of that round cost per request, and names the round in
-// which Redis-Lua ran cheapest: the round whose denominator is nearest the
-// machine's undisturbed speed, so the ratio that flatters Redcell least.
+// Redis-Lua's run of that round cost per request, and the median ratio of
+// the rounds in which Redis-Lua ran (nearly) cheapest: the rounds whose
+// denominators are nearest the machine's undisturbed speed, so the ratio
+// a slow phase flatters least.
 
 // roundRatioRow is one Redcell row's ratios to Redis-Lua, round by round.
 type roundRatioRow struct {
@@ -55,20 +56,28 @@ func (r roundRatioRow) rounds() (ratios, refCPU []float64) {
 	return ratios, refCPU
 }
 
-// cheapestRound is the index of the round in which Redis-Lua used the least
-// CPU per request, among rounds with a ratio and a CPU figure; -1 if none.
-func (r roundRatioRow) cheapestRound() int {
+// nearCheapestSlack is how much dearer than Redis-Lua's cheapest round a
+// round may be and still count as run at about the same speed: one round
+// alone is a noisy witness (Redcell's own CPU per decision moves too), so
+// the section gives the median over all rounds near the cheapest.
+const nearCheapestSlack = 0.10
+
+// nearCheapest returns Redis-Lua's least CPU per request over the rounds
+// with a ratio and a CPU figure, and the rounds (indexes) within
+// nearCheapestSlack of it; 0 and nil if there are none.
+func (r roundRatioRow) nearCheapest() (cheapest float64, near []int) {
 	ratios, refCPU := r.rounds()
-	best := -1
 	for i := range ratios {
-		if ratios[i] <= 0 || refCPU[i] <= 0 {
-			continue
-		}
-		if best < 0 || refCPU[i] < refCPU[best] {
-			best = i
+		if ratios[i] > 0 && refCPU[i] > 0 && (cheapest == 0 || refCPU[i] < cheapest) {
+			cheapest = refCPU[i]
 		}
 	}
-	return best
+	for i := range ratios {
+		if ratios[i] > 0 && refCPU[i] > 0 && refCPU[i] <= cheapest*(1+nearCheapestSlack) {
+			near = append(near, i)
+		}
+	}
+	return cheapest, near
 }
 
 // roundRatiosMarkdown is the section: one line per Redcell row; "" when no
@@ -79,21 +88,29 @@ func roundRatiosMarkdown(ms []measurement) string {
 		return ""
 	}
 	var b strings.Builder
-	b.WriteString("| scenario | server | each round: ratio (Redis-Lua CPU µs/req) | Redis-Lua's cheapest round | ratio there |\n|---|---|---|---:|---:|\n")
+	b.WriteString("| scenario | server | each round: ratio (Redis-Lua CPU µs/req) | Redis-Lua's cheapest round | rounds within 10 % of it | their median ratio |\n|---|---|---|---:|---|---:|\n")
 	for _, r := range rows {
 		ratios, refCPU := r.rounds()
 		each := make([]string, len(ratios))
 		for i := range ratios {
 			each[i] = fmt.Sprintf("%s (%.1f)", formatRatio(ratios[i]), refCPU[i])
 		}
-		cheapest, there := "-", "-"
-		if i := r.cheapestRound(); i >= 0 {
-			cheapest = fmt.Sprintf("round %d: %.1f µs/req", i+1, refCPU[i])
-			there = formatRatio(ratios[i])
+		cheapest, near := r.nearCheapest()
+		cheapText, nearText, medianText := "-", "-", "-"
+		if len(near) > 0 {
+			cheapText = fmt.Sprintf("%.1f µs/req", cheapest)
+			names := make([]string, len(near))
+			nearRatios := make([]float64, len(near))
+			for j, i := range near {
+				names[j] = fmt.Sprint(i + 1)
+				nearRatios[j] = ratios[i]
+			}
+			nearText = strings.Join(names, ", ")
+			medianText = formatRatio(median(nearRatios))
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.row.work, r.row.kind, strings.Join(each, " / "), cheapest, there)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.row.work, r.row.kind, strings.Join(each, " / "), cheapText, nearText, medianText)
 	}
-	b.WriteString("\n*Round by round*: Redcell's rate over Redis-Lua's in each round (the two ran one after the other), with what Redis-Lua's run cost in CPU per request. Where that cost moves from round to round the machine's speed moved, and Redis + Lua, whose work misses the caches more, slows more than Redcell; the ratio in its cheapest round is the one nearest the machine's undisturbed speed.\n")
+	b.WriteString("\n*Round by round*: Redcell's rate over Redis-Lua's in each round (the two ran one after the other), with what Redis-Lua's run cost in CPU per request. Where that cost moves from round to round the machine's speed moved, and Redis + Lua, whose work misses the caches more, slows more than Redcell. The rounds in which Redis-Lua ran within 10 % of its cheapest are those nearest the machine's undisturbed speed; their median ratio is the one a slow phase flatters least.\n")
 	return b.String()
 }
 

@@ -101,8 +101,13 @@ func randomCycle(n int, rng *rand.Rand) []int {
 	return next
 }
 
+// median is the middle value of d (the mean of the two middle ones for an
+// even count); d must not be empty. It sorts a copy.
 func median(d []float64) float64 {
 	s := slices.Clone(d)
 	slices.Sort(s)
+	if len(s)%2 == 0 {
+		return (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
 	return s[len(s)/2]
 }
