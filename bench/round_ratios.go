@@ -62,18 +62,36 @@ func (r roundRatioRow) rounds() (ratios, refCPU []float64) {
 // the section gives the median over all rounds near the cheapest.
 const nearCheapestSlack = 0.10
 
+// sameSpeed reports whether the two runs of round i saw about the same
+// machine. redis-benchmark does the same work per request against either
+// server, so its CPU per request is a witness of the machine's speed that
+// both runs share: a round whose two client costs differ by more than
+// nearCheapestSlack ran its two servers at different speeds (on 2026-11-26
+// a round at Redis-Lua's usual cost had the client at 16.4 µs per request
+// against Redis-Lua and 23.6 against Redcell, seconds before). Unknown
+// client costs (0) do not exclude a round.
+func (r roundRatioRow) sameSpeed(i int) bool {
+	a, b := r.row.runs[i].clientCPUPerRequestUs(), r.ref.runs[i].clientCPUPerRequestUs()
+	if a <= 0 || b <= 0 {
+		return true
+	}
+	return max(a, b) <= min(a, b)*(1+nearCheapestSlack)
+}
+
 // nearCheapest returns Redis-Lua's least CPU per request over the rounds
-// with a ratio and a CPU figure, and the rounds (indexes) within
-// nearCheapestSlack of it; 0 and nil if there are none.
+// with a ratio and a CPU figure whose two runs saw the same speed
+// (sameSpeed), and those of them (indexes) within nearCheapestSlack of it;
+// 0 and nil if there are none.
 func (r roundRatioRow) nearCheapest() (cheapest float64, near []int) {
 	ratios, refCPU := r.rounds()
+	usable := func(i int) bool { return ratios[i] > 0 && refCPU[i] > 0 && r.sameSpeed(i) }
 	for i := range ratios {
-		if ratios[i] > 0 && refCPU[i] > 0 && (cheapest == 0 || refCPU[i] < cheapest) {
+		if usable(i) && (cheapest == 0 || refCPU[i] < cheapest) {
 			cheapest = refCPU[i]
 		}
 	}
 	for i := range ratios {
-		if ratios[i] > 0 && refCPU[i] > 0 && refCPU[i] <= cheapest*(1+nearCheapestSlack) {
+		if usable(i) && refCPU[i] <= cheapest*(1+nearCheapestSlack) {
 			near = append(near, i)
 		}
 	}
@@ -94,6 +112,9 @@ func roundRatiosMarkdown(ms []measurement) string {
 		each := make([]string, len(ratios))
 		for i := range ratios {
 			each[i] = fmt.Sprintf("%s (%.1f)", formatRatio(ratios[i]), refCPU[i])
+			if !r.sameSpeed(i) {
+				each[i] += "†"
+			}
 		}
 		cheapest, near := r.nearCheapest()
 		cheapText, nearText, medianText := "-", "-", "-"
@@ -110,7 +131,7 @@ func roundRatiosMarkdown(ms []measurement) string {
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s | %s |\n", r.row.work, r.row.kind, strings.Join(each, " / "), cheapText, nearText, medianText)
 	}
-	b.WriteString("\n*Round by round*: Redcell's rate over Redis-Lua's in each round (the two ran one after the other), with what Redis-Lua's run cost in CPU per request. Where that cost moves from round to round the machine's speed moved, and Redis + Lua, whose work misses the caches more, slows more than Redcell. The rounds in which Redis-Lua ran within 10 % of its cheapest are those nearest the machine's undisturbed speed; their median ratio is the one a slow phase flatters least.\n")
+	b.WriteString("\n*Round by round*: Redcell's rate over Redis-Lua's in each round (the two ran one after the other), with what Redis-Lua's run cost in CPU per request. Where that cost moves from round to round the machine's speed moved, and Redis + Lua, whose work misses the caches more, slows more than Redcell. The rounds in which Redis-Lua ran within 10 % of its cheapest are those nearest the machine's undisturbed speed; their median ratio is the one a slow phase flatters least. † marks a round left out of that choice: redis-benchmark's own CPU per request, which is the same work against either server, differed by more than 10 % between its two runs, so the machine's speed changed between them.\n")
 	return b.String()
 }
 

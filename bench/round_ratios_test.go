@@ -57,6 +57,24 @@ func TestRoundRatiosMarkdown(t *testing.T) {
 	if got := roundRatiosMarkdown(one); got != "" {
 		t.Errorf("one round: %q", got)
 	}
+	// A round whose two runs saw different machine speeds (the client's own
+	// CPU per request differs by more than 10 %) is marked and cannot be
+	// chosen, even where Redis-Lua ran cheapest.
+	withClient := func(rs []benchResult, clientUs ...float64) []benchResult {
+		for i, c := range clientUs {
+			rs[i].ClientCores = rs[i].RPS * c / 1e6
+		}
+		return rs
+	}
+	moved := []measurement{
+		{work: p1, kind: kindRedcell, runs: withClient(runsCosting([2]float64{32000, 26}, [2]float64{40000, 20}, [2]float64{42000, 19}), 23.6, 18, 17)},
+		{work: p1, kind: kindRedisLua, runs: withClient(runsCosting([2]float64{38000, 24.7}, [2]float64{36000, 26}, [2]float64{37000, 26.5}), 16.4, 17, 17.5)},
+	}
+	md = roundRatiosMarkdown(moved)
+	if want := "| 100000 random keys, -c 50 -P 1 | Redcell | 0.84x (24.7)† / 1.11x (26.0) / 1.14x (26.5) | 26.0 µs/req | 2, 3 | 1.12x |"; !strings.Contains(md, want) {
+		t.Errorf("section without %q:\n%s", want, md)
+	}
+
 	if got := withRoundRatios(io.Discard, "md", ms[:2]); got != "md" {
 		t.Errorf("without Redis-Lua: %q", got)
 	}
