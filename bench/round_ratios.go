@@ -22,6 +22,9 @@ import (
 // roundRatioRow is one Redcell row's ratios to Redis-Lua, round by round.
 type roundRatioRow struct {
 	row, ref measurement
+	// usualClient is the median over the rounds of clientRatio (0 when no
+	// round knows it), computed once by roundRatioRows for sameSpeed.
+	usualClient float64
 }
 
 // roundRatioRows pairs every row that is not a Redis server with Redis-Lua's
@@ -35,7 +38,17 @@ func roundRatioRows(ms []measurement) []roundRatioRow {
 		}
 		for _, o := range ms {
 			if o.work == m.work && o.kind == kindRedisLua && min(len(m.runs), len(o.runs)) >= 2 {
-				rows = append(rows, roundRatioRow{row: m, ref: o})
+				r := roundRatioRow{row: m, ref: o}
+				var all []float64
+				for i := range min(len(m.runs), len(o.runs)) {
+					if c := r.clientRatio(i); c > 0 {
+						all = append(all, c)
+					}
+				}
+				if len(all) > 0 {
+					r.usualClient = median(all)
+				}
+				rows = append(rows, r)
 			}
 		}
 	}
@@ -77,17 +90,10 @@ const nearCheapestSlack = 0.10
 // exclude a round.
 func (r roundRatioRow) sameSpeed(i int) bool {
 	ratio := r.clientRatio(i)
-	if ratio <= 0 {
+	if ratio <= 0 || r.usualClient <= 0 {
 		return true
 	}
-	var all []float64
-	for j := range min(len(r.row.runs), len(r.ref.runs)) {
-		if c := r.clientRatio(j); c > 0 {
-			all = append(all, c)
-		}
-	}
-	usual := median(all)
-	return max(ratio, usual) <= min(ratio, usual)*(1+nearCheapestSlack)
+	return max(ratio, r.usualClient) <= min(ratio, r.usualClient)*(1+nearCheapestSlack)
 }
 
 // clientRatio is redis-benchmark's CPU per request in the row's run of
