@@ -120,6 +120,7 @@ func (l *Local) Info(section string, field func(name string, value any)) {
 		field("log_wal_syncs_direct", ls.DirectWALSyncs)
 		field("log_wal_syncs_ordinary", ls.OrdinaryWALSyncs)
 		field("log_wal_syncs_slow", ls.SlowDirectWALSyncs)
+		field("log_wal_sync_usec_total", ls.WALSyncTime.Microseconds())
 		field("log_wals_zero_filled", ls.WALsZeroFilled) // raftstore/walprefill.go
 		field("log_wal_zero_fills_failed", ls.WALZeroFillsFailed)
 		field("log_bytes_appended", ls.BytesAppended)

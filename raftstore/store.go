@@ -235,6 +235,9 @@ type Stats struct {
 	// took longer than 20 ms and suspended direct syncs for 10 s. All 0 on
 	// an injected file system (tests).
 	DirectWALSyncs, OrdinaryWALSyncs, SlowDirectWALSyncs uint64
+	// WALSyncTime is the time spent in those syncs, both kinds: the disk's
+	// share of the appends' time.
+	WALSyncTime time.Duration
 	// DirectWALSyncOn reports whether the next WAL sync may be direct.
 	DirectWALSyncOn bool
 	// WALsZeroFilled counts new WAL files written with zeros before use,
@@ -280,6 +283,7 @@ func (s *Store) Stats() Stats {
 		DirectWALSyncs:     s.walSync.direct.Load(),
 		OrdinaryWALSyncs:   s.walSync.ordinary.Load(),
 		SlowDirectWALSyncs: s.walSync.slow.Load(),
+		WALSyncTime:        time.Duration(s.walSync.syncNanos.Load()),
 		DirectWALSyncOn:    s.walSync.useDirect(),
 		WALsZeroFilled:     s.walSync.prefilled.Load(),
 		WALZeroFillsFailed: s.walSync.prefillFailed.Load(),

@@ -149,6 +149,38 @@ func TestWALSync_SlowSyncSuspendsDirectSyncs(t *testing.T) {
 	}
 }
 
+// Every sync's time is summed, direct or ordinary, and only its own: INFO's
+// log_wal_sync_usec_total is the disk's share of the appends.
+func TestWALSync_TimeIsSummed(t *testing.T) {
+	ws, fake := newFakeWALSync(t)
+	f := createIn(t, walSyncFS{FS: vfs.Default, ws: ws}, "000001.log")
+
+	ws.enabled.Store(true)
+	fake.took = 300 * time.Microsecond
+	for range 2 {
+		if err := f.SyncData(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, want := time.Duration(ws.syncNanos.Load()), 600*time.Microsecond; got != want {
+		t.Fatalf("after two direct syncs of 300µs: %v summed, want %v", got, want)
+	}
+	// An ordinary sync is timed by the same clock; the fake one stands
+	// still through the real fdatasync, so it adds nothing here, and a clock
+	// stepped backwards during a sync must not wrap the sum.
+	ws.enabled.Store(false)
+	ws.now = func() time.Time { *fake.clock = fake.clock.Add(-time.Second); return *fake.clock }
+	if err := f.SyncData(); err != nil {
+		t.Fatal(err)
+	}
+	if got := time.Duration(ws.syncNanos.Load()); got != 600*time.Microsecond {
+		t.Fatalf("after a sync whose clock went backwards: %v summed, want it unchanged", got)
+	}
+	if ws.ordinary.Load() != 1 || ws.direct.Load() != 2 {
+		t.Fatalf("counters direct %d ordinary %d, want 2 and 1", ws.direct.Load(), ws.ordinary.Load())
+	}
+}
+
 // The real direct sync: it syncs an open file and reports the kernel's error
 // for a bad descriptor.
 func TestRawSync(t *testing.T) {
@@ -189,6 +221,9 @@ func TestStore_DirectWALSync(t *testing.T) {
 	st := s.Stats()
 	if !st.DirectWALSyncOn || st.DirectWALSyncs == 0 || st.OrdinaryWALSyncs == 0 {
 		t.Fatalf("stats %+v: want an ordinary sync before the switch and a direct one after", st)
+	}
+	if st.WALSyncTime <= 0 {
+		t.Fatalf("stats %+v: real syncs took no time", st)
 	}
 	s = reopen(t, s, dir, Options{})
 	checkBounds(t, s, 1, 20)
