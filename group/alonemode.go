@@ -98,6 +98,21 @@ func (g *Group) setInflightLimit(alone bool) {
 	}
 }
 
+// Quiet reports whether this node is alone with nothing of its own on the
+// way through the log: no entry in raft, no batch queued for one. The
+// client server's busy poll spins for a lone client's next request only
+// then (server/busypoll_linux.go), never while the node has work. Any
+// goroutine; it takes the queue's lock for a moment.
+func (g *Group) Quiet() bool {
+	if !g.yieldFirst.Load() || g.inflightN.Load() != 0 {
+		return false
+	}
+	g.qmu.Lock()
+	queued := len(g.queue)
+	g.qmu.Unlock()
+	return queued == 0
+}
+
 // pokeAloneMode makes runAloneMode read the configuration now.
 func (g *Group) pokeAloneMode() {
 	select {

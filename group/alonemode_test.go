@@ -93,17 +93,37 @@ func TestAloneMode_NeverWithPeersOrWhenOff(t *testing.T) {
 	}
 }
 
-// The in-flight limit and the yield before an entry follow the membership:
-// every slot and the yield alone, one slot and no yield with a member, both
-// back once it is removed.
+// The in-flight limit, the yield before an entry and Quiet follow the
+// membership: every slot and the yield alone, one slot and no yield with a
+// member, both back once it is removed.
 func TestAloneMode_InflightLimitFollowsMembership(t *testing.T) {
 	n := openSingle(t, nil)
 	mode := func(limit int32, yield bool) func() bool {
 		return func() bool { return n.g.inflightLimit.Load() == limit && n.g.yieldFirst.Load() == yield }
 	}
 	waitFor(t, 10*time.Second, "every slot and the yield alone", mode(DefaultMaxInflight, true))
+	// Quiet (the client server's busy poll): alone and idle, and not with
+	// an entry in raft or a batch queued for one.
+	waitFor(t, 10*time.Second, "quiet alone after the bootstrap's entries", n.g.Quiet)
+	n.g.inflightN.Add(1)
+	if n.g.Quiet() {
+		t.Error("quiet with an entry in flight")
+	}
+	n.g.inflightN.Add(-1)
+	n.g.qmu.Lock()
+	n.g.queue = append(n.g.queue, NewBatch())
+	n.g.qmu.Unlock()
+	if n.g.Quiet() {
+		t.Error("quiet with a batch queued")
+	}
+	n.g.qmu.Lock()
+	n.g.queue = n.g.queue[:0]
+	n.g.qmu.Unlock()
 	m := addNonvoter(t, n, "node2")
 	waitFor(t, 10*time.Second, "one slot and no yield with a member", mode(DefaultMaxInflightWithPeers, false))
+	if n.g.Quiet() {
+		t.Error("quiet with a member")
+	}
 	if err := n.g.Remove(m.id); err != nil {
 		t.Fatalf("Remove: %v", err)
 	}

@@ -282,6 +282,14 @@ type peekedConn struct {
 
 func (p *peekedConn) Read(b []byte) (int, error) { return p.r.Read(b) }
 
+// Socket is the connection underneath, whose descriptor the client server
+// polls for input (server/busypoll_linux.go); Buffered the peeked bytes
+// not yet read, which that poll cannot see.
+func (p *peekedConn) Socket() net.Conn { return p.Conn }
+
+// Buffered is the number of peeked bytes Read has not returned yet.
+func (p *peekedConn) Buffered() int { return p.r.Buffered() }
+
 // CloseWrite half-closes the connection when the one underneath can (a
 // server sending a last answer before it closes uses it).
 func (p *peekedConn) CloseWrite() error {

@@ -85,11 +85,15 @@ type Config struct {
 	// OrdinaryWALSync turns off direct WAL syncs while the node is alone
 	// (group.Config.OrdinaryWALSync; --direct-wal-sync=false).
 	OrdinaryWALSync bool
-	MaxAppend       int
-	SnapThresh      uint64
-	SnapEvery       time.Duration
-	Version         string
-	Logger          *slog.Logger
+	// BusyPoll is server.Config.BusyPoll (--busy-poll-usec): how long a
+	// connection may spin for its client's next request while the node is
+	// alone and idle (group.Group.Quiet).
+	BusyPoll   time.Duration
+	MaxAppend  int
+	SnapThresh uint64
+	SnapEvery  time.Duration
+	Version    string
+	Logger     *slog.Logger
 
 	// TLS is the node's certificate, key and CA (package tlscert); nil
 	// without TLS. TLSPort > 0 opens a client port that speaks TLS on
@@ -315,6 +319,8 @@ func Open(cfg Config) (n *Node, err error) {
 		TLSAuthClients:    cfg.TLSAuthClients.String(),
 		TLSCluster:        cfg.TLSCluster,
 		Save:              saveSchedule(cfg),
+		BusyPoll:          cfg.BusyPoll,
+		Quiet:             n.group.Quiet,
 		Shutdown: func() {
 			select {
 			case n.shutdown <- struct{}{}:

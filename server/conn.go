@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redcell/redcell/commands"
@@ -48,6 +49,13 @@ type conn struct {
 	writes []request.Request
 	reads  []request.Request
 	res    []request.Result
+
+	// polled is the socket in the node's busy poll (busypoll_linux.go), nil
+	// when it is not there; peeked reports bytes of the connection read
+	// ahead before the server got it (the port's mux), which the poll
+	// cannot see.
+	polled syscall.RawConn
+	peeked func() int
 }
 
 func (s *Server) newConn(nc net.Conn) *conn {
@@ -65,16 +73,56 @@ func (s *Server) newConn(nc net.Conn) *conn {
 	c.lastActive.Store(c.created.UnixNano())
 	c.rd.limits = s.params.reader
 	c.initAuth()
+	if s.busy != nil {
+		c.watchSocket()
+	}
 	return c
+}
+
+// watchSocket puts the connection's socket in the busy poll: a plain TCP
+// or Unix socket, directly or under the port's mux; not TLS, whose reads
+// are of records the poll cannot count.
+func (c *conn) watchSocket() {
+	sock := c.nc
+	if m, ok := sock.(interface {
+		Socket() net.Conn
+		Buffered() int
+	}); ok {
+		sock, c.peeked = m.Socket(), m.Buffered
+	}
+	sc, ok := sock.(syscall.Conn)
+	if !ok {
+		return
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil || !c.s.busy.watch(rc, c.id) {
+		return
+	}
+	c.polled = rc
+}
+
+// awaitInput spins for the client's next request while the node is quiet
+// (busypoll_linux.go), when nothing of it is already here to parse.
+func (c *conn) awaitInput() {
+	if c.polled == nil || c.rd.start < c.rd.end || (c.peeked != nil && c.peeked() > 0) {
+		return
+	}
+	c.s.busy.await(c.id)
 }
 
 // serve reads pipelines and answers them until the client leaves, sends
 // QUIT, or breaks the protocol.
 func (c *conn) serve() {
 	defer c.nc.Close()
+	if c.polled != nil {
+		defer c.s.busy.unwatch(c.polled) // before the close: see unwatch
+	}
 	defer c.closeTracking()
 	for {
 		cmds, err := c.rd.next()
+		if c.s.busy != nil {
+			c.s.busy.active.Add(1) // until its replies are written
+		}
 		if len(cmds) > 0 {
 			c.s.stats.commands.Add(int64(len(cmds)))
 			c.lastActive.Store(time.Now().UnixNano())
@@ -97,9 +145,14 @@ func (c *conn) serve() {
 			}
 			c.closeAfter = true
 		}
-		if !c.flush() || c.closeAfter {
+		flushed := c.flush()
+		if c.s.busy != nil {
+			c.s.busy.active.Add(-1)
+		}
+		if !flushed || c.closeAfter {
 			return
 		}
+		c.awaitInput()
 	}
 }
 

@@ -122,6 +122,15 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 		kv("tracking_total_keys", tkeys)
 		kv("tracking_total_items", titems)
 		kv("tracking_total_prefixes", tprefixes)
+		// Redcell's: the busy poll for lone clients' next requests
+		// (busypoll_linux.go).
+		var spins, hits uint64
+		if s.busy != nil {
+			spins, hits = s.busy.spins.Load(), s.busy.hits.Load()
+		}
+		kv("busy_poll_usec", s.cfg.BusyPoll.Microseconds())
+		kv("busy_polls", spins)
+		kv("busy_poll_hits", hits)
 		if s.cfg.PeerStats != nil {
 			ps := s.cfg.PeerStats()
 			kv("peer_connections_accepted", ps.PeersAccepted)

@@ -70,6 +70,15 @@ type Config struct {
 	// return at once and stop the node from another goroutine, since Close
 	// waits for the connection that called it. nil: SHUTDOWN is refused.
 	Shutdown func()
+
+	// BusyPoll is how long a connection may spin for its client's next
+	// request after answering, while Quiet reports true, before it parks
+	// (busypoll_linux.go; Linux only). Zero, or a nil Quiet: never.
+	BusyPoll time.Duration
+	// Quiet reports whether the node is idle enough for that: alone, with
+	// nothing of its own on the way through the log. Called by connection
+	// goroutines, often; must not block.
+	Quiet func() bool
 }
 
 // Server serves Redis clients. Serve runs one goroutine per connection.
@@ -95,6 +104,7 @@ type Server struct {
 	params  runtimeParams
 	persist persistState
 	idle    *idleCloser
+	busy    *busyPoll // nil: connections never spin (busypoll_linux.go)
 }
 
 type serverStats struct {
@@ -139,6 +149,11 @@ func New(cfg Config) *Server {
 	}
 	s.params.protectedMode.Store(cfg.ProtectedMode)
 	s.idle = startIdleCloser(s, time.Second)
+	busy, err := newBusyPoll(cfg.BusyPoll, cfg.Quiet, &s.closing)
+	if err != nil {
+		s.log.Warn("busy polling off: no epoll instance", "err", err)
+	}
+	s.busy = busy
 	return s
 }
 
@@ -208,6 +223,9 @@ func (s *Server) Close() {
 	s.persist.bg.Wait()
 	s.idle.close()
 	s.rates.close()
+	if s.busy != nil {
+		s.busy.close()
+	}
 }
 
 // refuse answers a connection beyond maxclients as Redis does, and closes it.

@@ -32,6 +32,7 @@ type config struct {
 	maxInflight      int
 	maxInflightPeers int
 	directSync       bool
+	busyPollUsec     int
 	maxAppend        int
 	snapThresh       uint64
 	snapEvery        time.Duration
@@ -78,6 +79,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.pprofAddr, "pprof", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060) for profiling; off by default")
 	fs.BoolVar(&c.directSync, "direct-wal-sync", true, "while the node is the only member of its cluster, fsync the log without handing the thread to Go's scheduler: same durability,\n"+
 		"far fewer context switches per fsync (raftstore/walsync.go); off for a while after a sync slower than 20 ms, and never with peers")
+	fs.IntVar(&c.busyPollUsec, "busy-poll-usec", 50, "while the node is alone and idle, how long (µs) a connection that has just answered may spin for its client's next request before it parks:\n"+
+		"a lone waiting client then skips the halted vCPU's wake-up (about 40 µs on a VM); only the CPU the idle node would not use (server/busypoll_linux.go; Linux; 0: never)")
 	fs.IntVar(&c.maxInflight, "max-inflight", group.DefaultMaxInflight, "log entries the proposer keeps in Raft at once while the node is alone (tuning): at most one of them is waiting for the local disk, the rest for apply")
 	fs.IntVar(&c.maxInflightPeers, "max-inflight-with-peers", group.DefaultMaxInflightWithPeers, "log entries the proposer keeps in Raft at once while the node has peers (tuning; at most --max-inflight): each costs an fsync on every node, so fewer, larger entries are faster")
 	fs.IntVar(&c.maxAppend, "max-append-entries", 64, "Raft MaxAppendEntries: entries per append RPC and per apply batch (tuning)")
@@ -129,6 +132,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("--stripes %d: want 1 to 65536", c.stripes)
 	case c.procs < 0:
 		return c, fmt.Errorf("--procs %d: want 0 (automatic) or more", c.procs)
+	case c.busyPollUsec < 0 || c.busyPollUsec > 1_000_000:
+		return c, fmt.Errorf("--busy-poll-usec %d: want 0 (never) to 1000000", c.busyPollUsec)
 	case c.maxInflight < 1 || c.maxInflight > 64:
 		return c, fmt.Errorf("--max-inflight %d: want 1 to 64", c.maxInflight)
 	case c.maxInflightPeers < 1 || c.maxInflightPeers > 64:

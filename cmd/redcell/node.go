@@ -4,6 +4,7 @@ import (
 	"errors"
 	"github.com/redcell/redcell/internal/arg"
 	"log/slog"
+	"time"
 
 	"github.com/redcell/redcell/internal/tlscert"
 	"github.com/redcell/redcell/node"
@@ -55,6 +56,7 @@ func startNode(cfg config, log *slog.Logger, level *slog.LevelVar) (*node.Node, 
 		MaxInflight:          cfg.maxInflight,
 		MaxInflightWithPeers: cfg.maxInflightPeers,
 		OrdinaryWALSync:      !cfg.directSync,
+		BusyPoll:             time.Duration(cfg.busyPollUsec) * time.Microsecond,
 		MaxAppend:            cfg.maxAppend,
 		SnapThresh:           cfg.snapThresh,
 		SnapEvery:            cfg.snapEvery,
