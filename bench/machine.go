@@ -28,6 +28,12 @@ type machineInfo struct {
 	SpeedStart  machineSpeed // memory and core speed when the run began (speed_probe.go)
 	Date        string
 	LoadStart   string // 1/5/15-minute load averages when the run began
+	// CPUIdle is how the kernel idles a CPU (cpuidle driver and governor,
+	// and under haltpoll how long a guest polls before it halts): a lone
+	// client's round trip includes waking a halted vCPU, ~40 µs on the VMs
+	// measured here with guest_halt_poll_ns 0 (server/DESIGN.md, "Busy
+	// polling for the next request").
+	CPUIdle string
 }
 
 // collectMachineInfo gathers machineInfo; a fact it cannot get reads "unknown".
@@ -42,6 +48,7 @@ func collectMachineInfo(ctx context.Context, repoRoot, dataDir string) machineIn
 		DataFS:      filesystemType(dataDir),
 		Date:        time.Now().UTC().Format("2006-01-02 15:04 UTC"),
 		LoadStart:   loadAverage(),
+		CPUIdle:     cpuIdle(),
 	}
 	if fs, err := measureFsync(dataDir); err == nil {
 		m.Fsync = fs
@@ -122,6 +129,21 @@ func filesystemType(path string) string {
 		return "overlayfs"
 	}
 	return fmt.Sprintf("0x%x", st.Type)
+}
+
+// cpuIdle describes the idle driver from sysfs: "haltpoll/haltpoll,
+// guest_halt_poll_ns 0", "intel_idle/menu"; "unknown" without one.
+func cpuIdle() string {
+	const dir = "/sys/devices/system/cpu/cpuidle/"
+	driver := strings.TrimSpace(readFileOr(dir+"current_driver", ""))
+	if driver == "" {
+		return "unknown"
+	}
+	s := driver + "/" + strings.TrimSpace(readFileOr(dir+"current_governor", readFileOr(dir+"current_governor_ro", "unknown")))
+	if ns := strings.TrimSpace(readFileOr("/sys/module/haltpoll/parameters/guest_halt_poll_ns", "")); ns != "" {
+		s += ", guest_halt_poll_ns " + ns
+	}
+	return s
 }
 
 // loadAverage is the 1/5/15-minute load averages from /proc/loadavg. Other

@@ -248,6 +248,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		report.info.CPUs, report.info.CPUModel, report.info.GoVersion, report.info.RedisServer, report.info.Commit, report.info.DataFS, report.info.LoadStart)
 	fmt.Fprintf(stdout, "fsync where the data dirs are: %s\n", report.info.Fsync)
 	fmt.Fprintf(stdout, "machine speed: %s\n", report.info.SpeedStart)
+	fmt.Fprintf(stdout, "CPU idle: %s\n", report.info.CPUIdle)
 	if report.info.DataFS == "tmpfs" {
 		fmt.Fprintln(stderr, "bench: WARNING: data dirs are on tmpfs, fsync is free there; use -tmp on a real disk for durable numbers")
 	}

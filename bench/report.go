@@ -44,6 +44,7 @@ func (r *resultsReport) markdown() string {
 	}
 	fmt.Fprintf(&b, "\n\n| | |\n|---|---|\n")
 	fmt.Fprintf(&b, "| machine | %d CPUs, %s, Linux %s |\n", r.info.CPUs, r.info.CPUModel, r.info.Kernel)
+	fmt.Fprintf(&b, "| CPU idle | %s (a halted vCPU's wake-up is part of a lone client's round trip) |\n", r.info.CPUIdle)
 	fmt.Fprintf(&b, "| Go | %s |\n", r.info.GoVersion)
 	fmt.Fprintf(&b, "| Redis | %s |\n", r.info.RedisServer)
 	fmt.Fprintf(&b, "| Redcell commit | %s |\n", r.info.Commit)

@@ -2,6 +2,7 @@ package main
 
 import (
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 )
@@ -50,5 +51,23 @@ func TestReportGivesMachineSpeed(t *testing.T) {
 	want := "| machine speed | random load over 64 MiB 125 ns, multiply-add 1.00 ns at start; random load over 64 MiB 197 ns, multiply-add 1.39 ns at end"
 	if md := r.markdown(); !strings.Contains(md, want) {
 		t.Errorf("results file without the speed row %q:\n%s", want, md)
+	}
+}
+
+// The results file says how the machine idles its CPUs, and the probe reads
+// it from sysfs where there is one.
+func TestReportGivesCPUIdle(t *testing.T) {
+	r := &resultsReport{info: machineInfo{CPUIdle: "haltpoll/haltpoll, guest_halt_poll_ns 0"}}
+	want := "| CPU idle | haltpoll/haltpoll, guest_halt_poll_ns 0 ("
+	if md := r.markdown(); !strings.Contains(md, want) {
+		t.Errorf("results file without the CPU idle row %q:\n%s", want, md)
+	}
+	got := cpuIdle()
+	if _, err := os.Stat("/sys/devices/system/cpu/cpuidle/current_driver"); err == nil {
+		if got == "unknown" || !strings.Contains(got, "/") {
+			t.Errorf("cpuIdle() = %q with a cpuidle driver in sysfs", got)
+		}
+	} else if got != "unknown" {
+		t.Errorf("cpuIdle() = %q without a cpuidle driver", got)
 	}
 }
