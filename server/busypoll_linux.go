@@ -20,7 +20,8 @@ import (
 // haltpoll with guest_halt_poll_ns 0: it never polls before halting), a
 // fifth of a lone client's round trip. Measured on the same VM, a lone
 // client (`redis-benchmark -c 1 -P 1`, CL.THROTTLE): p50 0.199–0.223 ms
-// parked, 0.159–0.167 ms spinning up to 60 µs after each reply, and the same
+// parked, 0.159–0.167 ms spinning up to 60 µs after each reply (a
+// prototype; 0.167–0.175 ms with this code's default 50 µs), and
 // 0.143–0.159 ms with the node parking and the guest polling for 50 µs
 // before it halts (guest_halt_poll_ns 50000): the wake-up, not the work.
 //
