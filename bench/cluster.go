@@ -84,6 +84,8 @@ func startCluster(ctx context.Context, f *fleet, kind serverKind, size int, node
 		args := []string{"--node-id", name, "--cluster-secret-file", secretPath}
 		if i > 1 {
 			args = append(args, "--join", c.nodes[0].addr())
+		} else {
+			args = append(args, "--bootstrap")
 		}
 		if nodeArgs != nil {
 			args = append(args, nodeArgs(name)...)

@@ -11,6 +11,9 @@ import (
 // ones that need the leader to it):
 //
 //	join <id> <addr>   add a non-voter (leader only; a repeat is a no-op)
+//	rejoin <id> <addr> add a node that has no Raft state as a non-voter,
+//	                   replacing a member with its ID or address (leader
+//	                   only; sent by the joining node itself, never by RAFT)
 //	promote <id>       make a member a voter (leader only)
 //	remove <id>        take a member out (leader only)
 //	transfer [<id>]    hand leadership over (leader only)
@@ -40,6 +43,10 @@ func (l *Local) Admin(cmd string, args []string) (string, error) {
 	case "join":
 		if err = want(2); err == nil {
 			err = g.AddNonvoter(arg(0), arg(1))
+		}
+	case "rejoin":
+		if err = want(2); err == nil {
+			err = g.Rejoin(arg(0), arg(1))
 		}
 	case "promote":
 		if err = want(1); err == nil {
@@ -93,7 +100,7 @@ func (l *Local) Admin(cmd string, args []string) (string, error) {
 // leader.
 func LeaderOnly(cmd string) bool {
 	switch cmd {
-	case "join", "promote", "remove", "transfer":
+	case "join", "rejoin", "promote", "remove", "transfer":
 		return true
 	}
 	return false

@@ -96,6 +96,53 @@ func (g *Group) AddNonvoter(id, addr string) error {
 	return nil
 }
 
+// Rejoin adds a node that has no Raft state as a non-voter, first removing
+// any member that holds its ID or its address: that member is the same
+// node (or the same slot) from before its state was lost, and its votes
+// and acknowledgements belong to a log the node no longer has. The
+// joining node sends this itself, and refuses all Raft traffic until it
+// gets the answer (node's raftGate), so by then no configuration this
+// leader commits counts it as a voter under its old life:
+//
+//   - the removal is committed under the configuration without the old
+//     member, so a majority of the remaining voters holds it before the
+//     node is added back; a candidate that lacks it cannot win (it would
+//     need votes from that majority, whose logs are ahead of its own);
+//   - the node comes back as a non-voter: no candidate asks for its vote
+//     and no leader counts its acknowledgements until it has caught up
+//     and been promoted (Promote), as any new member.
+//
+// A member at the same ID and address is replaced too, whatever its
+// suffrage: AddNonvoter would keep a voter as it is (raft only updates its
+// address), and then count the empty node's acknowledgements as if it still
+// held its old log. Replacing the leader itself is refused: a node
+// that claims the leader's ID or address is a misconfiguration, not a lost
+// disk.
+func (g *Group) Rejoin(id, addr string) error {
+	if err := g.leaderOnly(); err != nil {
+		return err
+	}
+	ms, err := g.Members()
+	if err != nil {
+		return err
+	}
+	self := string(g.cfg.NodeID)
+	for _, m := range ms {
+		if m.ID != id && m.Addr != addr {
+			continue
+		}
+		if m.ID == self || m.Addr == string(g.cfg.Addr) {
+			return fmt.Errorf("group: node %s at %s cannot join in place of %s at %s, the leader itself", id, addr, m.ID, m.Addr)
+		}
+		if err := g.raft.RemoveServer(raft.ServerID(m.ID), 0, membershipTimeout).Error(); err != nil {
+			return fmt.Errorf("group: removing %s (%s at %s) before %s at %s joins in its place: %w", m.ID, m.Suffrage, m.Addr, id, addr, mapRaftErr(err))
+		}
+		g.log.Warn("removed a member that a node without Raft state replaces (a lost or replaced disk)",
+			"removed_id", m.ID, "removed_addr", m.Addr, "removed_suffrage", string(m.Suffrage), "node_id", id, "addr", addr)
+	}
+	return g.AddNonvoter(id, addr)
+}
+
 // Promote makes a member a voter; a no-op if it already is one.
 func (g *Group) Promote(id string) error {
 	if err := g.leaderOnly(); err != nil {

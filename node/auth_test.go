@@ -17,7 +17,7 @@ func TestPasswordInACluster(t *testing.T) {
 	withPass := func(id, join string) func(*Config) {
 		return func(c *Config) {
 			fastRaft(c)
-			c.NodeID, c.Join, c.RequirePass = id, join, "cluster-pw"
+			c.NodeID, c.Join, c.RequirePass, c.Bootstrap = id, join, "cluster-pw", join == ""
 		}
 	}
 	first := mustOpen(t, t.TempDir(), withPass("n1", ""))

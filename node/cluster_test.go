@@ -23,7 +23,7 @@ func fastRaft(c *Config) {
 // startCluster opens n nodes: the first bootstraps, the others join it.
 func startCluster(t *testing.T, n int) []*Node {
 	t.Helper()
-	first := mustOpen(t, t.TempDir(), func(c *Config) { fastRaft(c); c.NodeID = "n1" })
+	first := mustOpen(t, t.TempDir(), func(c *Config) { fastRaft(c); c.NodeID = "n1"; c.Bootstrap = true })
 	nodes := []*Node{first}
 	for i := 2; i <= n; i++ {
 		nodes = append(nodes, mustOpen(t, t.TempDir(), func(c *Config) {

@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -31,7 +32,22 @@ var ErrRaftStateMissing = errors.New("the data dir belonged to a Redcell node bu
 // identity is what a data dir says about the node that owns it.
 type identity struct {
 	id        string
-	bootstrap bool // a truly empty data dir: start a new one-node cluster
+	bootstrap bool // start a new one-node cluster in this (empty) data dir
+	// rejoin: the node has no Raft state and joins through --join. Until
+	// the leader has accepted the join (and replaced any member that held
+	// this ID or address before), the node must refuse all Raft traffic:
+	// see raftGate.
+	rejoin bool
+	// lostState: the data dir had held this node's identity, so it joins
+	// as a new incarnation of a member whose state was lost.
+	lostState bool
+}
+
+// startMode is what this start was told about the cluster.
+type startMode struct {
+	joining   bool // --join: ask an existing cluster to add this node
+	bootstrap bool // --bootstrap: start a new cluster, this start only
+	peers     bool // a cluster secret is set: this node may have peers
 }
 
 // ErrNotRedcellDir is returned for a data dir that holds files but none of
@@ -39,13 +55,27 @@ type identity struct {
 // (and Pebble removes files it takes for its own).
 var ErrNotRedcellDir = errors.New("the data dir is not empty and is not a Redcell data dir")
 
+// ErrEmptyDataDirWithPeers is returned for a node that accepts peers (it
+// has a cluster secret) and starts on an empty data dir with neither
+// --join nor --bootstrap. Such a node may be a cluster member whose disk
+// was lost or replaced: bootstrapping it would start a second, empty
+// cluster under the old member's name and address, and every client
+// pointed at it would see every acknowledged decision forgotten.
+var ErrEmptyDataDirWithPeers = errors.New("the data dir is empty and this node accepts peers, but it was told neither to join a cluster nor to start a new one")
+
+// ErrAlreadyBootstrapped is returned for --bootstrap on a data dir that
+// already holds Raft state. --bootstrap is meant for one start: refusing it
+// afterwards is what keeps it out of a command line that is run again
+// after a disk was lost.
+var ErrAlreadyBootstrapped = errors.New("--bootstrap starts a new cluster, but the data dir already holds Raft state")
+
 // dataDirWasEmpty inspects dir before the store is opened (opening creates
-// Pebble's files): true when it holds nothing a node wrote, so a new
-// cluster may be bootstrapped in it. It refuses, before anything is
-// created, a dir that holds files but no node-id (someone else's files, or
-// a store whose identity was lost), and a node-id whose Raft store is gone.
-// A filesystem's lost+found is ignored: a data dir is often a mount point.
-func dataDirWasEmpty(dir string) (bool, error) {
+// Pebble's files): true when it holds nothing a node wrote. It refuses,
+// before anything is created, a dir that holds files but nothing of
+// Redcell's (someone else's files), and, unless the node is joining, a
+// node-id whose Raft store is gone. A filesystem's lost+found is ignored: a
+// data dir is often a mount point.
+func dataDirWasEmpty(dir string, joining bool) (bool, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return false, fmt.Errorf("checking the data dir: %w", err)
@@ -68,10 +98,11 @@ func dataDirWasEmpty(dir string) (bool, error) {
 		}
 	}
 	switch {
-	case hasID && !hasRaft:
+	case hasID && !hasRaft && !joining:
 		id, _ := readNodeIDFile(dir)
 		return false, fmt.Errorf("%w (data dir %s, node ID %s: the %s directory is missing or empty): refusing to start a new, empty cluster over it. "+
-			"Restore the data dir from a backup, or remove it to start afresh", ErrRaftStateMissing, dir, id, raftDir)
+			"If this node is a member of a cluster, start it with --join <address of another member>: it is added back as a new member and catches up. "+
+			"A lone node can only be restored from a backup", ErrRaftStateMissing, dir, id, raftDir)
 	case hasID, hasRaft:
 		// Redcell's: the store decides (its ID survives a lost node-id
 		// file; a store without state is refused by resolveIdentity).
@@ -85,20 +116,29 @@ func dataDirWasEmpty(dir string) (bool, error) {
 	return true, nil
 }
 
-// resolveIdentity decides who this node is and whether it may bootstrap,
-// from the data dir as it was before the store opened (wasEmpty), the
-// store's Raft state, the ID kept in the store, the node-id file and the
-// --node-id flag. The rules:
+// resolveIdentity decides who this node is and how it starts, from the
+// data dir as it was before the store opened (wasEmpty), the store's Raft
+// state, the ID kept in the store, the node-id file, the --node-id flag and
+// what this start was told (mode). The rules (DESIGN.md, "Identity"):
 //
-//   - A data dir that was empty bootstraps (unless the node is joining):
-//     the ID is the flag's or a new random one, written to the store.
-//   - A store with Raft state resumes. Its ID wins; the file is rewritten if
-//     missing, and a file or flag that disagrees is an error. A store from
-//     before the ID moved into it takes the file's ID.
-//   - Anything else (a node-id file or store files but no Raft state: a lost
-//     or damaged log, or a first start that crashed before its bootstrap was
-//     durable) is ErrRaftStateMissing. Never bootstrap over it.
-func resolveIdentity(dir string, wasEmpty bool, store *raftstore.Store, flagID string, joining bool) (identity, error) {
+//   - Raft state present: resume. The stored ID wins; the file is
+//     rewritten if missing, and a file or flag that disagrees is an error.
+//     A store from before the ID moved into it takes the file's ID.
+//     --bootstrap is refused (ErrAlreadyBootstrapped); --join is ignored.
+//   - No Raft state and --join: join, as a new member or as a new
+//     incarnation of the member whose ID the dir (or flag) names. The node
+//     refuses Raft traffic until the leader has accepted it (raftGate), so
+//     it never votes or acknowledges entries under an identity whose
+//     earlier votes and entries it no longer has.
+//   - No Raft state, an empty dir: bootstrap a one-node cluster if told to
+//     with --bootstrap, or if the node has no cluster secret (no peer can
+//     reach it: the embedded default). A node with a secret and neither
+//     flag is refused (ErrEmptyDataDirWithPeers).
+//   - Anything else (a node-id file or store files but no Raft state: a
+//     lost or damaged log, or a first start that crashed before its
+//     bootstrap was durable) is ErrRaftStateMissing. Never bootstrap over
+//     it.
+func resolveIdentity(dir string, wasEmpty bool, store *raftstore.Store, flagID string, mode startMode) (identity, error) {
 	existing, err := raft.HasExistingState(store, store, store.SnapshotStore(1))
 	if err != nil {
 		return identity{}, fmt.Errorf("reading the Raft state: %w", err)
@@ -112,6 +152,9 @@ func resolveIdentity(dir string, wasEmpty bool, store *raftstore.Store, flagID s
 		return identity{}, err
 	}
 	path := filepath.Join(dir, nodeIDFile)
+	if mode.bootstrap && mode.joining {
+		return identity{}, errors.New("--bootstrap starts a new cluster and --join joins an existing one: give one of them")
+	}
 
 	switch {
 	case existing:
@@ -121,6 +164,10 @@ func resolveIdentity(dir string, wasEmpty bool, store *raftstore.Store, flagID s
 		}
 		if id == "" {
 			return identity{}, fmt.Errorf("the data dir %s has Raft state but no node ID (neither in the store nor in %s); start with --node-id set to the ID this node has in its cluster", dir, path)
+		}
+		if mode.bootstrap {
+			return identity{}, fmt.Errorf("%w (data dir %s, node %s): start it without --bootstrap. "+
+				"--bootstrap is for the first start of a new cluster only; kept in a command line, it would start a new, empty cluster whenever this data dir is lost", ErrAlreadyBootstrapped, dir, id)
 		}
 		if fileID != "" && fileID != id {
 			return identity{}, fmt.Errorf("%s says %q but the Raft state in %s belongs to %q", path, fileID, dir, id)
@@ -140,35 +187,90 @@ func resolveIdentity(dir string, wasEmpty bool, store *raftstore.Store, flagID s
 		}
 		return identity{id: id}, nil
 
-	case wasEmpty || (joining && storedID == "" && fileID == ""):
-		// A joining node has no Raft state until the leader sends it, so
-		// an empty store is its normal state as long as it never held
-		// another identity.
+	case mode.joining:
+		// No Raft state: a new node, a joiner that has not received its
+		// first entries yet, or a member whose state was lost. All three
+		// join the same way; the leader replaces any member that holds
+		// this ID or address (group.Rejoin).
+		known := storedID
+		for _, other := range []struct{ what, id string }{{path, fileID}, {"--node-id", flagID}} {
+			switch {
+			case other.id == "":
+			case known == "":
+				known = other.id
+			case other.id != known:
+				return identity{}, fmt.Errorf("%s says %q but this data dir belongs to node %q", other.what, other.id, known)
+			}
+		}
+		lost := storedID != "" || fileID != ""
+		id := known
+		if id == "" {
+			if id, err = randomID(); err != nil {
+				return identity{}, err
+			}
+		}
+		if err := keepID(store, dir, id); err != nil {
+			return identity{}, err
+		}
+		return identity{id: id, rejoin: true, lostState: lost}, nil
+
+	case wasEmpty && (mode.bootstrap || !mode.peers):
 		id := flagID
 		if id == "" {
 			if id, err = randomID(); err != nil {
 				return identity{}, err
 			}
 		}
-		if err := store.Set(nodeIDKey, []byte(id)); err != nil {
-			return identity{}, fmt.Errorf("keeping the node ID in the store: %w", err)
-		}
-		if err := writeNodeIDFile(dir, id); err != nil {
+		if err := keepID(store, dir, id); err != nil {
 			return identity{}, err
 		}
-		return identity{id: id, bootstrap: !joining}, nil
+		return identity{id: id, bootstrap: true}, nil
 
+	case wasEmpty:
+		return identity{}, fmt.Errorf("%w (data dir %s). If this node is a member of a cluster whose disk was lost, start it with --join <address of another member>: "+
+			"it is added back as a new member and catches up. To start a new cluster with this node as its first member, start it once with --bootstrap", ErrEmptyDataDirWithPeers, dir)
 	}
-	who := storedID
-	if who == "" {
-		who = fileID
-	}
-	if who == "" {
-		who = "unknown"
-	}
+	who := cmp.Or(storedID, fileID, "unknown")
 	return identity{}, fmt.Errorf("%w (data dir %s, node ID %s): refusing to start a new, empty cluster over it. "+
-		"Restore the data dir from a backup, or, if this node never completed its first start, remove the data dir and start again",
+		"If this node is a member of a cluster, start it with --join <address of another member>: it is added back as a new member and catches up. "+
+		"A lone node can only be restored from a backup; if it never completed its first start, remove the data dir and start again",
 		ErrRaftStateMissing, dir, who)
+}
+
+// keepID writes the node's ID to the store (beside the Raft state it will
+// belong to) and to the node-id file.
+func keepID(store *raftstore.Store, dir, id string) error {
+	if err := store.Set(nodeIDKey, []byte(id)); err != nil {
+		return fmt.Errorf("keeping the node ID in the store: %w", err)
+	}
+	return writeNodeIDFile(dir, id)
+}
+
+// makeDataDir creates dir if it is missing and reports whether it did.
+func makeDataDir(dir string) (created bool, err error) {
+	if _, err := os.Stat(dir); err == nil {
+		return false, nil
+	} else if !errors.Is(err, os.ErrNotExist) {
+		return false, fmt.Errorf("checking the data dir: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return false, fmt.Errorf("creating the data dir: %w", err)
+	}
+	return true, nil
+}
+
+// emptyDataDir undoes a failed first start: it removes what a node writes
+// to a data dir that was empty (the node-id file and the raft directory),
+// and the dir itself if this start created it. Nothing else is touched:
+// dataDirWasEmpty found nothing else there.
+func emptyDataDir(dir string, created bool) error {
+	if created {
+		return os.RemoveAll(dir)
+	}
+	return errors.Join(
+		os.RemoveAll(filepath.Join(dir, raftDir)),
+		os.RemoveAll(filepath.Join(dir, nodeIDFile)),
+		os.RemoveAll(filepath.Join(dir, nodeIDFile+".tmp")))
 }
 
 func getString(store *raftstore.Store, key []byte) (string, error) {

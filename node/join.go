@@ -3,7 +3,11 @@ package node
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
+
+	"github.com/hashicorp/raft"
 
 	"github.com/redcell/redcell/forward"
 	"github.com/redcell/redcell/group"
@@ -37,7 +41,7 @@ const maxRedirects = 5
 func (n *Node) join(addr string, stop <-chan struct{}) error {
 	target := addr
 	for redirects := 0; ; {
-		_, err := n.fwd.Admin(target, "join", []string{n.ID, n.Advertise.String()}, adminTimeout)
+		_, err := n.fwd.Admin(target, "rejoin", []string{n.ID, n.Advertise.String()}, adminTimeout)
 		if err == nil {
 			n.log.Info("joined the cluster as a non-voter", "via", target)
 			return nil
@@ -63,9 +67,15 @@ func (n *Node) join(addr string, stop <-chan struct{}) error {
 }
 
 // promoteWhenCaughtUp runs while this node is a non-voter: once its applied
-// index reaches the commit index known from the leader, it asks the leader
-// to promote it. It returns when the node is a voter, is not a member, or
-// stop closes.
+// index reaches the commit index the leader reports (asked over the
+// forwarding connection: this node's own commit index only follows the
+// entries it has received), it asks the leader to promote it. It returns
+// when the node is a voter in the leader's configuration, or stop closes.
+//
+// The node's own configuration is only looked at once it has caught up: a
+// node that joins again after losing its state replays its earlier life
+// on the way, in which it was a voter, and must not take that for its
+// promotion.
 func (n *Node) promoteWhenCaughtUp(stop <-chan struct{}) {
 	t := time.NewTicker(joinRetry)
 	defer t.Stop()
@@ -75,22 +85,27 @@ func (n *Node) promoteWhenCaughtUp(stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		me, ok := n.selfMember()
-		if !ok {
-			continue // the configuration that adds us has not arrived yet
-		}
-		if me.Suffrage == group.Voter {
-			return
-		}
 		// raft's applied index, not the state machine's: no-op and barrier
 		// entries never reach the state machine, so on an idle cluster
 		// whose last entry is one, the state machine's index would stay
 		// below the commit index until the next write.
 		r := n.group.Raft()
 		leaderAddr, _ := r.LeaderWithID()
-		commit := r.CommitIndex()
-		if leaderAddr == "" || commit == 0 || r.AppliedIndex() < commit {
+		if leaderAddr == "" {
 			continue
+		}
+		if r.State() != raft.Leader {
+			commit, err := n.leaderCommitIndex(string(leaderAddr))
+			if err != nil || commit == 0 || r.AppliedIndex() < commit {
+				continue
+			}
+		}
+		me, ok := n.selfMember()
+		if !ok {
+			continue // the configuration that adds us has not arrived yet
+		}
+		if me.Suffrage == group.Voter {
+			return
 		}
 		if _, err := n.fwd.Admin(string(leaderAddr), "promote", []string{n.ID}, adminTimeout); err != nil {
 			n.log.Info("promotion not done yet; retrying", "err", err)
@@ -99,6 +114,20 @@ func (n *Node) promoteWhenCaughtUp(stop <-chan struct{}) {
 		n.log.Info("promoted to voter", "applied_index", r.AppliedIndex())
 		return
 	}
+}
+
+// leaderCommitIndex asks the node at addr for its commit index (the third
+// field of RAFT's "status").
+func (n *Node) leaderCommitIndex(addr string) (uint64, error) {
+	text, err := n.fwd.Admin(addr, "status", nil, adminTimeout)
+	if err != nil {
+		return 0, err
+	}
+	f := strings.Fields(text)
+	if len(f) != 4 {
+		return 0, fmt.Errorf("status from %s: %q", addr, text)
+	}
+	return strconv.ParseUint(f[2], 10, 64)
 }
 
 func (n *Node) selfMember() (group.Member, bool) {

@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"path/filepath"
 	"strconv"
 	"sync"
@@ -42,10 +41,17 @@ type Config struct {
 	// ClusterSecret admits peers (see package mux). Empty: the node accepts
 	// no peer connections at all, which is right for a single node.
 	ClusterSecret []byte
-	// Join is the address of any member of an existing cluster: a node with
-	// an empty data dir asks to be added instead of bootstrapping. Ignored
-	// once the node has Raft state (a restart needs no join).
+	// Join is the address of any member of an existing cluster: a node
+	// without Raft state asks to be added (or, if it was a member whose
+	// state was lost, to be added back as a new member) instead of
+	// bootstrapping. Ignored once the node has Raft state (a restart needs
+	// no join).
 	Join string
+	// Bootstrap starts a new one-node cluster on an empty data dir, for
+	// this start only: it is refused on a data dir that holds Raft state.
+	// A node without ClusterSecret bootstraps an empty data dir without
+	// it (no peer can reach it); a node with one needs Bootstrap or Join.
+	Bootstrap bool
 	// WriteTimeout bounds how long a request waits for a leader that can
 	// decide it (default DefaultWriteTimeout).
 	WriteTimeout time.Duration
@@ -135,6 +141,7 @@ type Node struct {
 	local     *group.Local                // the group as a server backend
 	maxMemory *atomic.Int64               // maxmemory, shared by the group (enforces) and the server (CONFIG)
 	groupRef  atomic.Pointer[group.Group] // n.group for the storage's fatal callback, which may run before it is set
+	raftGate  *raftGate                   // closed until a node without Raft state has joined
 	fwd       *forward.Client             // to the leader
 	fwdSrv    *forward.Server             // from followers
 	router    *router
@@ -148,8 +155,8 @@ type Node struct {
 	bg        sync.WaitGroup
 }
 
-// Open starts a node: the data dir decides whether it bootstraps a new
-// one-node cluster (only when truly empty) or resumes.
+// Open starts a node: the data dir and the start mode decide whether it
+// resumes, joins or bootstraps a new one-node cluster (resolveIdentity).
 func Open(cfg Config) (n *Node, err error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -158,13 +165,6 @@ func Open(cfg Config) (n *Node, err error) {
 		cfg.Bind = "127.0.0.1"
 	}
 	log := cfg.Logger
-	if err := os.MkdirAll(cfg.DataDir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating the data dir: %w", err)
-	}
-	wasEmpty, err := dataDirWasEmpty(cfg.DataDir)
-	if err != nil {
-		return nil, err
-	}
 	n = &Node{log: log, fatal: make(chan error, 1), shutdown: make(chan struct{}, 1), stop: make(chan struct{}), members: memberMonitor{views: map[string]memberView{}}}
 	n.maxMemory = new(atomic.Int64)
 	n.maxMemory.Store(cfg.MaxMemory)
@@ -176,6 +176,39 @@ func Open(cfg Config) (n *Node, err error) {
 			}
 		}
 	}()
+
+	// The port first: a start that cannot bind (the default 6379 is often
+	// a Redis's) must fail before it has written anything.
+	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)))
+	if err != nil {
+		return nil, fmt.Errorf("listening: %w", err)
+	}
+	closers = append(closers, ln.Close)
+	n.Addr = ln.Addr()
+	if n.Advertise, err = advertiseAddr(cfg.Advertise, ln.Addr()); err != nil {
+		return nil, err
+	}
+
+	created, err := makeDataDir(cfg.DataDir)
+	if err != nil {
+		return nil, err
+	}
+	wasEmpty, err := dataDirWasEmpty(cfg.DataDir, cfg.Join != "")
+	if err != nil {
+		return nil, err
+	}
+	if wasEmpty {
+		// Whatever fails from here on, the next start must find the data
+		// dir as this one did: an empty one is new, while a data dir with
+		// a node ID and no Raft state is refused as a lost state. (Closers
+		// run last to first: this runs after the store has closed.)
+		closers = append(closers, func() error {
+			if rerr := emptyDataDir(cfg.DataDir, created); rerr != nil {
+				log.Error("the failed start could not remove what it wrote to the data dir", "data_dir", cfg.DataDir, "err", rerr)
+			}
+			return nil
+		})
+	}
 
 	n.store, err = raftstore.Open(filepath.Join(cfg.DataDir, raftDir), raftstore.Options{Logger: log, OnFatal: func(err error) {
 		// The storage engine is dead (a failed WAL write or fsync): new
@@ -192,21 +225,17 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("opening the raft store: %w", err)
 	}
 	closers = append(closers, n.store.Close)
-	who, err := resolveIdentity(cfg.DataDir, wasEmpty, n.store, cfg.NodeID, cfg.Join != "")
+	who, err := resolveIdentity(cfg.DataDir, wasEmpty, n.store, cfg.NodeID,
+		startMode{joining: cfg.Join != "", bootstrap: cfg.Bootstrap, peers: len(cfg.ClusterSecret) > 0})
 	if err != nil {
 		return nil, err
 	}
 	n.ID = who.id
+	if who.lostState {
+		log.Warn("this node's Raft state is gone: it joins the cluster again as a new member under its ID, and the leader replaces the old member",
+			"node_id", n.ID, "data_dir", cfg.DataDir, "join", cfg.Join)
+	}
 
-	ln, err := net.Listen("tcp", net.JoinHostPort(cfg.Bind, strconv.Itoa(cfg.Port)))
-	if err != nil {
-		return nil, fmt.Errorf("listening: %w", err)
-	}
-	closers = append(closers, ln.Close)
-	n.Addr = ln.Addr()
-	if n.Advertise, err = advertiseAddr(cfg.Advertise, ln.Addr()); err != nil {
-		return nil, err
-	}
 	if (cfg.TLSPort > 0 || cfg.TLSCluster) && cfg.TLS == nil {
 		return nil, errors.New("a TLS port or TLS between nodes needs a certificate and key")
 	}
@@ -230,9 +259,10 @@ func Open(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	n.raftGate = newRaftGate(raftLn, !who.rejoin, log)
 	n.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: &group.StreamLayer{
-			Listener:  raftLn,
+			Listener:  n.raftGate,
 			Advertise: n.Advertise,
 			DialPeer: func(addr string, timeout time.Duration) (net.Conn, error) {
 				return n.mux.Dial(addr, mux.HeaderRaft, timeout)
@@ -359,7 +389,7 @@ func Open(cfg Config) (n *Node, err error) {
 			log.Error("serving forwarded requests", "err", err)
 		}
 	}()
-	n.background(cfg.Join, who.bootstrap)
+	n.background(cfg.Join, who.rejoin)
 	log.Info("redcell started", "addr", n.Addr.String(), "node_id", n.ID, "data_dir", cfg.DataDir,
 		"version", cfg.Version, "peers", len(cfg.ClusterSecret) > 0, "tls_port", cfg.TLSPort, "tls_cluster", cfg.TLSCluster)
 	return n, nil
@@ -422,11 +452,11 @@ func (n *Node) Close() error {
 	return errors.Join(err, n.store.Close())
 }
 
-// background starts the membership work: a fresh node with a join address
-// joins; every node that finds itself a non-voter asks for promotion once it
-// has caught up. A join the cluster refuses stops the node (Fatal).
-func (n *Node) background(join string, bootstrapped bool) {
-	existing, _ := raft.HasExistingState(n.store, n.store, n.store.SnapshotStore(1))
+// background starts the membership work: a node without Raft state joins
+// (and only then opens its Raft gate); every node that finds itself a
+// non-voter asks for promotion once it has caught up. A join that fails
+// stops the node (Fatal).
+func (n *Node) background(join string, rejoin bool) {
 	n.bg.Add(2)
 	go func() {
 		defer n.bg.Done()
@@ -434,7 +464,7 @@ func (n *Node) background(join string, bootstrapped bool) {
 	}()
 	go func() {
 		defer n.bg.Done()
-		if join != "" && !bootstrapped && !existing {
+		if rejoin {
 			if err := n.join(join, n.stop); err != nil {
 				select {
 				case <-n.stop:
@@ -443,6 +473,7 @@ func (n *Node) background(join string, bootstrapped bool) {
 				}
 				return
 			}
+			n.raftGate.open()
 		}
 		n.promoteWhenCaughtUp(n.stop)
 	}()

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run a local 3-node Redcell cluster on 127.0.0.1 for trying things out.
 #
-#   scripts/cluster.sh start    build redcell, start n1 (bootstraps), n2 and n3 (join n1)
+#   scripts/cluster.sh start    build redcell, start n1 (bootstraps a new cluster), n2 and n3 (join n1)
 #   scripts/cluster.sh status   each node's role, term, leader and applied index
 #   scripts/cluster.sh stop     stop every node (SIGTERM, by PID)
 #
@@ -40,15 +40,29 @@ start() {
     head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' >"$DIR/secret"
     chmod 600 "$DIR/secret"
   fi
+  local fresh=yes
+  for i in "${NODES[@]}"; do
+    if [ -d "$DIR/n$i/raft" ]; then fresh=no; fi
+  done
   for i in "${NODES[@]}"; do
     if [ -f "$DIR/n$i.pid" ] && kill -0 "$(cat "$DIR/n$i.pid")" 2>/dev/null; then
       echo "n$i already running (pid $(cat "$DIR/n$i.pid"))"
       continue
     fi
     local args=(--bind 127.0.0.1 --port "$(port "$i")" --data-dir "$DIR/n$i" --node-id "n$i" --cluster-secret-file "$DIR/secret")
-    # Only a node with no data joins; a restart resumes from its data dir.
-    if [ "$i" != 1 ] && [ ! -d "$DIR/n$i/raft" ]; then
-      args+=(--join "127.0.0.1:$(port 1)")
+    # A restart resumes from its data dir. A node without data joins a
+    # member (n1, or n2 for n1 itself); only the very first start of n1, when
+    # no node has data yet, bootstraps the cluster. So a node whose data dir
+    # was deleted comes back as a new member and catches up: it never starts
+    # a second, empty cluster.
+    if [ ! -d "$DIR/n$i/raft" ]; then
+      if [ "$i" = 1 ] && [ "$fresh" = yes ]; then
+        args+=(--bootstrap)
+      elif [ "$i" = 1 ]; then
+        args+=(--join "127.0.0.1:$(port 2)")
+      else
+        args+=(--join "127.0.0.1:$(port 1)")
+      fi
     fi
     "$BIN" "${args[@]}" >>"$DIR/n$i.log" 2>&1 &
     echo $! >"$DIR/n$i.pid"

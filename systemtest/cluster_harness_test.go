@@ -22,9 +22,10 @@ import (
 // Node i ("n1", "n2", …) gets a port picked before it starts and a faultNet
 // proxy in front of that port; it advertises the proxy's address, so every
 // peer connection to it (Raft, forwarding, joins) crosses the proxy and can
-// be cut, while clients dial the real port. n1 bootstraps; the others start
-// with --join n1 and become voters once caught up. A restart reuses the
-// data dir, port and flags (a node with data ignores --join).
+// be cut, while clients dial the real port. n1 bootstraps (--bootstrap, on
+// its first start only, as the README says); the others start with --join
+// n1 and become voters once caught up. A restart reuses the data dir, port
+// and flags (a node with data ignores --join).
 
 // Bounds of the cluster's own waits on a loaded 2-core machine.
 const (
@@ -129,6 +130,9 @@ func (c *cluster) addNode(id string, join bool) *clusterNode {
 	}
 	n := newNode(id, dataDir, c.logDir, flags...)
 	n.port = port // the proxy forwards here: a retry must keep it
+	if !join {
+		n.firstStart = []string{"--bootstrap"}
+	}
 	if join {
 		n.readyWhen = serving
 	}

@@ -38,6 +38,11 @@ type node struct {
 	dataDir string
 	port    int
 	extra   []string // extra flags (--node-id ...)
+	// firstStart are flags for the starts before the node has once been
+	// ready (--bootstrap: a later start with it is refused, as it should
+	// be for a data dir that holds Raft state).
+	firstStart []string
+	everReady  bool
 	// password, when the node requires one (--requirepass-file), is what
 	// the readiness probe authenticates with.
 	password string
@@ -86,6 +91,9 @@ func (n *node) launch() error {
 	fmt.Fprintf(lf, "=== systemtest: start #%d of %s on port %d at %s\n", n.starts, n.name, n.port, time.Now().Format(time.RFC3339Nano))
 	args := []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(n.port), "--data-dir", n.dataDir, "--enable-debug-command", "--log-level", "info"}
 	args = append(args, n.extra...)
+	if !n.everReady {
+		args = append(args, n.firstStart...)
+	}
 	cmd := exec.Command(redcellBinary, args...)
 	cmd.Stdout = lf
 	cmd.Stderr = lf
@@ -136,6 +144,7 @@ func (n *node) start() error {
 		}
 		err := n.waitReady(readyTimeout)
 		if err == nil {
+			n.everReady = true
 			return nil
 		}
 		lastErr = err

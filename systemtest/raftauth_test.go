@@ -50,7 +50,7 @@ func TestForgedRaftFramesChangeNothing(t *testing.T) {
 		flags []string
 	}{
 		{"single_node_without_secret", nil},
-		{"node_with_secret", []string{"--cluster-secret-file", secretFile}},
+		{"node_with_secret", []string{"--cluster-secret-file", secretFile, "--bootstrap"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
