@@ -133,6 +133,7 @@ type Node struct {
 	Advertise net.Addr
 
 	log       *slog.Logger
+	dataDir   string
 	store     *raftstore.Store
 	mux       *mux.Mux
 	transport *raft.NetworkTransport
@@ -165,7 +166,7 @@ func Open(cfg Config) (n *Node, err error) {
 		cfg.Bind = "127.0.0.1"
 	}
 	log := cfg.Logger
-	n = &Node{log: log, fatal: make(chan error, 1), shutdown: make(chan struct{}, 1), stop: make(chan struct{}), members: memberMonitor{views: map[string]memberView{}}}
+	n = &Node{log: log, dataDir: cfg.DataDir, fatal: make(chan error, 1), shutdown: make(chan struct{}, 1), stop: make(chan struct{}), members: memberMonitor{views: map[string]memberView{}}}
 	n.maxMemory = new(atomic.Int64)
 	n.maxMemory.Store(cfg.MaxMemory)
 	var closers []func() error

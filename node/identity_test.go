@@ -1,0 +1,132 @@
+package node
+
+import (
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redcell/redcell/group"
+)
+
+// A node with a cluster secret may be a member whose disk was lost: an
+// empty data dir without --join or --bootstrap is refused, and left empty.
+func TestEmptyDataDirWithPeersNeedsJoinOrBootstrap(t *testing.T) {
+	dir := t.TempDir()
+	n, err := openNode(t, dir, func(c *Config) { c.ClusterSecret = testSecret })
+	if err == nil {
+		n.Close()
+		t.Fatal("an empty data dir with a cluster secret bootstrapped without --bootstrap")
+	}
+	if !errors.Is(err, ErrEmptyDataDirWithPeers) || !strings.Contains(err.Error(), "--join") || !strings.Contains(err.Error(), "--bootstrap") {
+		t.Fatalf("error %v, want ErrEmptyDataDirWithPeers naming --join and --bootstrap", err)
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the refused start left %d entries in the data dir", len(entries))
+	}
+	// Told to, it bootstraps; a later start with --bootstrap is refused,
+	// and without it resumes.
+	n = mustOpen(t, dir, func(c *Config) { c.ClusterSecret, c.Bootstrap = testSecret, true })
+	id := n.ID
+	mustClose(t, n)
+	if n, err := openNode(t, dir, func(c *Config) { c.ClusterSecret, c.Bootstrap = testSecret, true }); err == nil {
+		n.Close()
+		t.Fatal("--bootstrap on a data dir with Raft state was accepted")
+	} else if !errors.Is(err, ErrAlreadyBootstrapped) {
+		t.Fatalf("error %v, want ErrAlreadyBootstrapped", err)
+	}
+	n = mustOpen(t, dir, func(c *Config) { c.ClusterSecret = testSecret })
+	defer mustClose(t, n)
+	if n.ID != id {
+		t.Errorf("resumed as %q, want %q", n.ID, id)
+	}
+}
+
+// A start that fails after the data dir checks (here: --bootstrap with
+// --join) leaves an empty data dir empty, and removes one it created.
+func TestFailedStartLeavesTheDataDirAsFound(t *testing.T) {
+	dir := t.TempDir()
+	created := filepath.Join(dir, "new")
+	for _, d := range []string{dir, created} {
+		n, err := openNode(t, d, func(c *Config) { c.Bootstrap, c.Join = true, "127.0.0.1:1" })
+		if err == nil {
+			n.Close()
+			t.Fatal("--bootstrap with --join was accepted")
+		}
+	}
+	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
+		t.Errorf("the data dir holds %d entries after failed starts, want none (the created one removed)", len(entries))
+	}
+	// A taken port fails before anything is written.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	if n, err := openNode(t, created, func(c *Config) { c.Port = ln.Addr().(*net.TCPAddr).Port }); err == nil {
+		n.Close()
+		t.Fatal("a start on a taken port succeeded")
+	}
+	if _, err := os.Stat(created); !os.IsNotExist(err) {
+		t.Errorf("the start that could not bind created the data dir (%v)", err)
+	}
+}
+
+// A member whose data dir was wiped rejoins under its old ID: the leader
+// replaces the old member (a voter at the same address) instead of taking
+// the empty node for it, the node is promoted once caught up, and it holds
+// every decision.
+func TestWipedMemberRejoinsAsANewMember(t *testing.T) {
+	nodes := startCluster(t, 3)
+	li := leaderOf(nodes)
+	if li < 0 {
+		t.Fatal("no leader")
+	}
+	leader := nodes[li]
+	cl := dial(t, leader)
+	for _, k := range []string{"a", "b", "c"} {
+		if got := cl.throttle(t, k); !strings.HasPrefix(got, ":0 ") {
+			t.Fatalf("decision on %s: %q", k, got)
+		}
+	}
+	wiped := (li + 1) % len(nodes)
+	old := nodes[wiped]
+	dir, port := old.dataDir, old.Addr.(*net.TCPAddr).Port
+	mustClose(t, old)
+	nodes[wiped] = nil
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	back := mustOpen(t, dir, func(c *Config) {
+		fastRaft(c)
+		c.NodeID, c.Port, c.Join = old.ID, port, leader.Addr.String()
+	})
+	nodes[wiped] = back
+	waitCond(t, 20*time.Second, "the wiped node to be a voter again", func() bool {
+		ms, err := leader.group.Members()
+		if err != nil {
+			return false
+		}
+		for _, m := range ms {
+			if m.ID == back.ID {
+				return m.Suffrage == group.Voter && back.raftGate.isOpen() && back.group.Raft().AppliedIndex() >= leader.group.Raft().CommitIndex()
+			}
+		}
+		return false
+	})
+	bc := dial(t, back)
+	if _, err := bc.c.Write([]byte("*1\r\n$8\r\nREADONLY\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	if line, err := bc.r.ReadString('\n'); err != nil || line != "+OK\r\n" {
+		t.Fatalf("READONLY: %q %v", line, err)
+	}
+	for _, k := range []string{"a", "b", "c"} {
+		if got := bc.do(t, "CL.PEEK", k, "9", "1", "86400"); !strings.HasPrefix(got, ":0 :10 :8 ") { // one held, one more peeked
+			t.Errorf("%s on the rejoined node (its own state): %q, want one decision held", k, got)
+		}
+	}
+}
