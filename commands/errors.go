@@ -91,6 +91,18 @@ func DiskFull(detail string) string {
 		"; commands that change state are refused until space returns (reads work)"
 }
 
+// Removed is the reply to every request that needs the cluster on a node
+// that was taken out of its configuration (request.ErrRemoved; Redcell's
+// own text). CLUSTERDOWN because this node cannot decide, as with no
+// leader; but unlike "no leader" it will not pass, so it says what the
+// operator must do. Clients that retry CLUSTERDOWN should be pointed at
+// another node.
+func Removed(nodeID string) string {
+	return "CLUSTERDOWN This node (" + SanitizeErrorText([]byte(nodeID)) + ") was removed from the cluster: " +
+		"it decides nothing and its state is no longer updated; send requests to a member, " +
+		"and stop this node, or empty its data dir and start it with --join <member> to add it back"
+}
+
 // ResultErrText is the reply to a request the state machine answered with
 // a deterministic error code (request.Result of KindError).
 func ResultErrText(code request.ErrCode) string {

@@ -187,4 +187,11 @@ func TestAvailabilityTexts(t *testing.T) {
 	if want := "TRYAGAIN Leadership changed before the write was confirmed: it may or may not have been applied"; ErrOutcomeUnknown != want {
 		t.Errorf("ErrOutcomeUnknown = %q, want %q", ErrOutcomeUnknown, want)
 	}
+	// The removed node's reply is CLUSTERDOWN (nothing happened, this node
+	// cannot decide), names the node on one line, and says what to do.
+	got := Removed("n3\r\nx")
+	if !strings.HasPrefix(got, "CLUSTERDOWN This node (n3  x) was removed from the cluster") || strings.ContainsAny(got, "\r\n") ||
+		!strings.Contains(got, "--join") {
+		t.Errorf("Removed: %q", got)
+	}
 }

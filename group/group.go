@@ -165,6 +165,8 @@ type Group struct {
 
 	// load is the loading status after a restart (loading.go).
 	load loadState
+	// standing: removed from the cluster, or without a leader (standing.go).
+	standing standing
 	// maxTrailingLogs is the configured TrailingLogs, the most the byte
 	// trigger lets raft keep behind a snapshot (snapshots.go).
 	maxTrailingLogs uint64
@@ -217,6 +219,7 @@ func Open(cfg Config) (*Group, error) {
 		leaderSig: newLeaderSignal(),
 		alonePoke: make(chan struct{}, 1),
 		recent:    newRecentLogs(),
+		standing:  standing{opened: time.Now()},
 	}
 	for i := 0; i < cfg.MaxInflight+1; i++ {
 		g.encoders <- &fsm.Encoder{}
@@ -277,6 +280,7 @@ func Open(cfg Config) (*Group, error) {
 		return nil, fmt.Errorf("group: starting raft: %w", err)
 	}
 	g.raft = r
+	g.loadStanding()
 	if !existing && cfg.Bootstrap {
 		boot := raft.Configuration{Servers: []raft.Server{{ID: rc.LocalID, Address: cfg.Addr, Suffrage: raft.Voter}}}
 		if err := r.BootstrapCluster(boot).Error(); err != nil {
@@ -318,6 +322,8 @@ func Open(cfg Config) (*Group, error) {
 	st, _ := cfg.LogStore.(*raftstore.Store) // nil: no direct WAL syncs to switch
 	g.wg.Add(1)
 	go g.runAloneMode(st)
+	g.wg.Add(1)
+	go g.runStanding()
 	r.RegisterObserver(g.leaderSig.observer)
 	g.wg.Add(4)
 	go g.runLeaderSignal()

@@ -27,7 +27,11 @@ import (
 //     before its term, which includes every committed entry it holds);
 //  3. the state machine restored a snapshot sent by the leader since Open
 //     (the leader sends one only when this node's log ends before the
-//     leader's first entry, so it covers every committed entry of that log).
+//     leader's first entry, so it covers every committed entry of that log);
+//  4. the startup snapshot is restored and this node was removed from the
+//     cluster (standing.go): no leader will tell it which of its entries
+//     committed, so it would load forever, and answer LOADING where it must
+//     say that it was removed.
 //
 // Loading never starts again once it has ended. A node with no Raft state
 // (new, or joining) is never loading.
@@ -121,6 +125,9 @@ func (g *Group) loaded() string {
 	}
 	if g.ready.Load() {
 		return "ready leader"
+	}
+	if g.Removed() {
+		return "removed from the cluster"
 	}
 	x, why := g.load.target, "replayed the log"
 	c := g.raft.CommitIndex()

@@ -23,10 +23,21 @@ func fastRaft(c *Config) {
 // startCluster opens n nodes: the first bootstraps, the others join it.
 func startCluster(t *testing.T, n int) []*Node {
 	t.Helper()
-	first := mustOpen(t, t.TempDir(), func(c *Config) { fastRaft(c); c.NodeID = "n1"; c.Bootstrap = true })
+	dirs := make([]string, n)
+	for i := range dirs {
+		dirs[i] = t.TempDir()
+	}
+	return startClusterIn(t, dirs)
+}
+
+// startClusterIn is startCluster with node i's data dir in dirs[i].
+func startClusterIn(t *testing.T, dirs []string) []*Node {
+	t.Helper()
+	n := len(dirs)
+	first := mustOpen(t, dirs[0], func(c *Config) { fastRaft(c); c.NodeID = "n1"; c.Bootstrap = true })
 	nodes := []*Node{first}
 	for i := 2; i <= n; i++ {
-		nodes = append(nodes, mustOpen(t, t.TempDir(), func(c *Config) {
+		nodes = append(nodes, mustOpen(t, dirs[i-1], func(c *Config) {
 			fastRaft(c)
 			c.NodeID = fmt.Sprintf("n%d", i)
 			c.Join = first.Addr.String()
@@ -222,9 +233,10 @@ func TestClusterInfoReplication(t *testing.T) {
 	}
 }
 
-// A node that has lost its quorum answers linearizable reads CLUSTERDOWN
-// after the write timeout, but a READONLY connection reads its own applied
-// state at once.
+// A node that has lost its quorum, once it knows that no leader is left
+// (no contact for longer than an election takes), answers writes and
+// linearizable reads CLUSTERDOWN at once instead of after the write
+// timeout, and a READONLY connection reads its own applied state at once.
 func TestClusterReadonlyReadsLocalState(t *testing.T) {
 	nodes := startCluster(t, 3)
 	l := leaderOf(nodes)
@@ -239,9 +251,15 @@ func TestClusterReadonlyReadsLocalState(t *testing.T) {
 			nodes[i] = nil
 		}
 	}
+	waitCond(t, 5*time.Second, "the survivor to know it has no leader", func() bool {
+		return infoField(nodes[survivor], "cluster_state") == "no_leader"
+	})
 	c := dial(t, nodes[survivor])
-	if got := c.do(t, "CL.PEEK", "seen", "9", "1", "86400"); !strings.HasPrefix(got, "-CLUSTERDOWN") {
+	if got := c.timedDo(t, answeredAtOnce, "CL.PEEK", "seen", "9", "1", "86400"); !strings.HasPrefix(got, "-CLUSTERDOWN No leader") {
 		t.Errorf("linearizable read without a quorum: %q, want CLUSTERDOWN", got)
+	}
+	if got := c.timedDo(t, answeredAtOnce, "CL.THROTTLE", "seen", "9", "1", "86400"); !strings.HasPrefix(got, "-CLUSTERDOWN No leader") {
+		t.Errorf("write without a quorum: %q, want CLUSTERDOWN", got)
 	}
 	if got := c.do(t, "READONLY"); got != "+OK" {
 		t.Fatalf("READONLY: %q", got)

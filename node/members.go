@@ -74,7 +74,8 @@ func (n *Node) pollMembers(stop <-chan struct{}) {
 // Info adds the cluster's view to INFO's replication section (and passes
 // every other section to the local group): for a follower Redis's
 // master_host/master_port/master_link_status, then on every node the
-// leader and each member with its suffrage and, on the leader, its last
+// leader, this node's standing (clusterState) and when it last heard from a
+// leader, and each member with its suffrage and, on the leader, its last
 // contact and lag in entries. Redis clients that read role and master_*
 // keep working; members are listed as memberN lines.
 func (rt *router) Info(section string, field func(name string, value any)) {
@@ -97,6 +98,8 @@ func (rt *router) Info(section string, field func(name string, value any)) {
 	}
 	field("cluster_leader_id", leaderID)
 	field("cluster_leader_addr", leaderAddr)
+	field("cluster_state", rt.clusterState(leading, leaderAddr))
+	field("cluster_leader_last_contact_ms", time.Since(n.group.LastLeaderContact()).Milliseconds())
 	ms, err := n.group.Members()
 	if err != nil {
 		return
@@ -133,4 +136,24 @@ func (rt *router) Info(section string, field func(name string, value any)) {
 	if leading {
 		field("connected_slaves", connected)
 	}
+}
+
+// clusterState is INFO's cluster_state, what a request that needs the
+// cluster meets on this node now:
+//
+//	ok         this node leads, or knows a leader (requests go there)
+//	electing   no leader known, but one was heard from recently: requests
+//	           wait for the next (until no_leader at the latest)
+//	no_leader  no leader for longer than an election takes: CLUSTERDOWN at once
+//	removed    this node was removed from the cluster: the removed error at once
+func (rt *router) clusterState(leading bool, leaderAddr string) string {
+	switch {
+	case !leading && rt.group.Removed():
+		return "removed"
+	case leading || leaderAddr != "":
+		return "ok"
+	case time.Now().Before(rt.group.NoLeaderKnownAt()):
+		return "electing"
+	}
+	return "no_leader"
 }

@@ -14,7 +14,9 @@ import (
 // decide it: through an election, a leader's readiness barrier, and the
 // forwarding hop. Past it the client gets TRYAGAIN (or CLUSTERDOWN when no
 // leader was known at all); a write already sent when it expires has an
-// unknown outcome and is answered so.
+// unknown outcome and is answered so. A node that knows it has no leader
+// (group.NoLeaderKnownAt) or that was removed from the cluster does not
+// wait for it.
 const DefaultWriteTimeout = 5 * time.Second
 
 // router is the server's Backend on every node: requests are decided by the
@@ -59,6 +61,27 @@ func (rt *router) pause(changed <-chan struct{}, left time.Duration) error {
 	return nil
 }
 
+// removed is the error for every request that needs the cluster on a node
+// that was removed from it.
+func (rt *router) removed() error {
+	return &request.RemovedError{NodeID: rt.group.NodeID()}
+}
+
+// noLeaderWait is how much longer a request that found no leader may wait
+// for one: until the earlier of its own deadline and the moment this node
+// knows there is no leader (group.NoLeaderKnownAt). Not positive on a node
+// whose last contact with a leader is older than that: it answers at once.
+func (rt *router) noLeaderWait(deadline time.Time) time.Duration {
+	return time.Until(minTime(deadline, rt.group.NoLeaderKnownAt()))
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
 // Propose decides writes here or at the leader.
 func (rt *router) Propose(reqs []request.Request, res []request.Result) error {
 	return rt.route(reqs, res, true)
@@ -69,17 +92,38 @@ func (rt *router) Read(reqs []request.Request, res []request.Result) error {
 	return rt.route(reqs, res, false)
 }
 
+// ReadLocal answers a READONLY connection's reads from this node's state,
+// leader or not, except on a node that was removed from the cluster. A
+// READONLY read promises state stale by the replication lag; a removed node
+// is never replicated to again, so its lag grows without bound and nothing
+// tells the client: what it would answer for a limiter is whatever the
+// limiter was when the node was removed, whatever the cluster has decided
+// since. So it refuses, with the error that says why. (A node that merely
+// has no leader still answers: its lag is the outage's length, and it
+// catches up once a leader is back.)
+func (rt *router) ReadLocal(reqs []request.Request, res []request.Result) error {
+	if rt.group.Removed() {
+		return rt.removed()
+	}
+	return rt.local.ReadLocal(reqs, res)
+}
+
 // route sends one call to whoever leads, waiting through elections up to the
-// timeout. What it returns follows package request's batch failures:
-// nothing is reported as failed unless it certainly did not happen.
+// timeout, but not past the moment this node knows there is no leader, and
+// not at all on a node that was removed. What it returns follows package
+// request's batch failures: nothing is reported as failed unless it
+// certainly did not happen.
 func (rt *router) route(reqs []request.Request, res []request.Result, write bool) error {
 	deadline := time.Now().Add(rt.timeout)
 	for {
 		wait := rt.group.LeaderChanged() // taken before looking, so no change is missed
 		leaderAddr, _ := rt.group.Leader()
+		leading := rt.group.IsLeader()
 		var err error
 		switch {
-		case rt.group.IsLeader():
+		case !leading && rt.group.Removed():
+			return rt.removed()
+		case leading:
 			if write {
 				err = rt.local.Propose(reqs, res)
 			} else {
@@ -100,6 +144,9 @@ func (rt *router) route(reqs []request.Request, res []request.Result, write bool
 			err = request.ErrNoLeader
 		}
 		left := time.Until(deadline)
+		if leaderAddr == "" && !leading {
+			left = rt.noLeaderWait(deadline)
+		}
 		if left <= 0 {
 			if errors.Is(err, request.ErrNotReady) {
 				return request.ErrNotReady
@@ -175,23 +222,49 @@ func (rt *router) forward(addr string, reqs []request.Request, res []request.Res
 }
 
 // watchLeaderMoves returns a channel closed once raft here knows of a
-// leader other than addr (or this node leads): a call still waiting on addr
-// then ends at once, a write as outcome-unknown, a read to be retried. A
-// leader whose links merely stall would otherwise hold its followers'
-// clients for the whole write timeout after the majority has moved on.
-// Closing done ends the watch.
+// leader other than addr (or this node leads), or knows that there is no
+// leader at all (group.NoLeaderKnownAt): a call still waiting on addr then
+// ends at once, a write as outcome-unknown, a read to be retried. A leader
+// whose links merely stall (or that was paused) would otherwise hold its
+// followers' clients for the whole write timeout after the majority has
+// moved on, or after this node has learnt that nobody leads. Closing done
+// ends the watch.
 func (rt *router) watchLeaderMoves(addr string) (abandon <-chan struct{}, done chan struct{}) {
 	moved := make(chan struct{})
 	done = make(chan struct{})
 	go func() {
+		var timer *time.Timer
+		defer func() {
+			if timer != nil {
+				timer.Stop()
+			}
+		}()
 		for {
 			changed := rt.group.LeaderChanged()
-			if now, _ := rt.group.Leader(); (now != "" && now != addr) || rt.group.IsLeader() {
+			now, _ := rt.group.Leader()
+			if (now != "" && now != addr) || rt.group.IsLeader() {
 				close(moved)
 				return
 			}
+			var knowNone <-chan time.Time
+			if now == "" {
+				// raft here no longer follows addr: wait for a new
+				// leader only until this node knows there is none.
+				at := time.Until(rt.group.NoLeaderKnownAt())
+				if at <= 0 {
+					close(moved)
+					return
+				}
+				if timer == nil {
+					timer = time.NewTimer(at)
+				} else {
+					timer.Reset(at)
+				}
+				knowNone = timer.C
+			}
 			select {
 			case <-changed:
+			case <-knowNone: // look again: a leader may have contacted this node since
 			case <-done:
 				return
 			}
@@ -250,7 +323,8 @@ func (h leaderHandler) Admin(cmd string, args []string) (string, error) {
 
 // Admin runs a RAFT administration command: on this node when it concerns
 // this node or this node leads, otherwise at the leader (waiting through an
-// election up to the write timeout).
+// election up to the write timeout, but not past the moment this node knows
+// there is no leader; a removed node has none to ask).
 func (rt *router) Admin(cmd string, args []string) (string, error) {
 	if !group.LeaderOnly(cmd) {
 		return rt.local.Admin(cmd, args)
@@ -259,10 +333,13 @@ func (rt *router) Admin(cmd string, args []string) (string, error) {
 	for {
 		wait := rt.group.LeaderChanged()
 		leaderAddr, _ := rt.group.Leader()
+		leading := rt.group.IsLeader()
 		var err error
 		var text string
 		switch {
-		case rt.group.IsLeader():
+		case !leading && rt.group.Removed():
+			return "", rt.removed()
+		case leading:
 			text, err = rt.local.Admin(cmd, args)
 			if !errors.Is(err, request.ErrNoLeader) {
 				return text, err
@@ -282,6 +359,9 @@ func (rt *router) Admin(cmd string, args []string) (string, error) {
 			}
 		}
 		left := time.Until(deadline)
+		if leaderAddr == "" && !leading {
+			left = rt.noLeaderWait(deadline)
+		}
 		if left <= 0 {
 			return "", request.ErrNoLeader
 		}

@@ -28,6 +28,11 @@ var (
 	// so it proposes nothing until space returns. Nothing happened. Returned
 	// wrapped in a *DiskFullError that says where and how much.
 	ErrDiskFull = errors.New("log disk full")
+	// ErrRemoved: this node was taken out of the cluster's configuration
+	// (RAFT REMOVE), so no leader will ever decide anything for it again
+	// until it is added back. Nothing happened. Returned wrapped in a
+	// *RemovedError that names the node.
+	ErrRemoved = errors.New("removed from the cluster")
 )
 
 // DiskFullError is ErrDiskFull with what an operator needs to act: which
@@ -38,3 +43,12 @@ func (e *DiskFullError) Error() string { return e.Detail }
 
 // Unwrap makes errors.Is(err, ErrDiskFull) hold.
 func (e *DiskFullError) Unwrap() error { return ErrDiskFull }
+
+// RemovedError is ErrRemoved with the ID of the node that was removed, so
+// that the reply can name it.
+type RemovedError struct{ NodeID string }
+
+func (e *RemovedError) Error() string { return "node " + e.NodeID + " was removed from the cluster" }
+
+// Unwrap makes errors.Is(err, ErrRemoved) hold.
+func (e *RemovedError) Unwrap() error { return ErrRemoved }

@@ -24,7 +24,7 @@ import (
 //
 // Errors: Propose and Read fail a whole call with one of package request's
 // batch failures — request.ErrNoLeader, ErrNotReady, ErrOutcomeUnknown,
-// ErrShutdown, ErrStateMachine — possibly wrapped (the server tests them with
+// ErrShutdown, ErrStateMachine, ErrDiskFull, ErrRemoved — possibly wrapped (the server tests them with
 // errors.Is). Each tells the client what it may assume (see commands/errors.go
 // and DESIGN.md); any other error is answered as ErrOutcomeUnknown, because
 // the server cannot promise that nothing happened. A request that reached the
@@ -59,8 +59,10 @@ type Backend interface {
 	// ReadLocal answers reads from this node's own applied state, without
 	// confirming leadership (a connection that sent READONLY). On a
 	// follower the answer may be stale by the replication lag; it never
-	// reflects a write that has not been committed. Same contract as Read
-	// otherwise; it does not wait on the network.
+	// reflects a write that has not been committed. A node that was
+	// removed from the cluster answers request.ErrRemoved instead: its
+	// state is no longer updated at all, so its lag only grows. Same
+	// contract as Read otherwise; it does not wait on the network.
 	ReadLocal(reqs []request.Request, res []request.Result) error
 
 	// Leading reports whether this node is a leader ready to decide now

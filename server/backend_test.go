@@ -162,6 +162,7 @@ func TestBackendErrorTexts(t *testing.T) {
 		{request.ErrOutcomeUnknown, commands.ErrOutcomeUnknown},
 		{fmt.Errorf("%w: raft said something", request.ErrOutcomeUnknown), commands.ErrOutcomeUnknown},
 		{fmt.Errorf("wrapped: %w", request.ErrNoLeader), commands.ErrClusterDown},
+		{&request.RemovedError{NodeID: "n3"}, commands.Removed("n3")},
 		{errors.New("something else"), commands.ErrOutcomeUnknown},
 	} {
 		s := stubServer(t, &stubBackend{err: tt.err})

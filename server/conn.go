@@ -361,6 +361,12 @@ func backendErrText(err error) string {
 		return commands.ErrInternal
 	case errors.Is(err, request.ErrOutcomeUnknown):
 		return commands.ErrOutcomeUnknown
+	case errors.Is(err, request.ErrRemoved):
+		var re *request.RemovedError
+		if errors.As(err, &re) {
+			return commands.Removed(re.NodeID)
+		}
+		return commands.Removed("?")
 	case errors.Is(err, request.ErrDiskFull):
 		var df *request.DiskFullError
 		if errors.As(err, &df) {

@@ -80,7 +80,7 @@ func cmdRaft(c *conn, s *commands.Spec, args [][]byte) {
 // adminErrText answers a failed administration command: the batch failures
 // as for any request, anything else as an ERR with the reason.
 func adminErrText(err error) string {
-	for _, e := range []error{request.ErrNoLeader, request.ErrNotReady, request.ErrShutdown, request.ErrStateMachine, request.ErrOutcomeUnknown} {
+	for _, e := range []error{request.ErrNoLeader, request.ErrNotReady, request.ErrShutdown, request.ErrStateMachine, request.ErrOutcomeUnknown, request.ErrRemoved} {
 		if errors.Is(err, e) {
 			return backendErrText(err)
 		}
