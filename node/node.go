@@ -46,6 +46,10 @@ type Config struct {
 	// an empty data dir asks to be added instead of bootstrapping. Ignored
 	// once the node has Raft state (a restart needs no join).
 	Join string
+	// JoinTimeout bounds a join that keeps failing (unreachable, no
+	// leader) before the node stops with the cause (default
+	// DefaultJoinTimeout); a secret or TLS mismatch stops it sooner.
+	JoinTimeout time.Duration
 	// WriteTimeout bounds how long a request waits for a leader that can
 	// decide it (default DefaultWriteTimeout).
 	WriteTimeout time.Duration
@@ -146,6 +150,8 @@ type Node struct {
 	shutdown  chan struct{} // a client sent SHUTDOWN
 	stop      chan struct{} // ends join and promotion
 	bg        sync.WaitGroup
+
+	joinTimeout time.Duration // Config.JoinTimeout (join.go)
 }
 
 // Open starts a node: the data dir decides whether it bootstraps a new
@@ -166,6 +172,7 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	n = &Node{log: log, fatal: make(chan error, 1), shutdown: make(chan struct{}, 1), stop: make(chan struct{}), members: memberMonitor{views: map[string]memberView{}}}
+	n.joinTimeout = cfg.JoinTimeout
 	n.maxMemory = new(atomic.Int64)
 	n.maxMemory.Store(cfg.MaxMemory)
 	var closers []func() error
@@ -360,6 +367,7 @@ func Open(cfg Config) (n *Node, err error) {
 		}
 	}()
 	n.background(cfg.Join, who.bootstrap)
+	warnIfExposed(cfg, n.Addr, log) // before "redcell started", so a reader of the log who sees that line sees this one too
 	log.Info("redcell started", "addr", n.Addr.String(), "node_id", n.ID, "data_dir", cfg.DataDir,
 		"version", cfg.Version, "peers", len(cfg.ClusterSecret) > 0, "tls_port", cfg.TLSPort, "tls_cluster", cfg.TLSCluster)
 	return n, nil

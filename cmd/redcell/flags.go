@@ -51,6 +51,7 @@ type config struct {
 	outputBufferLimit string
 	idleTimeout       int64
 	join              string
+	joinTimeout       time.Duration
 
 	tlsPort          int
 	tlsCertFile      string
@@ -100,6 +101,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Int64Var(&c.maxClients, "maxclients", 10000, "connected clients at most: one more is answered \"-ERR max number of clients reached\" and closed (CONFIG SET maxclients)")
 	fs.Int64Var(&c.idleTimeout, "timeout", 0, "close a client idle for this many seconds; 0 = never (CONFIG SET timeout)")
 	fs.StringVar(&c.join, "join", "", "host:port of any member of an existing cluster: a node with an empty data dir joins it\n(as a non-voter, promoted to voter once caught up) instead of bootstrapping; ignored once the node has data")
+	fs.DurationVar(&c.joinTimeout, "join-timeout", node.DefaultJoinTimeout, "how long a joining node keeps trying while the member is unreachable or knows no leader; then (or sooner, at the\nsecond identical cluster-secret or TLS mismatch) it exits with status 1 and an error naming the cause")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", node.DefaultWriteTimeout, "how long a request waits for a leader that can decide it before it is answered TRYAGAIN or CLUSTERDOWN")
 	fs.DurationVar(&c.heartbeatTimeout, "raft-heartbeat-timeout", group.DefaultHeartbeatTimeout, "Raft: a follower that hears nothing from the leader for this long (randomised up to 2x) starts an election")
 	fs.DurationVar(&c.electionTimeout, "raft-election-timeout", group.DefaultElectionTimeout, "Raft: a candidate without a majority retries after this long (randomised up to 2x)")
@@ -162,6 +164,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("--timeout %d: want 0 to 2147483647 seconds", c.idleTimeout)
 	case c.dataDir == "":
 		return c, fmt.Errorf("--data-dir must not be empty")
+	case c.joinTimeout <= 0:
+		return c, fmt.Errorf("--join-timeout %v: want a positive duration", c.joinTimeout)
 	}
 	if c.leaseTimeout > c.heartbeatTimeout {
 		return c, fmt.Errorf("--raft-lease-timeout %v exceeds --raft-heartbeat-timeout %v", c.leaseTimeout, c.heartbeatTimeout)
