@@ -113,7 +113,9 @@ func (c *Client) do(addr string, cl *call, body []byte, timeout time.Duration) e
 	cl.done = make(chan struct{})
 	cc, err := c.conn(addr, timeout)
 	if err != nil {
-		return fmt.Errorf("%w: %v", ErrNotSent, err)
+		// Both wrapped: callers retry on ErrNotSent, and a joining node
+		// tells the dial's cause apart (mux.ErrSecretMismatch and so on).
+		return fmt.Errorf("%w: %w", ErrNotSent, err)
 	}
 	if !cc.register(cl, body) {
 		return ErrNotSent

@@ -107,60 +107,61 @@ func (a *authenticator) accept(c net.Conn, br *bufio.Reader, header byte) (strin
 
 // dial connects to addr and runs the dialer's side within timeout,
 // presenting id: the header byte in clear, then (with tlsCfg) a TLS
-// handshake, then the cluster-secret handshake inside it.
+// handshake, then the cluster-secret handshake inside it. Its errors say
+// why the peer refused, where that can be known (dialerror.go).
 func (a *authenticator) dial(addr string, header byte, id string, timeout time.Duration, tlsCfg *tls.Config) (net.Conn, error) {
 	deadline := time.Now().Add(timeout)
 	c, err := net.DialTimeout("tcp", addr, timeout)
 	if err != nil {
-		return nil, err
+		return nil, dialFailure(ErrUnreachable, addr, "cannot connect", err)
 	}
 	_ = c.SetDeadline(deadline)
 	if _, err := c.Write([]byte{header}); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("mux: peer handshake with %s: %w", addr, err)
+		return nil, dialFailure(ErrUnreachable, addr, "the connection broke at once", err)
 	}
 	if tlsCfg != nil {
 		tc := tls.Client(c, tlsCfg)
 		if err := tc.Handshake(); err != nil {
 			c.Close()
-			return nil, fmt.Errorf("mux: TLS handshake with peer %s: %w", addr, err)
+			return nil, tlsHandshakeFailure(addr, deadline, err)
 		}
 		c = tc
 	}
-	if err := a.greet(c, header, id); err != nil {
+	if err := a.greet(c, addr, header, id, tlsCfg != nil, deadline); err != nil {
 		c.Close()
-		return nil, fmt.Errorf("mux: peer handshake with %s: %w", addr, err)
+		return nil, err
 	}
 	_ = c.SetDeadline(time.Time{})
 	return c, nil
 }
 
 // greet runs the dialer's side of the handshake after the header byte.
-func (a *authenticator) greet(c net.Conn, header byte, id string) error {
+func (a *authenticator) greet(c net.Conn, addr string, header byte, id string, overTLS bool, deadline time.Time) error {
 	var hello [len(helloMagic) + nonceLen]byte
 	if _, err := io.ReadFull(c, hello[:]); err != nil {
-		return fmt.Errorf("reading the challenge (is the peer a Redcell node with a cluster secret?): %w", err)
+		return challengeFailure(addr, overTLS, deadline, err)
 	}
 	if string(hello[:len(helloMagic)]) != helloMagic {
-		return fmt.Errorf("the peer answered %q, not a Redcell peer challenge", hello[:len(helloMagic)])
+		return fmt.Errorf("mux: peer %s answered %q, not a Redcell peer challenge", addr, hello[:len(helloMagic)])
 	}
 	na := hello[len(helloMagic):]
 	nd := make([]byte, nonceLen)
 	if _, err := rand.Read(nd); err != nil {
-		return fmt.Errorf("making a nonce: %w", err)
+		return fmt.Errorf("mux: making a nonce: %w", err)
 	}
 	msg := append(nd, byte(len(id)))
 	msg = append(msg, id...)
 	msg = append(msg, a.mac(labelDialer, header, na, nd, id)...)
 	if _, err := c.Write(msg); err != nil {
-		return err
+		return fmt.Errorf("mux: peer handshake with %s: sending this node's proof: %w", addr, err)
 	}
 	var proof [macLen]byte
 	if _, err := io.ReadFull(c, proof[:]); err != nil {
-		return fmt.Errorf("reading the peer's proof (the secrets probably differ): %w", err)
+		return proofFailure(addr, err)
 	}
 	if !hmac.Equal(proof[:], a.mac(labelAcceptor, header, na, nd, id)) {
-		return errBadProof
+		return proofFailure(addr, errBadProof)
 	}
 	return nil
 }

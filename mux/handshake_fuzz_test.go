@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"net"
 	"testing"
+	"time"
 )
 
 // FuzzHandshakeAnswer plays a dialer that answers the acceptor's challenge
@@ -56,7 +57,7 @@ func TestHandshakeControl(t *testing.T) {
 		_, err := a.accept(acceptor, bufio.NewReader(acceptor), HeaderRaft)
 		done <- err
 	}()
-	if err := a.greet(dialer, HeaderRaft, "n1"); err != nil {
+	if err := a.greet(dialer, "pipe", HeaderRaft, "n1", false, time.Now().Add(5*time.Second)); err != nil {
 		t.Fatalf("a genuine dialer: %v", err)
 	}
 	if err := <-done; err != nil {

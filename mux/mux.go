@@ -262,10 +262,12 @@ func (m *Mux) deliver(ch chan net.Conn, c net.Conn) {
 // Dial connects to a peer's shared port, announces the protocol named by
 // header and proves the cluster secret; the returned connection carries
 // only that protocol. Without a secret there is nothing to prove, so Dial
-// fails.
+// fails (ErrNoSecret). A failed Dial's error wraps ErrUnreachable,
+// ErrSecretMismatch or ErrTLSMismatch when the failure says which
+// (dialerror.go).
 func (m *Mux) Dial(addr string, header byte, timeout time.Duration) (net.Conn, error) {
 	if m.auth == nil {
-		return nil, errors.New("mux: no cluster secret configured, so this node cannot reach peers")
+		return nil, fmt.Errorf("mux: %w", ErrNoSecret)
 	}
 	return m.auth.dial(addr, header, m.cfg.NodeID, timeout, m.cfg.TLSClient)
 }

@@ -18,8 +18,8 @@ var (
 
 func quietLogger() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
 
-// startMux listens on a free loopback port and runs a Mux with a Raft
-// protocol registered; it is closed when the test ends.
+// startMux listens on a free loopback port and runs a Mux with the Raft and
+// forwarding protocols registered; it is closed when the test ends.
 func startMux(t *testing.T, cfg Config) (*Mux, net.Listener) {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -36,6 +36,11 @@ func startMux(t *testing.T, cfg Config) (*Mux, net.Listener) {
 	}
 	raftLn, err := m.Listen(HeaderRaft)
 	if err != nil {
+		t.Fatal(err)
+	}
+	// Registered as on a real node, where a failed dial's probe uses it
+	// (dialerror.go); nothing accepts from it here.
+	if _, err := m.Listen(HeaderForward); err != nil {
 		t.Fatal(err)
 	}
 	go m.Run()
@@ -213,7 +218,7 @@ func recordingGreet(t *testing.T, a *authenticator, c net.Conn) []byte {
 	if _, err := c.Write([]byte{HeaderRaft}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.greet(&teeConn{Conn: c, w: &rec}, HeaderRaft, "genuine"); err != nil {
+	if err := a.greet(&teeConn{Conn: c, w: &rec}, c.RemoteAddr().String(), HeaderRaft, "genuine", false, time.Now().Add(5*time.Second)); err != nil {
 		t.Fatalf("genuine greet: %v", err)
 	}
 	return rec.Bytes()

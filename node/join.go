@@ -37,31 +37,35 @@ const adminTimeout = 15 * time.Second
 const maxRedirects = 5
 
 // join asks the cluster at addr to add this node as a non-voter, following
-// redirects to the leader, until it succeeds or stop closes.
+// redirects to the leader, until it succeeds, stop closes, or it is clear
+// that it cannot: the same secret or TLS mismatch (or refusal) twice in a
+// row, or n.joinTimeout spent on a member that is unreachable or has no
+// leader. The error then names the cause (*JoinError, joinerror.go).
 func (n *Node) join(addr string, stop <-chan struct{}) error {
+	tries := newJoinAttempts(addr, n.joinTimeout)
 	target := addr
 	for redirects := 0; ; {
-		_, err := n.fwd.Admin(target, "rejoin", []string{n.ID, n.Advertise.String()}, adminTimeout)
+		_, err := n.fwd.Admin(target, "rejoin", []string{n.ID, n.Advertise.String()}, tries.callTimeout())
 		if err == nil {
 			n.log.Info("joined the cluster as a non-voter", "via", target)
 			return nil
 		}
 		var re *forward.RemoteError
-		switch {
-		case errors.As(err, &re) && re.Code == forward.CodeNotLeader && re.Text != "" && redirects < maxRedirects:
+		if errors.As(err, &re) && re.Code == forward.CodeNotLeader && re.Text != "" && redirects < maxRedirects {
 			n.log.Info("join: following the redirect to the leader", "from", target, "leader", re.Text)
 			target = re.Text
 			redirects++
 			continue
-		case errors.As(err, &re) && re.Code == forward.CodeFailed:
-			return fmt.Errorf("joining the cluster via %s: %s", addr, re.Text) // refused: retrying cannot help
 		}
-		n.log.Warn("join: retrying", "via", target, "err", err)
+		if jerr := tries.failed(err); jerr != nil {
+			return jerr
+		}
+		n.log.Warn("join: retrying", "via", target, "cause", joinCause(err).String(), "err", err)
 		target, redirects = addr, 0
 		select {
 		case <-stop:
 			return errors.New("stopped before joining")
-		case <-time.After(joinRetry):
+		case <-time.After(tries.pause()):
 		}
 	}
 }
@@ -151,6 +155,9 @@ func (n *Node) admin(cmd string, args []string) (string, error) {
 	if group.LeaderOnly(cmd) && !n.group.IsLeader() {
 		addr, _ := n.group.Leader()
 		return "", &notLeaderAt{addr: addr}
+	}
+	if err := n.checkJoin(cmd, args); err != nil {
+		return "", err
 	}
 	text, err := n.local.Admin(cmd, args)
 	if errors.Is(err, group.ErrNotLeader) {

@@ -52,6 +52,10 @@ type Config struct {
 	// A node without ClusterSecret bootstraps an empty data dir without
 	// it (no peer can reach it); a node with one needs Bootstrap or Join.
 	Bootstrap bool
+	// JoinTimeout bounds a join that keeps failing (unreachable, no
+	// leader) before the node stops with the cause (default
+	// DefaultJoinTimeout); a secret or TLS mismatch stops it sooner.
+	JoinTimeout time.Duration
 	// WriteTimeout bounds how long a request waits for a leader that can
 	// decide it (default DefaultWriteTimeout).
 	WriteTimeout time.Duration
@@ -154,6 +158,8 @@ type Node struct {
 	shutdown  chan struct{} // a client sent SHUTDOWN
 	stop      chan struct{} // ends join and promotion
 	bg        sync.WaitGroup
+
+	joinTimeout time.Duration // Config.JoinTimeout (join.go)
 }
 
 // Open starts a node: the data dir and the start mode decide whether it
@@ -167,6 +173,7 @@ func Open(cfg Config) (n *Node, err error) {
 	}
 	log := cfg.Logger
 	n = &Node{log: log, dataDir: cfg.DataDir, fatal: make(chan error, 1), shutdown: make(chan struct{}, 1), stop: make(chan struct{}), members: memberMonitor{views: map[string]memberView{}}}
+	n.joinTimeout = cfg.JoinTimeout
 	n.maxMemory = new(atomic.Int64)
 	n.maxMemory.Store(cfg.MaxMemory)
 	var closers []func() error
@@ -391,6 +398,7 @@ func Open(cfg Config) (n *Node, err error) {
 		}
 	}()
 	n.background(cfg.Join, who.rejoin)
+	warnIfExposed(cfg, n.Addr, log) // before "redcell started", so a reader of the log who sees that line sees this one too
 	log.Info("redcell started", "addr", n.Addr.String(), "node_id", n.ID, "data_dir", cfg.DataDir,
 		"version", cfg.Version, "peers", len(cfg.ClusterSecret) > 0, "tls_port", cfg.TLSPort, "tls_cluster", cfg.TLSCluster)
 	return n, nil

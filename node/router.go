@@ -329,6 +329,14 @@ func (rt *router) Admin(cmd string, args []string) (string, error) {
 	if !group.LeaderOnly(cmd) {
 		return rt.local.Admin(cmd, args)
 	}
+	if !rt.group.IsLeader() && rt.group.Removed() {
+		return "", rt.removed()
+	}
+	if rt.node != nil {
+		if err := rt.node.checkJoin(cmd, args); err != nil { // joincheck.go
+			return "", err
+		}
+	}
 	deadline := time.Now().Add(rt.timeout)
 	for {
 		wait := rt.group.LeaderChanged()

@@ -52,6 +52,7 @@ type config struct {
 	idleTimeout       int64
 	join              string
 	bootstrap         bool
+	joinTimeout       time.Duration
 
 	tlsPort          int
 	tlsCertFile      string
@@ -102,6 +103,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Int64Var(&c.idleTimeout, "timeout", 0, "close a client idle for this many seconds; 0 = never (CONFIG SET timeout)")
 	fs.StringVar(&c.join, "join", "", "host:port of any member of an existing cluster: a node without Raft state (a new node, or a member whose disk was lost)\njoins it as a non-voter, replacing any member with its ID or address, and is promoted to voter once caught up; ignored once the node has data")
 	fs.BoolVar(&c.bootstrap, "bootstrap", false, "start a new cluster with this node as its only member. For the first start of the first node only: refused on a data dir\nthat holds Raft state. Without a cluster secret an empty data dir bootstraps anyway; with one, it needs --bootstrap or --join")
+	fs.DurationVar(&c.joinTimeout, "join-timeout", node.DefaultJoinTimeout, "how long a joining node keeps trying while the member is unreachable or knows no leader; then (or sooner, at the\nsecond identical cluster-secret or TLS mismatch) it exits with status 1 and an error naming the cause")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", node.DefaultWriteTimeout, "how long a request waits for a leader that can decide it before it is answered TRYAGAIN or CLUSTERDOWN")
 	fs.DurationVar(&c.heartbeatTimeout, "raft-heartbeat-timeout", group.DefaultHeartbeatTimeout, "Raft: a follower that hears nothing from the leader for this long (randomised up to 2x) starts an election")
 	fs.DurationVar(&c.electionTimeout, "raft-election-timeout", group.DefaultElectionTimeout, "Raft: a candidate without a majority retries after this long (randomised up to 2x)")
@@ -164,6 +166,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("--timeout %d: want 0 to 2147483647 seconds", c.idleTimeout)
 	case c.dataDir == "":
 		return c, fmt.Errorf("--data-dir must not be empty")
+	case c.joinTimeout <= 0:
+		return c, fmt.Errorf("--join-timeout %v: want a positive duration", c.joinTimeout)
 	}
 	if c.leaseTimeout > c.heartbeatTimeout {
 		return c, fmt.Errorf("--raft-lease-timeout %v exceeds --raft-heartbeat-timeout %v", c.leaseTimeout, c.heartbeatTimeout)

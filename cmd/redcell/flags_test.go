@@ -17,7 +17,7 @@ func TestFlagsAreValidatedLoudly(t *testing.T) {
 	for _, args := range [][]string{
 		{"--stripes", "0"}, {"--stripes", "-3"}, {"--procs", "-1"}, {"--port", "0"}, {"--port", "70000"},
 		{"--max-inflight", "0"}, {"--max-inflight-with-peers", "0"}, {"--busy-poll-usec", "-1"}, {"--busy-poll-usec", "1000001"}, {"--max-append-entries", "0"}, {"--snapshot-threshold", "0"},
-		{"--snapshot-interval", "0s"}, {"--data-dir", ""}, {"--write-timeout", "0s"},
+		{"--snapshot-interval", "0s"}, {"--data-dir", ""}, {"--write-timeout", "0s"}, {"--join-timeout", "0s"}, {"--join-timeout", "-1s"},
 		{"--raft-lease-timeout", "1s"}, {"--raft-heartbeat-timeout", "1ms"},
 		{"--cluster-secret", "x", "--cluster-secret-file", "y"}, {"--requirepass", "x", "--requirepass-file", "y"},
 		{"--maxclients", "0"}, {"--timeout", "-1"}, {"extra"},
