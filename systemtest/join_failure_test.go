@@ -96,7 +96,7 @@ func clusterMembers(t *testing.T, addr string) string {
 // other than the cluster's exits with status 1 long before its join
 // timeout, naming a secret mismatch; the cluster stays one member.
 func TestJoinWithAnotherSecretExits(t *testing.T) {
-	member := startTestNode(t, "member", "--node-id", "member", "--cluster-secret-file", writeSecret(t, clusterSecret))
+	member := startTestNode(t, "member", "--node-id", "member", "--cluster-secret-file", writeSecret(t, clusterSecret), "--bootstrap")
 	code, took, log := joinerExit(t, "joiner", member.addr(), definitiveJoinBound,
 		"--cluster-secret-file", writeSecret(t, "another-secret-entirely-0123456789"))
 	expectJoinFailure(t, code, took, log, "cluster secret mismatch")
@@ -121,7 +121,7 @@ func TestJoinTLSMismatchExits(t *testing.T) {
 		{"TLS joiner, plain member", false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			memberFlags := []string{"--node-id", "member", "--cluster-secret-file", secret}
+			memberFlags := []string{"--node-id", "member", "--cluster-secret-file", secret, "--bootstrap"}
 			if tc.memberTLS {
 				memberFlags = append(memberFlags, tlsFlags...)
 			}
@@ -178,7 +178,7 @@ func TestRaftJoinOfAnUnreachableMember(t *testing.T) {
 		says  string
 	}{
 		{"without a secret", nil, "no cluster secret"},
-		{"with a secret", []string{"--cluster-secret-file", writeSecret(t, clusterSecret)}, "cannot reach"},
+		{"with a secret", []string{"--cluster-secret-file", writeSecret(t, clusterSecret), "--bootstrap"}, "cannot reach"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			n := startTestNode(t, "alone", tc.flags...)
@@ -217,7 +217,7 @@ func TestBindBeyondLoopbackWarnsOnce(t *testing.T) {
 		want  int
 	}{
 		{"0.0.0.0, no secret, no password", []string{"--bind", "0.0.0.0"}, 1},
-		{"0.0.0.0 with a secret", []string{"--bind", "0.0.0.0", "--cluster-secret-file", writeSecret(t, clusterSecret)}, 0},
+		{"0.0.0.0 with a secret", []string{"--bind", "0.0.0.0", "--cluster-secret-file", writeSecret(t, clusterSecret), "--bootstrap"}, 0},
 		{"loopback", nil, 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
