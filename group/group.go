@@ -343,8 +343,8 @@ func Open(cfg Config) (*Group, error) {
 // heartbeat (the router wakes on raft's observation) and the forwarding hop
 // add a few ms. So the timeouts are the failover: after kill -9 of the
 // leader with clients on every node, the longest gap without a decision was
-// 0.42-0.85 s at 300 ms and is 0.11-0.30 s at 100 ms (20 kills each, bench
-// -mode failover; 0.14-0.31 s beside two busy loops).
+// 0.38-1.02 s at 300 ms and is 0.14-0.33 s at 100 ms (two runs of 20 kills
+// each, bench -mode failover; 0.15-0.29 s beside two busy loops).
 //
 // What keeps them from electing when nothing failed: pre-vote (a follower
 // that merely missed heartbeats asks first and is refused by the others,

@@ -10,10 +10,10 @@ import (
 
 // Bounds of TestClusterFailoverSpeed, for the default Raft timeouts (100 ms,
 // group/group.go). bench -mode failover measures the same over 20 kills
-// (bench/DESIGN.md, "Failover mode"): 0.11-0.30 s per kill, 0.14-0.31 s
+// (bench/DESIGN.md, "Failover mode"): 0.14-0.33 s per kill, 0.15-0.29 s
 // beside two busy loops. With the former 300 ms defaults a kill cost
-// 0.38-0.91 s, under 450 ms about one kill in nine (6 of 55 measured), so
-// that code passes (three of five under the bound) about one run in a
+// 0.38-1.02 s, under 450 ms about one kill in ten (7 of 75 measured), so
+// that code passes (three of five under the bound) in under one run in a
 // hundred; it failed 3 runs of 3.
 const (
 	speedKills = 5
