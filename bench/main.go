@@ -7,6 +7,7 @@
 //	go run ./bench -mode latency                    # one client, no pipelining: p50/p99
 //	go run ./bench -mode memory                     # bytes per key, RSS under key churn
 //	go run ./bench -mode cluster                    # a local 3-node cluster against Redis-Lua
+//	go run ./bench -mode failover                   # kill -9 a 3-node cluster's leader 20 times: the gaps
 //	go run ./bench -mode all -servers redis -quick  # smoke check without Redcell
 //	go run ./bench -mode pgo                        # write cmd/redcell/default.pgo (profile-guided optimisation)
 //
@@ -56,16 +57,21 @@ type options struct {
 	dataParent string
 	memory     memoryOptions
 	pgoOut     string
+	failover   failoverOptions
 	// baseline is the git revision of a second Redcell (-baseline), "" for none.
 	baseline string
 }
 
 var allModes = []string{"compare", "limiters", "latency", "matrix", "memory", "cluster"}
 
+// failoverMode is not part of "all": it measures availability, not speed,
+// and kills processes on purpose.
+const failoverMode = "failover"
+
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	mode := fs.String("mode", "compare", "compare | limiters | latency | matrix | memory | cluster | all (comma-separated list allowed); or pgo alone: write cmd/redcell/default.pgo (see bench/pgo.go)")
+	mode := fs.String("mode", "compare", "compare | limiters | latency | matrix | memory | cluster | all (comma-separated list allowed); failover (not in all); or pgo alone: write cmd/redcell/default.pgo (see bench/pgo.go)")
 	servers := fs.String("servers", "all", "servers to run: all, or a comma-separated list of redcell, redis (both Redis servers), redis-lua, redis-lua-fsync")
 	quick := fs.Bool("quick", false, "short runs and 100k keys for a smoke check (results are marked as quick)")
 	out := fs.String("out", "", "SVG chart of the matrix mode (default bench/results/throughput.svg in the repository)")
@@ -81,6 +87,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	slHits := fs.Int("sl-hits", 10, "memory mode: hits per sliding-log key (limit 10), at distinct instants")
 	baseline := fs.String("baseline", "", "a git revision (commit, tag, HEAD~3) whose Redcell runs as one more server, Redcell-baseline, right after Redcell in every round of compare, limiters, latency, matrix and memory, and as a second 3-node cluster in cluster (not in pgo): a change measured against the same minutes of the same machine")
 	pgoOut := fs.String("pgo-out", "", "pgo mode: where the merged profile goes (default cmd/redcell/default.pgo in the repository)")
+	kills := fs.Int("kills", 20, "failover mode: how many times the leader is killed (3 with -quick); 0 measures one quiet window only")
+	foClients := fs.Int("failover-clients", 2, "failover mode: clients per node")
+	cpuHogs := fs.Int("cpu-hogs", 0, "failover mode: busy-loop processes run beside the cluster (a loaded machine)")
+	quiet := fs.Duration("quiet", 3*time.Second, "failover mode: steady load before each kill and after the last, in which any election is a spurious one")
+	keepLogs := fs.String("keep-logs", "", "failover mode: copy the nodes' logs into this directory at the end")
+	nodeFlags := fs.String("node-flags", "", "failover mode: extra flags for every node, space-separated (e.g. \"--raft-heartbeat-timeout 200ms\")")
 	if err := fs.Parse(args); err != nil {
 		return options{}, err
 	}
@@ -92,8 +104,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 
 	o := options{quick: *quick, svgPath: *out, mdPath: *md, seconds: *seconds, warmup: *warmup, rounds: *rounds, dataParent: *tmp,
 		memory: memoryOptions{keys: *keys, churnFor: *churnFor, churnRate: *churnRate, conns: 4, slHits: *slHits}, pgoOut: *pgoOut,
-		baseline: strings.TrimSpace(*baseline)}
+		baseline: strings.TrimSpace(*baseline),
+		failover: failoverOptions{kills: *kills, clientsPerNode: *foClients, cpuHogs: *cpuHogs, quiet: *quiet, nodeFlags: strings.Fields(*nodeFlags), keepLogs: *keepLogs}}
 	if o.quick {
+		if !set["kills"] {
+			o.failover.kills = 3
+		}
 		if !set["seconds"] {
 			o.seconds = 1
 		}
@@ -138,6 +154,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.warmup < 0 {
 		return options{}, errors.New("-warmup must not be negative")
 	}
+	if o.failover.kills < 0 || o.failover.clientsPerNode < 1 || o.failover.cpuHogs < 0 || o.failover.quiet <= 0 {
+		return options{}, errors.New("-kills and -cpu-hogs must not be negative, -failover-clients and -quiet must be positive")
+	}
 	if o.seconds <= 0 || o.rounds < 1 || o.memory.keys < 1 || o.memory.churnRate < 1 || o.memory.churnFor <= 0 {
 		return options{}, errors.New("-seconds, -rounds, -keys, -churn and -churn-rate must be positive")
 	}
@@ -155,12 +174,12 @@ func parseModes(s string) ([]string, error) {
 			return []string{"pgo"}, nil
 		case m == "all":
 			return allModes, nil
-		case slices.Contains(allModes, m):
+		case slices.Contains(allModes, m) || m == failoverMode:
 			if !slices.Contains(modes, m) {
 				modes = append(modes, m)
 			}
 		default:
-			return nil, fmt.Errorf("unknown -mode %q (want compare, limiters, latency, matrix, memory, cluster or all)", m)
+			return nil, fmt.Errorf("unknown -mode %q (want compare, limiters, latency, matrix, memory, cluster, all or failover)", m)
 		}
 	}
 	return modes, nil
@@ -355,6 +374,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 				return err
 			}
 			report.add(fmt.Sprintf("Cluster: %d local nodes", clusterSize), md)
+		case failoverMode:
+			for _, s := range throughput {
+				if err := f.stop(s); err != nil {
+					return err
+				}
+			}
+			throughput = nil
+			fmt.Fprintf(stdout, "\n== Failover: SIGKILL of a %d-node cluster's leader, %d times\n", clusterSize, opts.failover.kills)
+			md, err := runFailoverMode(ctx, f, opts.failover, stdout)
+			if err != nil {
+				return err
+			}
+			report.add(fmt.Sprintf("Failover: %d local nodes, leader killed %d times", clusterSize, opts.failover.kills), md)
 		}
 	}
 	if f.redcellBin != "" {
@@ -383,6 +415,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 func defaultResultsName(modes []string) string {
 	if slices.Equal(modes, []string{"cluster"}) {
 		return "cluster.md"
+	}
+	if slices.Equal(modes, []string{failoverMode}) {
+		return "failover.md"
 	}
 	return "latest.md"
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +55,8 @@ type server struct {
 	logPath string
 	shas    map[family]string // SHA1 of each family's script when the server is Redis
 	cmd     *exec.Cmd
+	bin     string        // the program cmd runs, and
+	args    []string      // its arguments: what relaunch starts again
 	readyCh chan struct{} // closed when the log shows the ready line
 	exited  chan struct{} // closed once the process has been reaped
 	waitErr error         // valid after exited is closed
@@ -252,6 +255,32 @@ func (f *fleet) startNode(ctx context.Context, kind serverKind, name string, ext
 	return s, nil
 }
 
+// relaunch starts a Redcell node again after its process ended (the
+// failover mode kills it): the same binary, arguments, port and data dir, a
+// fresh log file beside the first (logName, in the same directory), and
+// the same readiness (PING). The returned server replaces old; old stays in
+// f.servers, already stopped.
+func (f *fleet) relaunch(ctx context.Context, old *server, logName string) (*server, error) {
+	select {
+	case <-old.exited:
+	default:
+		return nil, fmt.Errorf("relaunch %s: pid %d still runs", old.label(), old.pid())
+	}
+	s := &server{kind: old.kind, name: old.name, port: old.port, dataDir: old.dataDir,
+		logPath: filepath.Join(old.dataDir, logName), exited: make(chan struct{})}
+	// A restart resumes its data dir: --bootstrap (the first node's first
+	// start) would be refused there.
+	args := slices.DeleteFunc(slices.Clone(old.args), func(a string) bool { return a == "--bootstrap" })
+	if err := s.launch(old.bin, args, ""); err != nil {
+		return nil, err
+	}
+	f.servers = append(f.servers, s)
+	if err := s.waitReady(ctx, false, 30*time.Second); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
 // redisArgs is the redis-server command line: no RDB snapshots, and either
 // no AOF or an AOF fsynced before every reply.
 func redisArgs(port int, dir string, fsyncAlways bool) []string {
@@ -274,6 +303,7 @@ func (s *server) launch(bin string, args []string, readyLine string) error {
 		return fmt.Errorf("create server log: %w", err)
 	}
 	pr, pw := io.Pipe()
+	s.bin, s.args = bin, args
 	s.cmd = exec.Command(bin, args...)
 	s.cmd.Stdout, s.cmd.Stderr = pw, pw
 	// Own process group: a terminal Ctrl-C reaches bench only, and bench

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/redcell/redcell/gcra"
 	"github.com/redcell/redcell/request"
 )
@@ -193,4 +195,21 @@ func failoverRound(t *testing.T, nodes []*testNode, leader *testNode, round int)
 	close(stop)
 	wg.Wait()
 	return attempts
+}
+
+// Test_Failover_RaftConfigHasPreVoteAndCheckQuorum: the short default
+// timeouts rely on pre-vote (a follower that merely missed heartbeats must
+// not raise the term) and on the lease (check quorum) being as long as raft
+// allows; and raft accepts the configuration.
+func Test_Failover_RaftConfigHasPreVoteAndCheckQuorum(t *testing.T) {
+	rc := raftConfig(Config{NodeID: "n1"}, make(chan bool, 1))
+	if rc.PreVoteDisabled {
+		t.Error("pre-vote is disabled")
+	}
+	if rc.LeaderLeaseTimeout != rc.HeartbeatTimeout || rc.ElectionTimeout != rc.HeartbeatTimeout {
+		t.Errorf("heartbeat %v, election %v, lease %v: want all three equal", rc.HeartbeatTimeout, rc.ElectionTimeout, rc.LeaderLeaseTimeout)
+	}
+	if err := raft.ValidateConfig(rc); err != nil {
+		t.Errorf("raft refuses the default configuration: %v", err)
+	}
 }

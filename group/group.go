@@ -333,22 +333,37 @@ func Open(cfg Config) (*Group, error) {
 	return g, nil
 }
 
-// Raft timeouts for a LAN (flags in cmd/redcell override them). A follower
-// that hears nothing from its leader for a random time between
-// HeartbeatTimeout and twice that starts an election; a candidate that wins
-// no majority retries after a random time between ElectionTimeout and twice
-// that. So after a leader dies, a new one is normally elected 0.3-0.6 s
-// later, and a split vote adds 0.3-0.6 s: within the cluster's promise of
-// decisions resuming in under 2 s, with room for the new leader's barrier
-// and the followers' forwarding connections. A leader that cannot reach a
-// quorum for LeaderLeaseTimeout steps down, so a leader cut off by a
-// partition stops deciding within 0.3 s. Heartbeats go every
-// HeartbeatTimeout/10 (30 ms). Measured with the system tests (three
-// fsyncing nodes on the 2-core machine): after kill -9 of the leader the
-// longest gap without a decision was 428-743 ms, and no election happened
-// without a fault. One hand-run cluster did elect spuriously for ~8 s when
-// the machine was overloaded (load average 7.7, other builds running):
-// slower links or busier hosts should raise these with the flags.
+// Raft timeouts for a LAN (flags in cmd/redcell override them; DESIGN.md,
+// "Failover and the Raft timeouts", says how to set them for a WAN).
+//
+// How they become the time to a new leader, in hashicorp/raft v1.8.0
+// (raft.go runFollower, runCandidate, requestPreVote): a follower checks
+// every random HeartbeatTimeout to 2x whether it has heard from the leader
+// within HeartbeatTimeout, so it notices a dead leader 1 to 3 heartbeat
+// timeouts after the last heartbeat. Its pre-vote is refused by a follower
+// that still knows a leader, so the election succeeds once the second
+// follower has noticed too (in a 3-node cluster the later of two such
+// draws: 2.2x at the median), or, when the first candidate holds the
+// longer log, at its next try, ElectionTimeout to 2x later. The new
+// leader's barrier (runWatcher), the follower learning of it from its first
+// heartbeat (the router wakes on raft's observation) and the forwarding hop
+// add a few ms. So the timeouts are the failover: after kill -9 of the
+// leader with clients on every node, the longest gap without a decision was
+// 0.38-1.02 s at 300 ms and is 0.14-0.33 s at 100 ms (two runs of 20 kills
+// each, bench -mode failover; 0.15-0.29 s beside two busy loops).
+//
+// What keeps them from electing when nothing failed: pre-vote (a follower
+// that merely missed heartbeats asks first and is refused by the others,
+// who still hear the leader, so it never raises the term), and heartbeats
+// every HeartbeatTimeout/10, answered by the follower's transport goroutine
+// off its disk path. What remains is the leader's own process stalling
+// longer than LeaderLeaseTimeout: it then steps down (check quorum, which
+// also makes a leader cut off by a partition stop deciding within the
+// lease). On the 2-core machine, with the three nodes, their clients and
+// two or four busy loops: no election in minutes; only while other login
+// sessions' builds took most of the CPUs (load average 8-16) did stalls
+// past 100 ms depose a leader now and then. Such hosts should raise the
+// timeouts.
 const (
 	// DefaultMaxInflight: one entry on the leader's disk, one waiting for a
 	// follower's fsync, one being applied, and one spare.
@@ -358,9 +373,9 @@ const (
 	// (alonemode.go).
 	DefaultMaxInflightWithPeers = 1
 
-	DefaultHeartbeatTimeout   = 300 * time.Millisecond
-	DefaultElectionTimeout    = 300 * time.Millisecond
-	DefaultLeaderLeaseTimeout = 300 * time.Millisecond
+	DefaultHeartbeatTimeout   = 100 * time.Millisecond
+	DefaultElectionTimeout    = 100 * time.Millisecond
+	DefaultLeaderLeaseTimeout = 100 * time.Millisecond
 )
 
 func raftConfig(cfg Config, notify chan bool) *raft.Config {
@@ -382,7 +397,14 @@ func raftConfig(cfg Config, notify chan bool) *raft.Config {
 	rc.NoSnapshotRestoreOnStart = true
 	rc.HeartbeatTimeout = DefaultHeartbeatTimeout
 	rc.ElectionTimeout = DefaultElectionTimeout
+	// Check quorum: a leader that has heard from no quorum for this long
+	// steps down (at most HeartbeatTimeout, raft insists).
 	rc.LeaderLeaseTimeout = DefaultLeaderLeaseTimeout
+	// Pre-vote (raft's default, stated here because the short timeouts
+	// above rely on it): a follower that times out first asks whether it
+	// could win, and only then raises the term, so a follower that was
+	// merely slow to hear heartbeats cannot depose a healthy leader.
+	rc.PreVoteDisabled = false
 	if cfg.Tune != nil {
 		cfg.Tune(rc)
 	}

@@ -105,9 +105,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.bootstrap, "bootstrap", false, "start a new cluster with this node as its only member. For the first start of the first node only: refused on a data dir\nthat holds Raft state. Without a cluster secret an empty data dir bootstraps anyway; with one, it needs --bootstrap or --join")
 	fs.DurationVar(&c.joinTimeout, "join-timeout", node.DefaultJoinTimeout, "how long a joining node keeps trying while the member is unreachable or knows no leader; then (or sooner, at the\nsecond identical cluster-secret or TLS mismatch) it exits with status 1 and an error naming the cause")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", node.DefaultWriteTimeout, "how long a request waits for a leader that can decide it before it is answered TRYAGAIN or CLUSTERDOWN")
-	fs.DurationVar(&c.heartbeatTimeout, "raft-heartbeat-timeout", group.DefaultHeartbeatTimeout, "Raft: a follower that hears nothing from the leader for this long (randomised up to 2x) starts an election")
-	fs.DurationVar(&c.electionTimeout, "raft-election-timeout", group.DefaultElectionTimeout, "Raft: a candidate without a majority retries after this long (randomised up to 2x)")
-	fs.DurationVar(&c.leaseTimeout, "raft-lease-timeout", group.DefaultLeaderLeaseTimeout, "Raft: a leader that cannot reach a quorum for this long steps down (at most --raft-heartbeat-timeout)")
+	fs.DurationVar(&c.heartbeatTimeout, "raft-heartbeat-timeout", group.DefaultHeartbeatTimeout, "Raft: a follower that hears nothing from the leader for this long (checked every 1-2x this) starts an election;\n"+
+		"a failover takes about 1-3x this. Raise it for a WAN or a busy host (group/DESIGN.md); the next two follow it unless given")
+	fs.DurationVar(&c.electionTimeout, "raft-election-timeout", group.DefaultElectionTimeout, "Raft: a candidate without a majority retries after this long (randomised up to 2x; at least --raft-heartbeat-timeout;\ndefault: --raft-heartbeat-timeout)")
+	fs.DurationVar(&c.leaseTimeout, "raft-lease-timeout", group.DefaultLeaderLeaseTimeout, "Raft: a leader that cannot reach a quorum for this long steps down (at most --raft-heartbeat-timeout;\ndefault: --raft-heartbeat-timeout)")
 	fs.IntVar(&c.tlsPort, "tls-port", 0, "TCP port for Redis clients over TLS, on --bind (0: none). The plain --port still serves clients too;\nfirewall it, or bind it to loopback, if only TLS clients may come from the network")
 	fs.StringVar(&c.tlsCertFile, "tls-cert-file", "", "PEM certificate (chain) this node presents to TLS clients and, with --tls-cluster, to peers; reread on SIGHUP")
 	fs.StringVar(&c.tlsKeyFile, "tls-key-file", "", "PEM private key of --tls-cert-file; reread on SIGHUP")
@@ -169,8 +170,22 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	case c.joinTimeout <= 0:
 		return c, fmt.Errorf("--join-timeout %v: want a positive duration", c.joinTimeout)
 	}
+	// A heartbeat timeout given alone sets the whole failover's pace: the
+	// election and lease timeouts not given follow it (Raft requires
+	// election >= heartbeat >= lease).
+	given := make(map[string]bool)
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if !given["raft-election-timeout"] {
+		c.electionTimeout = c.heartbeatTimeout
+	}
+	if !given["raft-lease-timeout"] {
+		c.leaseTimeout = c.heartbeatTimeout
+	}
 	if c.leaseTimeout > c.heartbeatTimeout {
 		return c, fmt.Errorf("--raft-lease-timeout %v exceeds --raft-heartbeat-timeout %v", c.leaseTimeout, c.heartbeatTimeout)
+	}
+	if c.electionTimeout < c.heartbeatTimeout {
+		return c, fmt.Errorf("--raft-election-timeout %v is shorter than --raft-heartbeat-timeout %v", c.electionTimeout, c.heartbeatTimeout)
 	}
 	if c.heartbeatTimeout < 5*time.Millisecond || c.electionTimeout < 5*time.Millisecond || c.leaseTimeout < 5*time.Millisecond || c.writeTimeout <= 0 {
 		return c, fmt.Errorf("the Raft timeouts must be at least 5ms and --write-timeout positive")
