@@ -153,9 +153,9 @@ func wantRemovedEverywhere(t *testing.T, c *cluster, i int, conn *respConn) {
 // wait out the write timeout (5 s) before CLUSTERDOWN, so a client with a
 // shorter timeout saw only a timeout. Requirements: a decision sent just as
 // the others are paused is answered TRYAGAIN or CLUSTERDOWN within 2.5 s
-// (the 1.2 s it takes to know there is no leader, plus margins); once the survivor has
+// (the 0.4 s it takes to know there is no leader by default, plus margins); once the survivor has
 // heard from no leader for longer than an election takes (2 × heartbeat
-// timeout + 2 × election timeout, 1.2 s by default), INFO replication says
+// timeout + 2 × election timeout, 0.4 s by default), INFO replication says
 // cluster_state:no_leader, and a decision and a linearizable read answer
 // CLUSTERDOWN within 500 ms; a READONLY read answers the survivor's own
 // state (the decision made before the pause) at once; and after the others
