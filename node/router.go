@@ -333,7 +333,7 @@ func (rt *router) Admin(cmd string, args []string) (string, error) {
 		return "", rt.removed()
 	}
 	if rt.node != nil {
-		if err := rt.node.checkJoin(cmd, args); err != nil { // joincheck.go
+		if err := rt.node.checkJoin(cmd, args); err != nil { // join.go
 			return "", err
 		}
 	}
