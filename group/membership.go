@@ -126,7 +126,7 @@ func (g *Group) Rejoin(id, addr string) error {
 	if err != nil {
 		return err
 	}
-	self := string(g.cfg.NodeID)
+	self := g.cfg.NodeID
 	for _, m := range ms {
 		if m.ID != id && m.Addr != addr {
 			continue

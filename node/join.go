@@ -3,8 +3,6 @@ package node
 import (
 	"errors"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -100,8 +98,8 @@ func (n *Node) promoteWhenCaughtUp(stop <-chan struct{}) {
 			continue
 		}
 		if r.State() != raft.Leader {
-			commit, err := n.leaderCommitIndex(string(leaderAddr))
-			if err != nil || commit == 0 || r.AppliedIndex() < commit {
+			st, err := n.remoteStatus(string(leaderAddr), adminTimeout)
+			if err != nil || st.commit == 0 || r.AppliedIndex() < st.commit {
 				continue
 			}
 		}
@@ -119,20 +117,6 @@ func (n *Node) promoteWhenCaughtUp(stop <-chan struct{}) {
 		n.log.Info("promoted to voter", "applied_index", r.AppliedIndex())
 		return
 	}
-}
-
-// leaderCommitIndex asks the node at addr for its commit index (the third
-// field of RAFT's "status").
-func (n *Node) leaderCommitIndex(addr string) (uint64, error) {
-	text, err := n.fwd.Admin(addr, "status", nil, adminTimeout)
-	if err != nil {
-		return 0, err
-	}
-	f := strings.Fields(text)
-	if len(f) != 4 {
-		return 0, fmt.Errorf("status from %s: %q", addr, text)
-	}
-	return strconv.ParseUint(f[2], 10, 64)
 }
 
 func (n *Node) selfMember() (group.Member, bool) {

@@ -54,21 +54,33 @@ func (n *Node) pollMembers(stop <-chan struct{}) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				text, err := n.fwd.Admin(m.Addr, "status", nil, statusEvery/2)
+				st, err := n.remoteStatus(m.Addr, statusEvery/2)
 				if err != nil {
 					return
 				}
-				var applied uint64
-				if _, err := fmt.Sscan(text, &applied); err != nil {
-					return
-				}
 				n.members.mu.Lock()
-				n.members.views[m.ID] = memberView{applied: applied, lastContact: time.Now()}
+				n.members.views[m.ID] = memberView{applied: st.applied, lastContact: time.Now()}
 				n.members.mu.Unlock()
 			}()
 		}
 		wg.Wait()
 	}
+}
+
+// peerStatus is another node's Raft indexes, as group's "status"
+// administration command gives them over the forwarding connection.
+type peerStatus struct{ applied, last, commit, term uint64 }
+
+func (n *Node) remoteStatus(addr string, timeout time.Duration) (peerStatus, error) {
+	text, err := n.fwd.Admin(addr, "status", nil, timeout)
+	if err != nil {
+		return peerStatus{}, err
+	}
+	var st peerStatus
+	if _, err := fmt.Sscan(text, &st.applied, &st.last, &st.commit, &st.term); err != nil {
+		return peerStatus{}, fmt.Errorf("status from %s: %q: %w", addr, text, err)
+	}
+	return st, nil
 }
 
 // Info adds the cluster's view to INFO's replication section (and passes

@@ -329,14 +329,6 @@ func (rt *router) Admin(cmd string, args []string) (string, error) {
 	if !group.LeaderOnly(cmd) {
 		return rt.local.Admin(cmd, args)
 	}
-	if !rt.group.IsLeader() && rt.group.Removed() {
-		return "", rt.removed()
-	}
-	if rt.node != nil {
-		if err := rt.node.checkJoin(cmd, args); err != nil { // join.go
-			return "", err
-		}
-	}
 	deadline := time.Now().Add(rt.timeout)
 	for {
 		wait := rt.group.LeaderChanged()
@@ -348,6 +340,13 @@ func (rt *router) Admin(cmd string, args []string) (string, error) {
 		case !leading && rt.group.Removed():
 			return "", rt.removed()
 		case leading:
+			// The node that adds a member checks it can reach it (join.go);
+			// a follower leaves that to the leader it forwards to.
+			if rt.node != nil {
+				if err := rt.node.checkJoin(cmd, args); err != nil {
+					return "", err
+				}
+			}
 			text, err = rt.local.Admin(cmd, args)
 			if !errors.Is(err, request.ErrNoLeader) {
 				return text, err
