@@ -156,9 +156,6 @@ func resolveIdentity(dir string, wasEmpty bool, store *raftstore.Store, flagID s
 		return identity{}, err
 	}
 	path := filepath.Join(dir, nodeIDFile)
-	if mode.bootstrap && mode.joining {
-		return identity{}, errors.New("--bootstrap starts a new cluster and --join joins an existing one: give one of them")
-	}
 
 	switch {
 	case existing:

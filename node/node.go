@@ -172,8 +172,10 @@ func Open(cfg Config) (n *Node, err error) {
 		cfg.Bind = "127.0.0.1"
 	}
 	log := cfg.Logger
-	n = &Node{log: log, dataDir: cfg.DataDir, fatal: make(chan error, 1), shutdown: make(chan struct{}, 1), stop: make(chan struct{}), members: memberMonitor{views: map[string]memberView{}}}
-	n.joinTimeout = cfg.JoinTimeout
+	if cfg.Bootstrap && cfg.Join != "" {
+		return nil, errors.New("--bootstrap starts a new cluster and --join joins an existing one: give one of them")
+	}
+	n = &Node{log: log, dataDir: cfg.DataDir, joinTimeout: cfg.JoinTimeout, fatal: make(chan error, 1), shutdown: make(chan struct{}, 1), stop: make(chan struct{}), members: memberMonitor{views: map[string]memberView{}}}
 	n.maxMemory = new(atomic.Int64)
 	n.maxMemory.Store(cfg.MaxMemory)
 	var closers []func() error

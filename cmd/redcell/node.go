@@ -28,9 +28,6 @@ func startNode(cfg config, log *slog.Logger, level *slog.LevelVar) (*node.Node, 
 		return nil, err
 	}
 	auth, _ := tlscert.ParseClientAuth(cfg.tlsAuthClients) // checked by parseFlags
-	if cfg.join != "" && cfg.bootstrap {
-		return nil, errors.New("--bootstrap starts a new cluster and --join joins an existing one: give one of them")
-	}
 	if cfg.join != "" && secret == nil {
 		return nil, errors.New("--join needs the cluster secret (--cluster-secret-file): peers admit only nodes that prove it")
 	}
