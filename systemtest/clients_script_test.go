@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -40,6 +41,43 @@ func requireSetup(t *testing.T, ok bool, what string) {
 	t.Skipf("%s is missing (.ci/run installs it)", what)
 }
 
+// nodeClients installs clients/node's packages once per test binary.
+var nodeClients struct {
+	once sync.Once
+	ok   bool
+}
+
+// installNodeClients makes sure clients/node/node_modules holds exactly what
+// package-lock.json pins, running `npm ci` once if it does not (so that
+// `go test ./...` on a machine with npm runs the Node clients instead of
+// skipping them; .ci/run has already installed them). It reports whether the
+// packages are there; a failed install is logged.
+func installNodeClients(t *testing.T, dir string) bool {
+	t.Helper()
+	installed := func() bool {
+		_, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json"))
+		return err == nil
+	}
+	nodeClients.once.Do(func() {
+		if nodeClients.ok = installed(); nodeClients.ok {
+			return
+		}
+		npm, err := exec.LookPath("npm")
+		if err != nil {
+			t.Logf("npm not found: %v", err)
+			return
+		}
+		cmd := exec.Command(npm, "ci", "--no-audit", "--no-fund", "--loglevel=error")
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Logf("npm ci in %s: %v\n%s", dir, err, out)
+			return
+		}
+		nodeClients.ok = installed()
+	})
+	return nodeClients.ok
+}
+
 // runReport runs a session script and decodes its report.
 func runReport(t *testing.T, s clientSession, name string, argv ...string) sessionReport {
 	t.Helper()
@@ -69,8 +107,7 @@ func testRedisPy(t *testing.T, n *node) {
 func testNodeClient(t *testing.T, n *node, lib, resp string, wantProto int) {
 	node := requireTool(t, "node")
 	dir := filepath.Join(repoDir(t), "clients", "node")
-	_, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json"))
-	requireSetup(t, err == nil, "clients/node/node_modules (npm ci)")
+	requireSetup(t, installNodeClients(t, dir), "clients/node/node_modules (npm ci)")
 	s := newClientSession(lib + "-" + resp)
 	checkCache := lib == "node-redis" && resp == "default"
 	if checkCache {
