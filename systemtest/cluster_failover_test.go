@@ -5,12 +5,13 @@ import (
 	"time"
 )
 
-// Bounds of the failover measurements. maxFailoverGap is a safety net, not
-// the speed promised: with the default 100 ms Raft timeouts a kill costs
-// 0.15-0.33 s (TestClusterFailoverSpeed holds the median to 450 ms), and the
-// slack is for a busy CI machine.
+// Bounds of the failover tests. maxFailoverGap is a safety net, not the
+// speed promised (bench -mode failover measures that: with the default
+// 100 ms Raft timeouts a kill costs 0.15-0.45 s on an idle machine): it is
+// well under the write timeout a client waits, with room for a CI machine
+// running the suite beside other CPU-bound work.
 const (
-	maxFailoverGap = 2 * time.Second // no decision anywhere for longer than this
+	maxFailoverGap = 4 * time.Second // no decision anywhere for longer than this
 	loadReadTimout = 8 * time.Second // --write-timeout (5 s) plus slack
 )
 
@@ -23,7 +24,7 @@ const (
 // lost and no request answered "nothing happened" was applied (the state
 // read afterwards); every error reply is TRYAGAIN or CLUSTERDOWN; the
 // cluster as a whole is never without a successful decision for more than
-// 2 s; the killed node, restarted on its data dir, catches up and holds the
+// maxFailoverGap; the killed node, restarted on its data dir, catches up and holds the
 // same state as the others.
 func TestClusterLeaderKillUnderLoad(t *testing.T) {
 	c := startCluster(t, 3)

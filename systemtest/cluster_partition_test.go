@@ -7,9 +7,10 @@ import (
 
 // Bounds of the partition test.
 const (
-	// leaseTimeout is --raft-lease-timeout's default: a leader that has not
-	// reached a quorum for this long steps down.
-	leaseTimeout = 100 * time.Millisecond
+	// leaseTimeout is the test clusters' --raft-lease-timeout (it follows
+	// --raft-heartbeat-timeout): a leader that has not reached a quorum for
+	// this long steps down.
+	leaseTimeout = testHeartbeat
 	// minorityMargin is added to the lease: replies already on their way when
 	// the links were cut may still arrive just after.
 	minorityMargin = 200 * time.Millisecond
@@ -23,7 +24,7 @@ const (
 // once by closing every connection (partition) and once by holding them open
 // with nothing passing (stall, as on a dead network), while clients send
 // decisions to all three client ports. Requirements: the cut-off node
-// answers no decision from the lease time (100 ms) plus 200 ms after the cut
+// answers no decision from the lease time (testHeartbeat) plus 200 ms after the cut
 // until the heal (it may answer TRYAGAIN or CLUSTERDOWN, or nothing); the
 // other two elect a leader and go on deciding; after the heal all three
 // apply the same index and hold the same state (RAFT DIGEST); and, as under
