@@ -11,13 +11,19 @@ import (
 
 var testSecret = []byte("node-package-test-secret-0123456789")
 
-// fastRaft makes elections take tens of milliseconds on loopback.
+// fastRaft gives the test clusters elections of a fraction of a second
+// that a busy machine does not trigger: the three nodes of a test share one
+// process, and with the shipped 100 ms a stall of the whole process (the
+// suite runs beside other CPU-bound work in CI) makes a leader step down
+// and the test meet a spurious TRYAGAIN. The write timeout stays well above
+// answeredAtOnce, so a reply that waited it out cannot pass for one that
+// did not wait.
 func fastRaft(c *Config) {
 	c.ClusterSecret = testSecret
-	c.HeartbeatTimeout = 100 * time.Millisecond
-	c.ElectionTimeout = 100 * time.Millisecond
-	c.LeaderLeaseTimeout = 100 * time.Millisecond
-	c.WriteTimeout = time.Second
+	c.HeartbeatTimeout = 300 * time.Millisecond
+	c.ElectionTimeout = 300 * time.Millisecond
+	c.LeaderLeaseTimeout = 300 * time.Millisecond
+	c.WriteTimeout = 5 * time.Second
 }
 
 // startCluster opens n nodes: the first bootstraps, the others join it.
@@ -268,7 +274,7 @@ func TestClusterReadonlyReadsLocalState(t *testing.T) {
 	if got := c.do(t, "CL.PEEK", "seen", "9", "1", "86400"); !strings.HasPrefix(got, ":0 :10 :8 ") {
 		t.Errorf("READONLY read: %q, want the applied state (one unit taken)", got)
 	}
-	if d := time.Since(start); d > 500*time.Millisecond {
+	if d := time.Since(start); d > answeredAtOnce {
 		t.Errorf("READONLY read took %v: it must not wait for a leader", d)
 	}
 	if got := c.do(t, "READWRITE"); got != "+OK" {
