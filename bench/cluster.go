@@ -424,7 +424,7 @@ func runClusterMode(ctx context.Context, f *fleet, kinds []serverKind, runner be
 	printMeasurements(progress, ms)
 	notes := clusterNotes(ms, info)
 	fmt.Fprintf(progress, "\n%s", notes)
-	return withRoundRatios(progress, withBaseline(progress, clusterMarkdown(ms, info, dataFS)+"\n"+notes, ms), ms), nil
+	return withBaseline(progress, clusterMarkdown(ms, info, dataFS)+"\n"+notes, ms), nil
 }
 
 // clusterMarkdown is the cluster section's description and tables.

@@ -71,9 +71,6 @@ func TestFailoverFlags(t *testing.T) {
 	if !slices.Equal(o.modes, []string{"failover"}) || o.failover.kills != 20 || !slices.Equal(o.failover.nodeFlags, []string{"--raft-heartbeat-timeout", "200ms"}) {
 		t.Errorf("parsed %+v", o)
 	}
-	if defaultResultsName(o.modes) != "failover.md" {
-		t.Errorf("results file %q, want failover.md", defaultResultsName(o.modes))
-	}
 	if o, _ := parseFlags([]string{"-mode", "failover", "-quick"}, io.Discard); o.failover.kills != 3 {
 		t.Errorf("-quick: %d kills, want 3", o.failover.kills)
 	}

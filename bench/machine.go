@@ -23,9 +23,8 @@ type machineInfo struct {
 	GoVersion   string
 	RedisServer string
 	Commit      string
-	DataFS      string       // filesystem type holding the data dirs (fsync cost depends on it)
-	Fsync       fsyncSpeed   // measured append+fsync and overwrite+fdatasync latency where the data dirs live
-	SpeedStart  machineSpeed // memory and core speed when the run began (speed_probe.go)
+	DataFS      string     // filesystem type holding the data dirs (fsync cost depends on it)
+	Fsync       fsyncSpeed // measured append+fsync and overwrite+fdatasync latency where the data dirs live
 	Date        string
 	LoadStart   string // 1/5/15-minute load averages when the run began
 	// CPUIdle is how the kernel idles a CPU (cpuidle driver and governor,
@@ -53,7 +52,6 @@ func collectMachineInfo(ctx context.Context, repoRoot, dataDir string) machineIn
 	if fs, err := measureFsync(dataDir); err == nil {
 		m.Fsync = fs
 	}
-	m.SpeedStart = measureMachineSpeed()
 	return m
 }
 

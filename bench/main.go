@@ -1,9 +1,10 @@
 // Command bench measures Redcell against Redis running the same CL.THROTTLE
 // algorithm (bench/gcra.lua) in one run on one machine, and prints the ratios.
+// Each mode writes its own results file, bench/results/<mode>.md, replacing
+// the previous run's.
 //
 //	go run ./bench                                  # compare: one table, Redcell / Redis-Lua
 //	go run ./bench -mode limiters                   # TB.TAKE and SL.HIT against their Lua scripts
-//	go run ./bench -mode matrix                     # clients × pipeline, SVG chart + markdown
 //	go run ./bench -mode latency                    # one client, no pipelining: p50/p99
 //	go run ./bench -mode memory                     # bytes per key, RSS under key churn
 //	go run ./bench -mode cluster                    # a local 3-node cluster against Redis-Lua
@@ -46,10 +47,14 @@ func main() {
 
 // options are the parsed command-line flags.
 type options struct {
-	modes      []string
-	servers    []serverKind
-	quick      bool
-	svgPath    string
+	modes   []string
+	servers []serverKind
+	quick   bool
+	// resultsDir holds one results file per mode, <mode>.md.
+	resultsDir string
+	// mdPath, when set (-md), is one file for every mode of the run instead
+	// of the per-mode files: for experiments that must not replace the
+	// results the README quotes.
 	mdPath     string
 	seconds    float64
 	warmup     float64
@@ -62,7 +67,7 @@ type options struct {
 	baseline string
 }
 
-var allModes = []string{"compare", "limiters", "latency", "matrix", "memory", "cluster"}
+var allModes = []string{"compare", "limiters", "latency", "memory", "cluster"}
 
 // failoverMode is not part of "all": it measures availability, not speed,
 // and kills processes on purpose.
@@ -71,11 +76,11 @@ const failoverMode = "failover"
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	mode := fs.String("mode", "compare", "compare | limiters | latency | matrix | memory | cluster | all (comma-separated list allowed); failover (not in all); or pgo alone: write cmd/redcell/default.pgo (see bench/pgo.go)")
+	mode := fs.String("mode", "compare", "compare | limiters | latency | memory | cluster | all (comma-separated list allowed); failover (not in all); or pgo alone: write cmd/redcell/default.pgo (see bench/pgo.go)")
 	servers := fs.String("servers", "all", "servers to run: all, or a comma-separated list of redcell, redis (both Redis servers), redis-lua, redis-lua-fsync")
 	quick := fs.Bool("quick", false, "short runs and 100k keys for a smoke check (results are marked as quick)")
-	out := fs.String("out", "", "SVG chart of the matrix mode (default bench/results/throughput.svg in the repository)")
-	md := fs.String("md", "", "markdown results file (default bench/results/latest.md in the repository; cluster.md when -mode is cluster alone)")
+	results := fs.String("results", "", "directory of the results files: each mode writes <mode>.md there, replacing the last run's (default bench/results in the repository)")
+	md := fs.String("md", "", "write every mode's results to this one file instead of the per-mode files in -results (an experiment that must not replace them)")
 	seconds := fs.Float64("seconds", 5, "target duration of each measured redis-benchmark run (1 with -quick); in the pgo mode, of each profile (default 10)")
 	warmup := fs.Float64("warmup", 3, "seconds of the same load, unmeasured, before each measured run (0.5 with -quick)")
 	rounds := fs.Int("rounds", 1, "repeat every scenario this many times (alternating servers each time) and report medians")
@@ -85,7 +90,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	churnRate := fs.Int("churn-rate", 50000, "memory mode: new one-second keys per second during churn")
 	memFamilies := fs.String("families", "cl,tb,sl", "memory mode: limiter families to load, each on a fresh server (cl, tb, sl or all)")
 	slHits := fs.Int("sl-hits", 10, "memory mode: hits per sliding-log key (limit 10), at distinct instants")
-	baseline := fs.String("baseline", "", "a git revision (commit, tag, HEAD~3) whose Redcell runs as one more server, Redcell-baseline, right after Redcell in every round of compare, limiters, latency, matrix and memory, and as a second 3-node cluster in cluster (not in pgo): a change measured against the same minutes of the same machine")
+	baseline := fs.String("baseline", "", "a git revision (commit, tag, HEAD~3) whose Redcell runs as one more server, Redcell-baseline, right after Redcell in every round of compare, limiters, latency and memory, and as a second 3-node cluster in cluster (not in pgo): a change measured against the same minutes of the same machine")
 	pgoOut := fs.String("pgo-out", "", "pgo mode: where the merged profile goes (default cmd/redcell/default.pgo in the repository)")
 	kills := fs.Int("kills", 20, "failover mode: how many times the leader is killed (3 with -quick); 0 measures one quiet window only")
 	foClients := fs.Int("failover-clients", 2, "failover mode: clients per node")
@@ -102,7 +107,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	set := make(map[string]bool)
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
-	o := options{quick: *quick, svgPath: *out, mdPath: *md, seconds: *seconds, warmup: *warmup, rounds: *rounds, dataParent: *tmp,
+	o := options{quick: *quick, resultsDir: *results, mdPath: *md, seconds: *seconds, warmup: *warmup, rounds: *rounds, dataParent: *tmp,
 		memory: memoryOptions{keys: *keys, churnFor: *churnFor, churnRate: *churnRate, conns: 4, slHits: *slHits}, pgoOut: *pgoOut,
 		baseline: strings.TrimSpace(*baseline),
 		failover: failoverOptions{kills: *kills, clientsPerNode: *foClients, cpuHogs: *cpuHogs, quiet: *quiet, nodeFlags: strings.Fields(*nodeFlags), keepLogs: *keepLogs}}
@@ -135,7 +140,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.baseline != "" {
 		if slices.Equal(o.modes, []string{"pgo"}) {
-			return options{}, fmt.Errorf("-baseline runs in compare, limiters, latency, matrix, memory and cluster, not in -mode %s", o.modes[0])
+			return options{}, fmt.Errorf("-baseline runs in compare, limiters, latency, memory and cluster, not in -mode %s", o.modes[0])
 		}
 		// Right after Redcell, which parseServers puts first when chosen:
 		// the alternation order of allServerKinds.
@@ -179,7 +184,7 @@ func parseModes(s string) ([]string, error) {
 				modes = append(modes, m)
 			}
 		default:
-			return nil, fmt.Errorf("unknown -mode %q (want compare, limiters, latency, matrix, memory, cluster, all or failover)", m)
+			return nil, fmt.Errorf("unknown -mode %q (want compare, limiters, latency, memory, cluster, all or failover)", m)
 		}
 	}
 	return modes, nil
@@ -224,11 +229,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	if err != nil {
 		return err
 	}
-	if opts.svgPath == "" {
-		opts.svgPath = filepath.Join(repoRoot, "bench", "results", "throughput.svg")
-	}
-	if opts.mdPath == "" {
-		opts.mdPath = filepath.Join(repoRoot, "bench", "results", defaultResultsName(opts.modes))
+	if opts.resultsDir == "" {
+		opts.resultsDir = filepath.Join(repoRoot, "bench", "results")
 	}
 	f, err := newFleet(repoRoot, opts.dataParent)
 	if err != nil {
@@ -266,13 +268,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	fmt.Fprintf(stdout, "machine: %d CPUs, %s; %s; %s; redcell %s; data dirs on %s; load average %s\n",
 		report.info.CPUs, report.info.CPUModel, report.info.GoVersion, report.info.RedisServer, report.info.Commit, report.info.DataFS, report.info.LoadStart)
 	fmt.Fprintf(stdout, "fsync where the data dirs are: %s\n", report.info.Fsync)
-	fmt.Fprintf(stdout, "machine speed: %s\n", report.info.SpeedStart)
 	fmt.Fprintf(stdout, "CPU idle: %s\n", report.info.CPUIdle)
 	if report.info.DataFS == "tmpfs" {
 		fmt.Fprintln(stderr, "bench: WARNING: data dirs are on tmpfs, fsync is free there; use -tmp on a real disk for durable numbers")
 	}
 
-	var throughput []*server // shared by compare, latency and matrix
+	var throughput []*server // shared by compare, limiters and latency
 	startThroughputServers := func() error {
 		if throughput != nil {
 			return nil
@@ -295,6 +296,32 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		runner.probeFloor = 5000
 	}
 
+	// writeResults replaces bench/results/<mode>.md as soon as the mode is
+	// done, so an interrupted run keeps the modes it finished.
+	// With -md every mode's section goes to that one file instead, rewritten
+	// with the sections so far after each mode.
+	var sections []string
+	writeResults := func(mode, title, md string) error {
+		if f.redcellBin != "" {
+			report.build = buildNote(f.redcellBin)
+		}
+		if f.baselineBin != "" {
+			report.baseline = fmt.Sprintf("%s (-baseline %s), %s", f.baseline[:min(len(f.baseline), 7)], opts.baseline, buildNote(f.baselineBin))
+		}
+		var path string
+		var err error
+		if opts.mdPath != "" {
+			sections = append(sections, fmt.Sprintf("## %s\n\n%s", title, md))
+			path, err = opts.mdPath, report.writeFile(opts.mdPath, strings.Join(sections, "\n"))
+		} else {
+			path, err = report.write(opts.resultsDir, mode, title, md)
+		}
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "\nresults: %s\n", path)
+		return nil
+	}
 	for _, mode := range opts.modes {
 		switch mode {
 		case "compare", "limiters", "latency":
@@ -319,31 +346,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			if st := stagesMarkdown(ms); st != "" {
 				md += "\n" + st
 			}
-			md = withRoundRatios(stdout, withBaseline(stdout, md, ms), ms)
+			md = withBaseline(stdout, md, ms)
 			if mode == "limiters" {
 				md = "Load: " + scriptsNote(works) + ". Each ratio divides by the same command's script on Redis-Lua.\n\n" + md
 			}
-			report.add(title, md)
-		case "matrix":
-			if err := startThroughputServers(); err != nil {
+			if err := writeResults(mode, title, md); err != nil {
 				return err
 			}
-			servers := slices.DeleteFunc(slices.Clone(throughput), func(s *server) bool { return s.kind == kindRedisLuaFsync })
-			if len(servers) == 0 {
-				return errors.New("matrix mode needs redcell or redis-lua in -servers")
-			}
-			fmt.Fprintf(stdout, "\n== Matrix: clients x pipeline, random keys (~%.0f s per run after %.1f s of warm-up)\n", opts.seconds, opts.warmup)
-			ms, err := runAlternating(ctx, runner, servers, matrixWorkloads(), opts.rounds, stdout)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintln(stdout)
-			printMeasurements(stdout, ms)
-			if err := writeSVG(opts.svgPath, throughputSVG(ms, "CL.THROTTLE decisions per second by clients (-c) and pipeline depth (-P)")); err != nil {
-				return err
-			}
-			fmt.Fprintf(stdout, "chart: %s\n", opts.svgPath)
-			report.add("Matrix: clients × pipeline, random keys", withBaseline(stdout, matrixMarkdown(ms, opts.svgPath, opts.mdPath), ms))
 		case "memory":
 			// Free the throughput servers' memory and CPU first.
 			for _, s := range throughput {
@@ -359,7 +368,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			}
 			md := memoryMarkdown(rs, opts.memory)
 			fmt.Fprintf(stdout, "\n%s", md)
-			report.add("Memory", md)
+			if err := writeResults(mode, "Memory", md); err != nil {
+				return err
+			}
 		case "cluster":
 			// The single-node servers would only sit in the cluster's way.
 			for _, s := range throughput {
@@ -373,7 +384,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			if err != nil {
 				return err
 			}
-			report.add(fmt.Sprintf("Cluster: %d local nodes", clusterSize), md)
+			if err := writeResults(mode, fmt.Sprintf("Cluster: %d local nodes", clusterSize), md); err != nil {
+				return err
+			}
 		case failoverMode:
 			for _, s := range throughput {
 				if err := f.stop(s); err != nil {
@@ -386,40 +399,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			if err != nil {
 				return err
 			}
-			report.add(fmt.Sprintf("Failover: %d local nodes, leader killed %d times", clusterSize, opts.failover.kills), md)
+			if err := writeResults(mode, fmt.Sprintf("Failover: %d local nodes, leader killed %d times", clusterSize, opts.failover.kills), md); err != nil {
+				return err
+			}
 		}
 	}
-	if f.redcellBin != "" {
-		report.build = buildNote(f.redcellBin)
-		fmt.Fprintf(stdout, "\nRedcell build: %s", report.build)
-	}
-	if f.baselineBin != "" {
-		report.baseline = fmt.Sprintf("%s (-baseline %s), %s", f.baseline[:min(len(f.baseline), 7)], opts.baseline, buildNote(f.baselineBin))
-		fmt.Fprintf(stdout, "\nRedcell-baseline: %s", report.baseline)
-	}
-	report.loadEnd = loadAverage()
-	report.speedEnd = measureMachineSpeed()
-	fmt.Fprintf(stdout, "\nload average at the end: %s; machine speed: %s\n", report.loadEnd, report.speedEnd)
-	if err := report.write(opts.mdPath); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "\nresults: %s\n", opts.mdPath)
 	return nil
-}
-
-// defaultResultsName is the results file's name in bench/results: a run of
-// the cluster mode alone writes cluster.md, so that it does not replace the
-// single-node results in latest.md that the README quotes; any other run
-// (including -mode all, whose latest.md then holds a cluster section too)
-// writes latest.md.
-func defaultResultsName(modes []string) string {
-	if slices.Equal(modes, []string{"cluster"}) {
-		return "cluster.md"
-	}
-	if slices.Equal(modes, []string{failoverMode}) {
-		return "failover.md"
-	}
-	return "latest.md"
 }
 
 // checkThrottle makes one decision on a fresh key and checks the reply, so a

@@ -67,10 +67,15 @@ func TestPGOFlagsAndLoads(t *testing.T) {
 // profile whose samples include every part the loads exercise — the lone
 // node's limiters, a follower taking the leader's entries, and a follower forwarding its
 // clients' commands — and leaves no process or directory behind.
+//
+// It runs only with REDCELL_BENCH_E2E=1, not in `go test ./...`: it
+// drives a 3-node cluster at full load on the machine that also runs the
+// nodes, where a starved leader may lose its lease and a new one be
+// elected. That is correct behaviour, but redis-benchmark ends at the first
+// error reply (TRYAGAIN), and a profile taken without load would not show
+// what this test checks, so the mode cannot tolerate it.
 func TestPGOModeWritesMergedProfile(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a node and a 3-node cluster")
-	}
+	needBenchE2E(t, "starts a node and a 3-node cluster under load, which may change leaders on a busy machine")
 	needRedisBenchmark(t)
 	out := filepath.Join(t.TempDir(), "default.pgo")
 	parent := t.TempDir()
@@ -142,5 +147,23 @@ func TestBuildNoteTellsProfileFromNone(t *testing.T) {
 	}
 	if got := buildNote(filepath.Join(dir, "main.go")); !strings.HasPrefix(got, "unknown") {
 		t.Errorf("a source file: %q", got)
+	}
+}
+
+// benchE2EEnv enables the bench tests that run whole deployments: the pgo
+// mode's 3-node cluster under load (see TestPGOModeWritesMergedProfile) and
+// -baseline's build of a second tree from scratch. They are off in
+// `go test ./...`, where a busy machine makes them slow or flaky without
+// saying anything about the product.
+const benchE2EEnv = "REDCELL_BENCH_E2E"
+
+// needBenchE2E skips t, saying why (what), unless REDCELL_BENCH_E2E=1.
+func needBenchE2E(t *testing.T, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip(what)
+	}
+	if os.Getenv(benchE2EEnv) != "1" {
+		t.Skipf("%s; set %s=1 to run it", what, benchE2EEnv)
 	}
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/xml"
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -76,6 +74,19 @@ func Test_RunRedisBenchmark_AgainstRedis(t *testing.T) {
 			t.Errorf("%s: implausible result %+v", w, res)
 		}
 	}
+	// The hot key saw 2000 decisions (plus none elsewhere): it is exhausted,
+	// but for the one token per 2 s (30 per 60 s) it regained since the run
+	// ended: on a loaded machine the check may come seconds later.
+	hotEnded := time.Now()
+	c := dialTest(t, s)
+	v, err := c.do(s.throttleCommand("user:hot", "15", "30", "60", "0")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	regained := int64(time.Since(hotEnded)/(2*time.Second)) + 1
+	if got, err := throttleReply(v); err != nil || got[2] > regained {
+		t.Errorf("hot key after the run: %s, want remaining at most %d", v, regained)
+	}
 	// A spread target (here the same server twice) runs one redis-benchmark
 	// per node at once and adds their rates up.
 	spread := target{kind: "spread", nodes: []*server{s, s}, members: []*server{s}}
@@ -86,47 +97,6 @@ func Test_RunRedisBenchmark_AgainstRedis(t *testing.T) {
 	if len(parts) != 2 || parts[0].Requests != 3000 || parts[1].Requests != 2000 || res.Requests != 5000 ||
 		res.RPS != parts[0].RPS+parts[1].RPS || res.P99Ms != max(parts[0].P99Ms, parts[1].P99Ms) {
 		t.Errorf("spread: result %+v from parts %+v", res, parts)
-	}
-	// The hot key saw 2000 decisions (plus none elsewhere): it is exhausted.
-	c := dialTest(t, s)
-	v, err := c.do(s.throttleCommand("user:hot", "15", "30", "60", "0")...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got, err := throttleReply(v); err != nil || got[2] != 0 {
-		t.Errorf("hot key after the run: %s, want remaining 0", v)
-	}
-}
-
-func Test_ThroughputSVG_WellFormed(t *testing.T) {
-	var ms []measurement
-	for i, w := range matrixWorkloads() {
-		for _, k := range []serverKind{kindRedcell, kindRedisLua} {
-			ms = append(ms, measurement{work: w, kind: k, median: benchResult{RPS: float64(1000 * (i + 1))}})
-		}
-	}
-	svg := throughputSVG(ms, "title with <markup> & ampersand")
-	d := xml.NewDecoder(strings.NewReader(svg))
-	bars := 0
-	for {
-		tok, err := d.Token()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatalf("not well-formed XML: %v", err)
-		}
-		if se, ok := tok.(xml.StartElement); ok && se.Name.Local == "rect" {
-			for _, a := range se.Attr {
-				if a.Name.Local == "fill" && a.Value == serverColors[kindRedcell] {
-					bars++
-				}
-			}
-		}
-	}
-	// One Redcell bar per matrix cell, plus its legend swatch.
-	if want := len(matrixWorkloads()) + 1; bars != want {
-		t.Errorf("%d Redcell-coloured rects, want %d", bars, want)
 	}
 }
 
@@ -168,19 +138,6 @@ func Test_ParseServersAndModes(t *testing.T) {
 	if !slices.Contains(allModes, "cluster") {
 		t.Errorf("-mode all = %v, want the cluster mode in it", allModes)
 	}
-	for _, tc := range []struct {
-		modes []string
-		want  string
-	}{
-		{[]string{"cluster"}, "cluster.md"},
-		{allModes, "latest.md"},
-		{[]string{"compare", "cluster"}, "latest.md"},
-		{[]string{"compare"}, "latest.md"},
-	} {
-		if got := defaultResultsName(tc.modes); got != tc.want {
-			t.Errorf("defaultResultsName(%v) = %q, want %q", tc.modes, got, tc.want)
-		}
-	}
 }
 
 func Test_Formatting(t *testing.T) {
@@ -190,20 +147,11 @@ func Test_Formatting(t *testing.T) {
 		{formatRPS(1234567.2), "1,234,567"},
 		{formatRatio(0), "-"},
 		{formatRatio(2.614), "2.61x"},
-		{shortRate(950), "950"},
-		{shortRate(1234), "1.2k"},
-		{shortRate(512000), "512k"},
-		{shortRate(1250000), "1.25M"},
 		{shellJoin([]string{"-mode", "compare", "-servers", "redis", "-tmp", "/a b"}), ` -mode compare -servers redis -tmp "/a b"`},
 	}
 	for i, tc := range tests {
 		if tc.got != tc.want {
 			t.Errorf("case %d: got %q, want %q", i, tc.got, tc.want)
-		}
-	}
-	for _, tc := range []struct{ in, want float64 }{{0, 1}, {0.3, 0.5}, {7, 10}, {120, 200}, {100, 100}} {
-		if got := niceStep(tc.in); got != tc.want {
-			t.Errorf("niceStep(%v) = %v, want %v", tc.in, got, tc.want)
 		}
 	}
 }

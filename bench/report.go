@@ -9,33 +9,24 @@ import (
 	"text/tabwriter"
 )
 
-// resultsReport collects what a run measured, mode by mode, and renders the
-// markdown results file (bench/results/latest.md by default) that the top
-// README quotes. It is filled by the main goroutine only.
+// resultsReport describes a run (machine, command, build) and renders one
+// markdown results file per mode, bench/results/<mode>.md, each replacing
+// the previous run's: the README quotes these files. It is used by the main
+// goroutine only.
 type resultsReport struct {
 	info     machineInfo
 	command  string
 	quick    bool
-	seconds  float64      // measured run's target duration
-	warmup   float64      // unmeasured run of the same load before it
-	loadEnd  string       // load averages when the run ended
-	speedEnd machineSpeed // the machine's speed when the run ended
-	build    string       // how the Redcell binary was compiled ("" when no Redcell ran)
-	baseline string       // the Redcell-baseline's commit and build ("" without -baseline)
-	sections []reportSection
+	seconds  float64 // measured run's target duration
+	warmup   float64 // unmeasured run of the same load before it
+	build    string  // how the Redcell binary was compiled ("" when no Redcell ran)
+	baseline string  // the Redcell-baseline's commit and build ("" without -baseline)
 }
 
-type reportSection struct {
-	title string
-	body  string // markdown
-}
-
-func (r *resultsReport) add(title, body string) {
-	r.sections = append(r.sections, reportSection{title: title, body: body})
-}
-
-// markdown renders the whole results file.
-func (r *resultsReport) markdown() string {
+// markdown renders the results file of one mode: the run's description,
+// then the mode's section under title. loadEnd is the load average when the
+// mode ended.
+func (r *resultsReport) markdown(title, body, loadEnd string) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Redcell benchmark results\n\n")
 	fmt.Fprintf(&b, "Produced by `%s` on %s.", r.command, r.info.Date)
@@ -56,26 +47,39 @@ func (r *resultsReport) markdown() string {
 	}
 	fmt.Fprintf(&b, "| data dirs on | %s |\n", r.info.DataFS)
 	fmt.Fprintf(&b, "| fsync there | %s |\n", r.info.Fsync)
-	fmt.Fprintf(&b, "| machine speed | %s at start; %s at end (`bench/speed_probe.go`) |\n", r.info.SpeedStart, r.speedEnd)
-	fmt.Fprintf(&b, "| load average (1/5/15 min) | %s at start, %s at end |\n", r.info.LoadStart, r.loadEnd)
+	fmt.Fprintf(&b, "| load average (1/5/15 min) | %s at the start of the run, %s at the end of this mode |\n", r.info.LoadStart, loadEnd)
 	fmt.Fprintf(&b, "| runs | each measured run ~%.0f s, after a probe and %.1f s of the same load unmeasured (`-seconds`, `-warmup`) |\n", r.seconds, r.warmup)
 	fmt.Fprintf(&b, "| load | redis-benchmark, CL.THROTTLE `<key> %s` (Redis: EVALSHA of bench/gcra.lua); TB.TAKE and SL.HIT (limiters, memory) in their sections |\n", strings.Join(throttleArgs, " "))
 	fmt.Fprintf(&b, "\nServers: **Redcell** (durable: one fsync per batch), **Redis-Lua** (`--save '' --appendonly no`, not durable), **Redis-Lua-fsync** (`--appendonly yes --appendfsync always`). Ratios divide by Redis-Lua measured in the same run; see bench/DESIGN.md.\n")
-	for _, s := range r.sections {
-		fmt.Fprintf(&b, "\n## %s\n\n%s", s.title, s.body)
-	}
+	fmt.Fprintf(&b, "\n## %s\n\n%s", title, body)
 	return b.String()
 }
 
-// write stores the markdown at path, creating its directory.
-func (r *resultsReport) write(path string) error {
+// writeFile replaces path with the run's description followed by sections
+// (markdown that starts with its own "## title"), creating its directory:
+// the one file of a run given -md.
+func (r *resultsReport) writeFile(path, sections string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create results dir: %w", err)
 	}
-	if err := os.WriteFile(path, []byte(r.markdown()), 0o644); err != nil {
+	head, _, _ := strings.Cut(r.markdown("", "", loadAverage()), "\n## ")
+	if err := os.WriteFile(path, []byte(head+"\n"+sections), 0o644); err != nil {
 		return fmt.Errorf("write results: %w", err)
 	}
 	return nil
+}
+
+// write replaces dir/<mode>.md with the mode's results file, creating dir,
+// and returns the file's path.
+func (r *resultsReport) write(dir, mode, title, body string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", fmt.Errorf("create results dir: %w", err)
+	}
+	path := filepath.Join(dir, mode+".md")
+	if err := os.WriteFile(path, []byte(r.markdown(title, body, loadAverage())), 0o644); err != nil {
+		return "", fmt.Errorf("write results: %w", err)
+	}
+	return path, nil
 }
 
 // printMeasurements prints the one table of a mode: scenario, server, rps,
