@@ -36,7 +36,8 @@ var (
 // negative one wrapping, nothing else; "ERR invalid cursor"), then the
 // options left to right, a repeated one keeping its last value: COUNT must
 // parse (integer error) and be ≥ 1 (syntax error); an unknown word or a
-// missing value is a syntax error. A TYPE that names no Redcell key type
+// missing value is a syntax error. TYPE is looked up among the families'
+// type names (request.ScanTypeByName); one that names no Redcell key type
 // (list, hash, or anything else) matches nothing, as in Redis 7.0.
 func parseScan(args [][]byte) (request.Request, string) {
 	cursor, ok := parseCursor(args[1])
@@ -63,7 +64,7 @@ func parseScan(args [][]byte) (request.Request, string) {
 		case EqualFold(args[i], "match"):
 			pattern, match = v, true
 		case EqualFold(args[i], "type"):
-			typ = scanType(v)
+			typ = request.ScanTypeByName(v)
 		default:
 			return request.Request{}, ErrSyntax
 		}
@@ -71,19 +72,6 @@ func parseScan(args [][]byte) (request.Request, string) {
 	r := request.Request{Code: request.Scan, Key: pattern}
 	r.SetArgs(int64(cursor), count, typ, boolArg(match))
 	return r, ""
-}
-
-// scanType is the TYPE filter for a type name (ASCII case folded).
-func scanType(name []byte) int64 {
-	switch {
-	case EqualFold(name, "string"):
-		return request.ScanTypeString
-	case EqualFold(name, "tokenbucket"):
-		return request.ScanTypeTokenBucket
-	case EqualFold(name, "slidinglog"):
-		return request.ScanTypeSlidingLog
-	}
-	return request.ScanTypeNone
 }
 
 // parseCursor is C's strtoul(s, &end, 10) with Redis's checks (no leading
