@@ -16,14 +16,14 @@ const ErrInvalidCursor = "ERR invalid cursor"
 const defaultScanCount = 10
 
 var (
-	scanSpec = &Spec{Name: "scan", Arity: -2, Flags: []string{"readonly"}, Class: Read,
+	scanSpec = &Spec{Name: "scan", Arity: -2, Code: request.Scan,
 		Group: "generic", Since: "2.8.0", Complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of keys.",
 		ACL:     []string{"@keyspace", "@read", "@slow"},
 		Summary: "Iterates over the live keys: returns a cursor (0 when done) and a page of keys. A key present for the whole iteration is returned exactly once.",
 		Args: []Arg{{Name: "cursor", Type: "integer"}, {Name: "pattern", Type: "pattern", Token: "MATCH", Optional: true},
 			{Name: "count", Type: "integer", Token: "COUNT", Optional: true}, {Name: "type", Type: "string", Token: "TYPE", Optional: true}},
 		Parse: parseScan}
-	keysSpec = &Spec{Name: "keys", Arity: 2, Flags: []string{"readonly"}, Class: Read,
+	keysSpec = &Spec{Name: "keys", Arity: 2, Code: request.Keys,
 		Group: "generic", Since: "1.0.0", Complexity: "O(N) with N being the number of keys in the database",
 		ACL:     []string{"@keyspace", "@read", "@slow", "@dangerous"},
 		Summary: "Returns every live key matching the pattern.",

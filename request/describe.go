@@ -179,6 +179,26 @@ func ScanMatches(filter int64, k KeyKind) bool {
 // a code no descriptor names.
 func (e ErrCode) Text() string { return errTexts[e] }
 
+// Answers reports whether a request of this code may answer the error code
+// e: one of the keyspace's (WRONGTYPE, invalid, OOM) or one its family
+// describes. The state machine answers no other (the fsm tests check every
+// result they see against it).
+func (o *Op) Answers(e ErrCode) bool {
+	for _, k := range keyspaceErrors {
+		if k.Code == e {
+			return true
+		}
+	}
+	if o.Family != nil {
+		for _, k := range o.Family.Errors {
+			if k.Code == e {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // describeKeyspace registers the keyspace's own codes and error texts.
 func describeKeyspace(list []Op, errs []ErrText) struct{} {
 	for i := range list {
