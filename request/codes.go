@@ -97,7 +97,7 @@ var keyspaceOps = []Op{
 	{Code: Keys, Name: "KEYS", Keys: KeyPattern, Reply: KindKeys},
 }
 
-var _ = describeKeyspace(keyspaceOps, keyspaceErrors)
+func init() { describeKeyspace(keyspaceOps, keyspaceErrors) }
 
 // GCRA is redis-cell's family: CL.THROTTLE and CL.PEEK.
 var GCRA = describeFamily(&Family{

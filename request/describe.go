@@ -200,12 +200,11 @@ func (o *Op) Answers(e ErrCode) bool {
 }
 
 // describeKeyspace registers the keyspace's own codes and error texts.
-func describeKeyspace(list []Op, errs []ErrText) struct{} {
+func describeKeyspace(list []Op, errs []ErrText) {
 	for i := range list {
 		describeOp(list[i])
 	}
 	describeErrors(errs)
-	return struct{}{}
 }
 
 // describeFamily registers a family: its codes, kinds and error texts. It
