@@ -12,7 +12,7 @@ import (
 // apply, Read, PTTL, SCAN and snapshot restore. What a code or a kind is
 // (key shape, read or write, type names, error texts) is its descriptor in
 // package request; this file only adds how the state machine runs it.
-// TestDescriptorsHaveHandlers fails when a described code has no handler or
+// TestDescriptorsHaveNoGaps fails when a described code has no handler or
 // a described family no registration here.
 
 // op is the state machine's handler of one request code.

@@ -264,7 +264,7 @@ func validRequest(r *request.Request) string {
 	h := &handlers[r.Code]
 	if h.run == nil {
 		// Unreachable for a decoded request: every code request describes
-		// has a handler (TestDescriptorsHaveHandlers).
+		// has a handler (TestDescriptorsHaveNoGaps).
 		return "no handler for this code"
 	}
 	if h.valid == nil {

@@ -1,9 +1,12 @@
 // Package request is the one shape a parsed Redcell request takes wherever it
 // travels: in a connection's batch, in a Raft log entry, on the wire from a
-// follower to its leader, and (later) in a MULTI queue. A Request is an
-// opcode, its key or keys, and integer arguments already derived by the
-// parser; a Result is the answer to one. The package imports nothing of
-// Redcell's, so every layer can use it. See DESIGN.md.
+// follower to its leader, and in a MULTI queue. A Request is an opcode, its
+// key or keys, and integer arguments already derived by the parser; a Result
+// is the answer to one. Every code, key kind, family and error code is
+// described here once (describe.go, codes.go), and every layer reads those
+// descriptors instead of keeping its own switch over codes. The package
+// imports nothing of Redcell's but two leaf helpers, so every layer can use
+// it. See DESIGN.md.
 package request
 
 import "encoding/binary"
