@@ -6,8 +6,6 @@ import (
 
 	"github.com/redcell/redcell/internal/arg"
 	"github.com/redcell/redcell/request"
-	"github.com/redcell/redcell/slidinglog"
-	"github.com/redcell/redcell/tokenbucket"
 )
 
 // The error vocabulary of Redcell, in one place. Texts are the protocol: the
@@ -18,7 +16,6 @@ import (
 const (
 	ErrSyntax        = string(arg.ErrSyntax)
 	ErrNotInteger    = string(arg.ErrNotInteger)
-	ErrWrongType     = "WRONGTYPE Operation against a key holding the wrong kind of value"
 	ErrNoProto       = "NOPROTO unsupported protocol version"
 	ErrProtoNotInt   = "ERR Protocol version is not an integer or out of range"
 	ErrNoAuth        = "NOAUTH Authentication required."
@@ -56,21 +53,10 @@ const (
 	// for an error it does not recognise, which cannot promise either.
 	ErrOutcomeUnknown = "TRYAGAIN Leadership changed before the write was confirmed: it may or may not have been applied"
 
-	// ErrOOM answers a request that would create a key while the leader is
-	// above maxmemory (Redis 7's text): new keys are refused, existing
-	// limiters keep deciding, nothing is ever evicted.
-	ErrOOM = "OOM command not allowed when used memory > 'maxmemory'."
-
 	// ErrDiskFullPrefix opens the answer to request.ErrDiskFull (see
 	// DiskFull): Redis answers MISCONF when it cannot persist, and clients
 	// and operators know that word.
 	ErrDiskFullPrefix = "MISCONF Redcell cannot write its log: "
-
-	// Redcell's own, not in the spec: the state machine refused an op of
-	// a committed entry that it cannot apply (request.ErrInvalidOp). The
-	// parser never proposes such an op, so only a faulty or foreign leader
-	// can; every replica refuses it alike and nothing changed.
-	ErrInvalidOp = "ERR the state machine refused this request as invalid; nothing was changed"
 )
 
 // Authentication (Redis 7.0's texts, verbatim).
@@ -104,23 +90,13 @@ func Removed(nodeID string) string {
 }
 
 // ResultErrText is the reply to a request the state machine answered with
-// a deterministic error code (request.Result of KindError).
+// a deterministic error code (request.Result of KindError): the text its
+// descriptor gives it (request/codes.go: WRONGTYPE, OOM, an op the state
+// machine refused as invalid, and each family's own), ErrInternal for a
+// code this build does not describe.
 func ResultErrText(code request.ErrCode) string {
-	switch code {
-	case request.ErrWrongType:
-		return ErrWrongType
-	case request.ErrExpire:
-		return ErrCellExpir
-	case request.ErrInvalidOp:
-		return ErrInvalidOp
-	case request.ErrNotInteger:
-		return ErrNotInteger
-	case request.ErrCorruptBucket:
-		return string(tokenbucket.ErrCorrupt)
-	case request.ErrCorruptLog:
-		return string(slidinglog.ErrCorrupt)
-	case request.ErrOOM:
-		return ErrOOM
+	if text := code.Text(); text != "" {
+		return text
 	}
 	return ErrInternal
 }
@@ -142,9 +118,8 @@ func TransactionTooLarge(n int) string {
 
 // redis-cell's errors carry its own prefix and no ERR.
 const (
-	cellPrefix   = "Cell error: Store error: "
-	ErrCellZero  = cellPrefix + "Zero rates are not supported"
-	ErrCellExpir = cellPrefix + "Error while setting key expire"
+	cellPrefix  = "Cell error: Store error: "
+	ErrCellZero = cellPrefix + "Zero rates are not supported"
 )
 
 // CellUsage is redis-cell's arity error for name (lower case).

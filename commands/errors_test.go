@@ -3,6 +3,8 @@ package commands
 import (
 	"strings"
 	"testing"
+
+	"github.com/redcell/redcell/request"
 )
 
 // cString is what C's "%s" / "%.*s" print of an argument: the bytes up to
@@ -131,20 +133,20 @@ func TestSanitizeErrorText(t *testing.T) {
 // TestErrorTextsAreSpecVerbatim pins the texts the spec quotes.
 func TestErrorTextsAreSpecVerbatim(t *testing.T) {
 	for got, want := range map[string]string{
-		ErrNoProto:                    "NOPROTO unsupported protocol version",
-		ErrProtoNotInt:                "ERR Protocol version is not an integer or out of range",
-		ErrNoAuth:                     "NOAUTH Authentication required.",
-		ErrWrongPass:                  "WRONGPASS invalid username-password pair or user is disabled.",
-		ErrAuthNoPass:                 "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
-		ErrDBIndex:                    "ERR DB index is out of range",
-		ErrClientName:                 "ERR Client names cannot contain spaces, newlines or special characters.",
-		ErrWrongType:                  "WRONGTYPE Operation against a key holding the wrong kind of value",
-		ErrClusterOff:                 "ERR This instance has cluster support disabled",
-		ErrDebugDisabled:              "ERR DEBUG command not allowed",
-		ErrCellZero:                   "Cell error: Store error: Zero rates are not supported",
-		ErrCellExpir:                  "Cell error: Store error: Error while setting key expire",
-		CellUsage("cl.throttle"):      "Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]",
-		CellNotInteger([]byte("1.5")): "Cell error: Store error: Couldn't parse as integer: 1.5",
+		ErrNoProto:                          "NOPROTO unsupported protocol version",
+		ErrProtoNotInt:                      "ERR Protocol version is not an integer or out of range",
+		ErrNoAuth:                           "NOAUTH Authentication required.",
+		ErrWrongPass:                        "WRONGPASS invalid username-password pair or user is disabled.",
+		ErrAuthNoPass:                       "ERR AUTH <password> called without any password configured for the default user. Are you sure your configuration is correct?",
+		ErrDBIndex:                          "ERR DB index is out of range",
+		ErrClientName:                       "ERR Client names cannot contain spaces, newlines or special characters.",
+		ResultErrText(request.ErrWrongType): "WRONGTYPE Operation against a key holding the wrong kind of value",
+		ErrClusterOff:                       "ERR This instance has cluster support disabled",
+		ErrDebugDisabled:                    "ERR DEBUG command not allowed",
+		ErrCellZero:                         "Cell error: Store error: Zero rates are not supported",
+		ResultErrText(request.ErrExpire):    "Cell error: Store error: Error while setting key expire",
+		CellUsage("cl.throttle"):            "Cell error: Store error: Usage: cl.throttle <key> <max_burst> <count per period> <period> [<quantity>]",
+		CellNotInteger([]byte("1.5")):       "Cell error: Store error: Couldn't parse as integer: 1.5",
 		// Sanitised on the whole message: a leading CR/LF is inside it
 		// (a space, two in all after the colon), a trailing one is trimmed,
 		// a NUL cuts the rest.

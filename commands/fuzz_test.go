@@ -65,8 +65,8 @@ func FuzzParse(f *testing.F) {
 				checkErrorText(t, s, argv, e)
 				continue
 			}
-			if r.Code.IsWrite() != (s.Class == Write) || !r.Code.Known() {
-				t.Fatalf("%s %q: request code %d of the wrong class", s.Name, argv, r.Code)
+			if r.Code != s.Code || r.Code.IsWrite() != (s.Class == Write) || !r.Code.Known() {
+				t.Fatalf("%s %q: request code %d, its table entry says %d (class %d)", s.Name, argv, r.Code, s.Code, s.Class)
 			}
 			enc := request.Append(nil, &r)
 			if len(enc) != request.EncodedLen(&r) || len(enc) > MaxRequestLogBytes {

@@ -16,14 +16,14 @@ const ErrInvalidCursor = "ERR invalid cursor"
 const defaultScanCount = 10
 
 var (
-	scanSpec = &Spec{Name: "scan", Arity: -2, Flags: []string{"readonly"}, Class: Read,
+	scanSpec = &Spec{Name: "scan", Arity: -2, Code: request.Scan,
 		Group: "generic", Since: "2.8.0", Complexity: "O(1) for every call. O(N) for a complete iteration, including enough command calls for the cursor to return back to 0. N is the number of keys.",
 		ACL:     []string{"@keyspace", "@read", "@slow"},
 		Summary: "Iterates over the live keys: returns a cursor (0 when done) and a page of keys. A key present for the whole iteration is returned exactly once.",
 		Args: []Arg{{Name: "cursor", Type: "integer"}, {Name: "pattern", Type: "pattern", Token: "MATCH", Optional: true},
 			{Name: "count", Type: "integer", Token: "COUNT", Optional: true}, {Name: "type", Type: "string", Token: "TYPE", Optional: true}},
 		Parse: parseScan}
-	keysSpec = &Spec{Name: "keys", Arity: 2, Flags: []string{"readonly"}, Class: Read,
+	keysSpec = &Spec{Name: "keys", Arity: 2, Code: request.Keys,
 		Group: "generic", Since: "1.0.0", Complexity: "O(N) with N being the number of keys in the database",
 		ACL:     []string{"@keyspace", "@read", "@slow", "@dangerous"},
 		Summary: "Returns every live key matching the pattern.",
@@ -36,7 +36,8 @@ var (
 // negative one wrapping, nothing else; "ERR invalid cursor"), then the
 // options left to right, a repeated one keeping its last value: COUNT must
 // parse (integer error) and be ≥ 1 (syntax error); an unknown word or a
-// missing value is a syntax error. A TYPE that names no Redcell key type
+// missing value is a syntax error. TYPE is looked up among the families'
+// type names (request.ScanTypeByName); one that names no Redcell key type
 // (list, hash, or anything else) matches nothing, as in Redis 7.0.
 func parseScan(args [][]byte) (request.Request, string) {
 	cursor, ok := parseCursor(args[1])
@@ -63,7 +64,7 @@ func parseScan(args [][]byte) (request.Request, string) {
 		case EqualFold(args[i], "match"):
 			pattern, match = v, true
 		case EqualFold(args[i], "type"):
-			typ = scanType(v)
+			typ = request.ScanTypeByName(v)
 		default:
 			return request.Request{}, ErrSyntax
 		}
@@ -71,19 +72,6 @@ func parseScan(args [][]byte) (request.Request, string) {
 	r := request.Request{Code: request.Scan, Key: pattern}
 	r.SetArgs(int64(cursor), count, typ, boolArg(match))
 	return r, ""
-}
-
-// scanType is the TYPE filter for a type name (ASCII case folded).
-func scanType(name []byte) int64 {
-	switch {
-	case EqualFold(name, "string"):
-		return request.ScanTypeString
-	case EqualFold(name, "tokenbucket"):
-		return request.ScanTypeTokenBucket
-	case EqualFold(name, "slidinglog"):
-		return request.ScanTypeSlidingLog
-	}
-	return request.ScanTypeNone
 }
 
 // parseCursor is C's strtoul(s, &end, 10) with Redis's checks (no leading

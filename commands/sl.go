@@ -11,7 +11,7 @@ import (
 // state machine's half is fsm/sl.go.
 
 var (
-	slHit = &Spec{Name: "sl.hit", Arity: -4, Flags: []string{"write", "denyoom", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Class: Write,
+	slHit = &Spec{Name: "sl.hit", Arity: -4, Flags: []string{"fast"}, Code: request.SLHit,
 		Group: "module", Since: "1.0.0", Complexity: "O(runs leaving the window); at most O(limit)", ACL: []string{"@write", "@fast"},
 		Summary: "Records COST hits (default 1) in an exact sliding-window log if allowed (DENIED COUNT: also when denied): answers [limited, limit, remaining, retry_after_ms, reset_after_ms].",
 		Args: []Arg{{Name: "key", Type: "key"}, {Name: "limit", Type: "integer"}, {Name: "window_ms", Type: "integer"},
@@ -19,7 +19,7 @@ var (
 			{Name: "denied", Type: "oneof", Token: "DENIED", Optional: true, Args: []Arg{
 				{Name: "free", Type: "pure-token", Token: "FREE"}, {Name: "count", Type: "pure-token", Token: "COUNT"}}}},
 		Parse: parseSLHit}
-	slPeek = &Spec{Name: "sl.peek", Arity: -4, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Class: Read,
+	slPeek = &Spec{Name: "sl.peek", Arity: -4, Flags: []string{"fast"}, Code: request.SLPeek,
 		Group: "module", Since: "1.0.0", Complexity: "O(runs leaving the window); at most O(limit)", ACL: []string{"@read", "@fast"},
 		Summary: "Answers what SL.HIT with the same arguments (DENIED FREE) would at this instant, with no effect.",
 		Args: []Arg{{Name: "key", Type: "key"}, {Name: "limit", Type: "integer"}, {Name: "window_ms", Type: "integer"},

@@ -36,23 +36,35 @@ type Arg struct {
 }
 
 // Spec describes one command (or one subcommand of a container command).
+//
+// A command that reaches the keyspace names the request code its Parse
+// produces (Code); what that code is (read or write, its keys, whether it
+// creates a key) is the code's descriptor in package request, and the
+// spec's Class, key positions and the flags "write", "readonly" and
+// "denyoom" are derived from it when the table is built (fromDescriptor),
+// so COMMAND cannot disagree with what the request does.
 type Spec struct {
 	Name  string // lower case; "container|sub" for subcommands
 	Arity int    // Redis convention: n = exactly n words incl. the name, -n = at least n
 	Flags []string
-	// Key positions as COMMAND reports them (1-based; LastKey -1 = to the end).
+	// Key positions as COMMAND reports them (1-based; LastKey -1 = to the
+	// end). Derived from the code's key shape for a command with a Code.
 	FirstKey, LastKey, Step int
-	Class                   Class
+	// Class is Connection, or derived from Code: Write for a write code,
+	// Read for a read code.
+	Class Class
+	// Code is the request code Parse produces; 0 for a Connection command.
+	Code request.Code
 	// OwnArity: the handler checks arity itself (redis-cell answers its own
 	// usage error instead of Redis's arity error).
 	OwnArity bool
 	// Parse turns a Read or Write command's arguments (args[0] the name)
-	// into its request, validated completely, or returns the error text to
-	// answer instead. It is the one place a command's syntax lives: a new
-	// command is a table entry with its Parse. The request's keys alias
-	// args. It returns the request by value: a pointer handed to a call
-	// through a func field escapes, and would cost every command an
-	// allocation (TestConnPipelineDoesNotAllocate).
+	// into its request of code Code, validated completely, or returns the
+	// error text to answer instead. It is the one place a command's syntax
+	// lives: a new command is a table entry with its Code and Parse. The
+	// request's keys alias args. It returns the request by value: a
+	// pointer handed to a call through a func field escapes, and would
+	// cost every command an allocation (TestConnPipelineDoesNotAllocate).
 	Parse      func(args [][]byte) (request.Request, string)
 	Group      string
 	Since      string
@@ -65,12 +77,12 @@ type Spec struct {
 
 var table = []*Spec{
 	// Rate limiting (redis-cell compatible).
-	{Name: "cl.throttle", Arity: -5, OwnArity: true, Flags: []string{"write", "denyoom", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Class: Write,
+	{Name: "cl.throttle", Arity: -5, OwnArity: true, Flags: []string{"fast"}, Code: request.Throttle,
 		Group: "module", Since: "1.0.0", Complexity: "O(1)", ACL: []string{"@write", "@fast"},
 		Summary: "Rate-limits key with GCRA (redis-cell): answers [limited, limit, remaining, retry_after, reset_after].",
 		Args: []Arg{{Name: "key", Type: "key"}, {Name: "max_burst", Type: "integer"}, {Name: "count", Type: "integer"},
 			{Name: "period", Type: "integer"}, {Name: "quantity", Type: "integer", Optional: true}}, Parse: ParseThrottle},
-	{Name: "cl.peek", Arity: -5, OwnArity: true, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Class: Read,
+	{Name: "cl.peek", Arity: -5, OwnArity: true, Flags: []string{"fast"}, Code: request.Peek,
 		Group: "module", Since: "1.0.0", Complexity: "O(1)", ACL: []string{"@read", "@fast"},
 		Summary: "Answers what CL.THROTTLE would at this instant, with no effect.",
 		Args: []Arg{{Name: "key", Type: "key"}, {Name: "max_burst", Type: "integer"}, {Name: "count", Type: "integer"},
@@ -83,39 +95,39 @@ var table = []*Spec{
 	scanSpec, keysSpec,
 
 	// Keyspace.
-	{Name: "del", Arity: -2, Flags: []string{"write"}, FirstKey: 1, LastKey: -1, Step: 1, Class: Write,
+	{Name: "del", Arity: -2, Code: request.Del,
 		Group: "generic", Since: "1.0.0", Complexity: "O(N) where N is the number of keys", ACL: []string{"@keyspace", "@write", "@slow"},
 		Summary: "Deletes keys (resets their limiters). Returns the number of keys removed.",
 		Args:    []Arg{{Name: "key", Type: "key", Multiple: true}}, Parse: parseDel},
-	{Name: "unlink", Arity: -2, Flags: []string{"write", "fast"}, FirstKey: 1, LastKey: -1, Step: 1, Class: Write,
+	{Name: "unlink", Arity: -2, Flags: []string{"fast"}, Code: request.Del,
 		Group: "generic", Since: "4.0.0", Complexity: "O(N) where N is the number of keys", ACL: []string{"@keyspace", "@write", "@fast"},
 		Summary: "Deletes keys, like DEL.",
 		Args:    []Arg{{Name: "key", Type: "key", Multiple: true}}, Parse: parseDel},
-	{Name: "exists", Arity: -2, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: -1, Step: 1, Class: Read,
+	{Name: "exists", Arity: -2, Flags: []string{"fast"}, Code: request.Exists,
 		Group: "generic", Since: "1.0.0", Complexity: "O(N) where N is the number of keys", ACL: []string{"@keyspace", "@read", "@fast"},
 		Summary: "Counts the arguments that exist (repeats count again).",
 		Args:    []Arg{{Name: "key", Type: "key", Multiple: true}}, Parse: parseExists},
-	{Name: "pttl", Arity: 2, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Class: Read,
+	{Name: "pttl", Arity: 2, Flags: []string{"fast"}, Code: request.PTTL,
 		Group: "generic", Since: "2.6.0", Complexity: "O(1)", ACL: []string{"@keyspace", "@read", "@fast"},
 		Summary: "Milliseconds until the key's limiter is equivalent to fresh; -2 when missing.",
 		Args:    []Arg{{Name: "key", Type: "key"}}, Parse: parsePTTL},
-	{Name: "ttl", Arity: 2, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Class: Read,
+	{Name: "ttl", Arity: 2, Flags: []string{"fast"}, Code: request.TTL,
 		Group: "generic", Since: "1.0.0", Complexity: "O(1)", ACL: []string{"@keyspace", "@read", "@fast"},
 		Summary: "Seconds until the key's limiter is equivalent to fresh; -2 when missing.",
 		Args:    []Arg{{Name: "key", Type: "key"}}, Parse: parseTTL},
-	{Name: "type", Arity: 2, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Class: Read,
+	{Name: "type", Arity: 2, Flags: []string{"fast"}, Code: request.Type,
 		Group: "generic", Since: "1.0.0", Complexity: "O(1)", ACL: []string{"@keyspace", "@read", "@fast"},
 		Summary: "The limiter family of the key: string (CL), tokenbucket, slidinglog or none.",
 		Args:    []Arg{{Name: "key", Type: "key"}}, Parse: parseType},
-	{Name: "dbsize", Arity: 1, Flags: []string{"readonly", "fast"}, Class: Read,
+	{Name: "dbsize", Arity: 1, Flags: []string{"fast"}, Code: request.DBSize,
 		Group: "server", Since: "1.0.0", Complexity: "O(N)", ACL: []string{"@keyspace", "@read", "@fast"},
 		Summary: "The number of live keys.", Parse: parseDBSize},
-	{Name: "flushall", Arity: -1, Flags: []string{"write"}, Class: Write,
+	{Name: "flushall", Arity: -1, Code: request.FlushAll,
 		Group: "server", Since: "1.0.0", Complexity: "O(N)", ACL: []string{"@keyspace", "@write", "@slow", "@dangerous"},
 		Summary: "Removes every key.",
 		Args: []Arg{{Name: "flush-type", Type: "oneof", Optional: true, Args: []Arg{
 			{Name: "async", Type: "pure-token", Token: "ASYNC"}, {Name: "sync", Type: "pure-token", Token: "SYNC"}}}}, Parse: parseFlush},
-	{Name: "flushdb", Arity: -1, Flags: []string{"write"}, Class: Write,
+	{Name: "flushdb", Arity: -1, Code: request.FlushAll,
 		Group: "server", Since: "1.0.0", Complexity: "O(N)", ACL: []string{"@keyspace", "@write", "@slow", "@dangerous"},
 		Summary: "Removes every key (there is one database).",
 		Args: []Arg{{Name: "flush-type", Type: "oneof", Optional: true, Args: []Arg{
@@ -260,10 +272,41 @@ var table = []*Spec{
 var byName = func() map[string]*Spec {
 	m := make(map[string]*Spec, len(table))
 	for _, s := range table {
+		if s.Code != 0 || s.Parse != nil {
+			fromDescriptor(s)
+		}
 		m[s.Name] = s
 	}
 	return m
 }()
+
+// fromDescriptor completes the spec of a command that reaches the keyspace
+// from its code's descriptor: its class, its key positions as COMMAND
+// reports them, and the flags Redis derives from the same facts ("write" or
+// "readonly", then "denyoom" for a command that may create a key), before
+// the spec's own flags. A spec without a parser or with a code request does
+// not describe is a programming error.
+func fromDescriptor(s *Spec) {
+	d := request.Describe(s.Code)
+	if !s.Code.Known() || s.Parse == nil {
+		panic("commands: " + s.Name + " has no parser or a code request does not describe")
+	}
+	flags := []string{"readonly"}
+	s.Class = Read
+	if s.Code.IsWrite() {
+		flags, s.Class = []string{"write"}, Write
+	}
+	if d.Creates {
+		flags = append(flags, "denyoom")
+	}
+	s.Flags = append(flags, s.Flags...)
+	switch d.Keys {
+	case request.OneKey:
+		s.FirstKey, s.LastKey, s.Step = 1, 1, 1
+	case request.KeyList:
+		s.FirstKey, s.LastKey, s.Step = 1, -1, 1
+	}
+}
 
 // Lookup finds a command by name, case-insensitively; nil if unknown.
 // scratch is a caller-owned buffer (reused to avoid allocation).

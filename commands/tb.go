@@ -18,11 +18,11 @@ var tbArgs = []Arg{{Name: "key", Type: "key"}, {Name: "capacity", Type: "integer
 	{Name: "interval", Type: "pure-token", Token: "INTERVAL", Optional: true}}
 
 var (
-	tbTake = &Spec{Name: "tb.take", Arity: -5, Flags: []string{"write", "denyoom", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Class: Write,
+	tbTake = &Spec{Name: "tb.take", Arity: -5, Flags: []string{"fast"}, Code: request.TBTake,
 		Group: "module", Since: "1.0.0", Complexity: "O(1)", ACL: []string{"@write", "@fast"},
 		Summary: "Takes COST tokens (default 1; 0 looks, negative refunds) from a token bucket, refilled continuously (greedy) or refill_tokens at once every refill_period_ms (INTERVAL): answers [limited, capacity, remaining, retry_after_ms, reset_after_ms].",
 		Args:    tbArgs, Parse: parseTBTake}
-	tbPeek = &Spec{Name: "tb.peek", Arity: -5, Flags: []string{"readonly", "fast"}, FirstKey: 1, LastKey: 1, Step: 1, Class: Read,
+	tbPeek = &Spec{Name: "tb.peek", Arity: -5, Flags: []string{"fast"}, Code: request.TBPeek,
 		Group: "module", Since: "1.0.0", Complexity: "O(1)", ACL: []string{"@read", "@fast"},
 		Summary: "Answers what TB.TAKE with the same arguments would at this instant, with no effect.",
 		Args:    tbArgs, Parse: parseTBPeek}

@@ -24,14 +24,17 @@ import (
 //     otherwise the expiry in Unix ms, which int64 ms hold for 292 million
 //     years. Same 25 bytes per key either way.
 var clFamily = family{
-	write: request.Throttle,
-	read:  request.Peek,
-	kinds: []shard.Kind{shard.KindGCRA},
-	valid: clValid,
-	apply: (*FSM).throttle,
-	peek:  (*FSM).clPeek,
+	desc: request.GCRA,
+	ops: []op{
+		{code: request.Throttle, valid: clValid, run: (*FSM).throttle},
+		{code: request.Peek, valid: clValid, run: (*FSM).clPeek},
+	},
+	check: clCheck,
 	pttl:  gcraPTTL,
 }
+
+// clKind is the keyspace kind of a CL key.
+var clKind = keyKind(request.KeyGCRA)
 
 // gcraArgs is how many arguments Throttle and Peek carry: the GCRA
 // parameters Interval, Limit, Quantity.
@@ -69,7 +72,7 @@ func setThrottle(res *request.Result, rep gcra.Reply) {
 func (f *FSM) throttle(r *request.Request, now int64, res *request.Result) {
 	p := gcraParams(r)
 	f.store.Update(r.Key, now, func(cur shard.State, live bool) (shard.State, shard.Action) {
-		if live && cur.Kind != shard.KindGCRA {
+		if live && cur.Kind != clKind {
 			res.SetErr(request.ErrWrongType)
 			return cur, shard.Keep
 		}
@@ -88,7 +91,7 @@ func (f *FSM) throttle(r *request.Request, now int64, res *request.Result) {
 		// quantity 0 on a fresh key.
 		if d.Live {
 			expire, expireMs := gcraExpire(now, d.TTLMillis)
-			return shard.State{Kind: shard.KindGCRA, Expire: expire, A: int64(d.TAT), B: expireMs}, shard.Put
+			return shard.State{Kind: clKind, Expire: expire, A: int64(d.TAT), B: expireMs}, shard.Put
 		}
 		if live {
 			return cur, shard.Delete
@@ -99,7 +102,7 @@ func (f *FSM) throttle(r *request.Request, now int64, res *request.Result) {
 
 func (f *FSM) clPeek(r *request.Request, now int64, res *request.Result) {
 	st, live := f.store.Get(r.Key, now)
-	if live && st.Kind != shard.KindGCRA {
+	if live && st.Kind != clKind {
 		res.SetErr(request.ErrWrongType)
 		return
 	}
@@ -134,6 +137,15 @@ func gcraExpire(now, ttlMs int64) (expire, expireMs int64) {
 // have written: Expire saturated and the millisecond past its range.
 func gcraWideExpiry(st shard.State) bool {
 	return st.Expire == math.MaxInt64 && st.B+1 > math.MaxInt64/1_000_000
+}
+
+// clCheck refuses a snapshot record B could not hold: a wide expiry
+// (gcraWideExpiry) is only written from version 3 on.
+func clCheck(_ *recordReader, st shard.State, version byte) error {
+	if st.B != 0 && !(version >= 3 && gcraWideExpiry(st)) {
+		return fmt.Errorf("CL key with expiry %d ns and %d ms", st.Expire, st.B)
+	}
+	return nil
 }
 
 // gcraPTTL is Redis's PTTL of a live CL key: its expiry millisecond minus the

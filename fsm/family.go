@@ -1,29 +1,49 @@
 package fsm
 
 import (
+	"fmt"
+
 	"github.com/redcell/redcell/request"
 	"github.com/redcell/redcell/shard"
 )
 
-// A family is one limiter family's part of the state machine: its two
-// request codes (the limiter call, a write; its PEEK, a read), the key kinds
-// it stores, and the functions that check, apply and answer them. Each
-// family is one file (cl.go, tb.go, sl.go) with one family value; adding a
-// family is that file plus its line in families. Everything generic (DEL,
-// EXISTS, TYPE, PTTL, snapshots, digests, sweeping) works on any family's
-// keys through package shard without knowing it.
-type family struct {
-	write, read request.Code
-	// kinds are the shard kinds its keys have (more than one when its
-	// modes are separate families for WRONGTYPE, as TB greedy/INTERVAL).
-	kinds []shard.Kind
-	// valid says why a request of its codes cannot be honoured ("" when
-	// it can): only what the parser never produces (validRequest).
+// The state machine's registry: a handler per request code and a family per
+// key kind, filled once at init from the registrations below and read by
+// apply, Read, PTTL, SCAN and snapshot restore. What a code or a kind is
+// (key shape, read or write, type names, error texts) is its descriptor in
+// package request; this file only adds how the state machine runs it.
+// TestDescriptorsHaveNoGaps fails when a described code has no handler or
+// a described family no registration here.
+
+// op is the state machine's handler of one request code.
+type op struct {
+	code request.Code
+	// valid says why a request of this code cannot be honoured ("" when
+	// it can): only what the parser never produces (validRequest). nil:
+	// the code takes no arguments.
 	valid func(r *request.Request) string
-	// apply runs its write at now; the caller holds applyMu for writing.
-	apply func(f *FSM, r *request.Request, now int64, res *request.Result)
-	// peek answers its read at now; the caller holds applyMu (either way).
-	peek func(f *FSM, r *request.Request, now int64, res *request.Result)
+	// run applies a write, or answers a read, at now. The caller holds
+	// applyMu: for writing when the code is a write, either way for a read.
+	run func(f *FSM, r *request.Request, now int64, res *request.Result)
+}
+
+// A family is one limiter family's part of the state machine: the handlers
+// of its codes and what the keyspace needs to know about its keys. Each
+// family is one file (cl.go, tb.go, sl.go) with one family value; adding a
+// family is that file plus its line in families. Everything generic (the
+// keyspace's codes in keyspace.go, snapshots, digests, sweeping) works on
+// any family's keys through package shard without knowing it.
+type family struct {
+	desc *request.Family
+	// ops are the handlers of its codes, one for each of desc.Ops.
+	ops []op
+	// hasValue: its keys carry a variable-length value (shard.State.Val);
+	// other families' keys never do.
+	hasValue bool
+	// check refuses a snapshot record of its kinds that apply could never
+	// have written, beyond the rules every record follows (a known kind, a
+	// value exactly when the family has one); nil: nothing more to check.
+	check func(rr *recordReader, st shard.State, version byte) error
 	// pttl is PTTL in ms of a live key of its kinds; nil: the common rule,
 	// expiry.MsUp(Expire - now).
 	pttl func(st shard.State, now int64) int64
@@ -33,29 +53,40 @@ type family struct {
 var families = []*family{&clFamily, &tbFamily, &slFamily}
 
 var (
-	byCode [256]*family
-	byKind [128]*family
+	handlers [256]op
+	byKind   [128]*family
 )
 
 func init() {
+	register(keyspaceOps, nil)
 	for _, fam := range families {
-		for _, c := range []request.Code{fam.write, fam.read} {
-			if byCode[c] != nil || c.IsWrite() != (c == fam.write) {
-				panic("fsm: family codes overlap or are misclassified")
-			}
-			byCode[c] = fam
-		}
-		for _, k := range fam.kinds {
+		register(fam.ops, fam.desc)
+		for _, k := range fam.desc.Kinds {
 			if byKind[k] != nil {
-				panic("fsm: two families claim one key kind")
+				panic(fmt.Sprintf("fsm: two families claim key kind %d", k))
 			}
 			byKind[k] = fam
 		}
 	}
 }
 
-// familyOf is the family of a request code, nil for a keyspace code.
-func familyOf(c request.Code) *family { return byCode[c] }
+// register installs the handlers of one family's codes (desc nil: the
+// keyspace's). A handler for a code that is not described, or not as this
+// family's, is a programming error.
+func register(list []op, desc *request.Family) {
+	for _, h := range list {
+		d := request.Describe(h.code)
+		switch {
+		case !h.code.Known() || d.Family != desc:
+			panic(fmt.Sprintf("fsm: handler for code %d, which request does not describe as this family's", h.code))
+		case handlers[h.code].run != nil:
+			panic(fmt.Sprintf("fsm: two handlers for code %d", h.code))
+		case h.run == nil:
+			panic(fmt.Sprintf("fsm: handler for code %d runs nothing", h.code))
+		}
+		handlers[h.code] = h
+	}
+}
 
 // kindFamily is the family that stores keys of kind k, nil if none.
 func kindFamily(k shard.Kind) *family {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/redcell/redcell/internal/expiry"
 	"github.com/redcell/redcell/request"
 	"github.com/redcell/redcell/shard"
 )
@@ -207,15 +206,11 @@ func (f *FSM) applyEntry(l *raft.Log) interface{} {
 			}
 			continue
 		}
-		if f.req.Code.IsWrite() {
-			f.apply(&f.req, now, &res.R[i])
-			if watcher != nil {
-				f.written(&f.req)
-			}
-		} else {
-			// A read inside an entry (MULTI/EXEC) answers at the entry's
-			// now, which every replica shares: deterministic like a write.
-			f.read(&f.req, now, &res.R[i])
+		// A read inside an entry (MULTI/EXEC) answers at the entry's now,
+		// which every replica shares: deterministic like a write.
+		f.run(&f.req, now, &res.R[i])
+		if watcher != nil && f.req.Code.IsWrite() {
+			f.written(&f.req)
 		}
 	}
 	if watcher != nil {
@@ -266,46 +261,36 @@ func (f *FSM) fatal(l *raft.Log, err error) interface{} {
 // every replica must run the same ones, so a change here needs the care of a
 // format change (see DESIGN.md).
 func validRequest(r *request.Request) string {
-	if r.Code == request.Scan {
-		return scanValid(r)
+	h := &handlers[r.Code]
+	if h.run == nil {
+		// Unreachable for a decoded request: every code request describes
+		// has a handler (TestDescriptorsHaveNoGaps).
+		return "no handler for this code"
 	}
-	fam := familyOf(r.Code)
-	if fam == nil {
-		// No other code takes arguments: a newer leader that gave one
+	if h.valid == nil {
+		// The code takes no arguments: a newer leader that gave one
 		// meaning would be misread if it were ignored.
 		if r.NArgs != 0 {
 			return fmt.Sprintf("%d arguments to a request that takes none", r.NArgs)
 		}
 		return ""
 	}
-	if why := fam.valid(r); why != "" {
+	if why := h.valid(r); why != "" {
 		return why
 	}
 	// A written key is stored, so it must fit a snapshot record, or the
 	// next snapshot could never be restored.
-	if r.Code.IsWrite() && len(r.Key) > maxSnapshotKey {
+	if r.Code.IsWrite() && r.Code.LooksUpKey() && len(r.Key) > maxSnapshotKey {
 		return "key longer than a snapshot can hold"
 	}
 	return ""
 }
 
-// apply runs one valid write at now. Caller holds applyMu.
-func (f *FSM) apply(r *request.Request, now int64, res *request.Result) {
-	switch r.Code {
-	case request.Del:
-		var n int64
-		for _, k := range r.Keys {
-			if f.store.Delete(k, now) {
-				n++
-			}
-		}
-		res.SetInt(n)
-	case request.FlushAll:
-		f.store.Clear()
-		res.Kind = request.KindOK
-	default:
-		familyOf(r.Code).apply(f, r, now, res)
-	}
+// run applies one valid write, or answers one valid read, at now: the
+// code's handler. Caller holds applyMu (for writing for a write; either way
+// for a read: Read for reading, apply for writing).
+func (f *FSM) run(r *request.Request, now int64, res *request.Result) {
+	handlers[r.Code].run(f, r, now, res)
 }
 
 // Read answers a read request (a code that is not a write) against the
@@ -321,65 +306,7 @@ func (f *FSM) Read(r *request.Request, now int64, res *request.Result) {
 	}
 	f.applyMu.RLock()
 	defer f.applyMu.RUnlock()
-	f.read(r, max(now, f.clock.Load()), res)
-}
-
-// read answers a valid read request at now. Caller holds applyMu (either
-// way: Read for reading, apply for writing).
-func (f *FSM) read(r *request.Request, now int64, res *request.Result) {
-	switch r.Code {
-	case request.Exists:
-		var n int64
-		for _, k := range r.Keys {
-			if _, live := f.store.Get(k, now); live {
-				n++
-			}
-		}
-		res.SetInt(n)
-	case request.PTTL, request.TTL:
-		st, live := f.store.Get(r.Key, now)
-		if !live {
-			res.SetInt(-2)
-			return
-		}
-		ms := expiry.MsUp(st.Expire - now)
-		if fam := kindFamily(st.Kind); fam != nil && fam.pttl != nil {
-			ms = fam.pttl(st, now)
-		}
-		if r.Code == request.TTL {
-			ms = (ms + 500) / 1000 // Redis rounds TTL to the nearest second
-		}
-		res.SetInt(ms)
-	case request.Type:
-		res.Kind = request.KindType
-		res.Ints[0] = request.KeyNone
-		if st, live := f.store.Get(r.Key, now); live {
-			res.Ints[0] = keyType(st.Kind)
-		}
-	case request.DBSize:
-		res.SetInt(int64(f.store.Len(now)))
-	case request.Scan:
-		f.scan(r, now, res)
-	case request.Keys:
-		f.keys(r, now, res)
-	default:
-		familyOf(r.Code).peek(f, r, now, res)
-	}
-}
-
-// keyType is what TYPE reports for a key of kind k.
-func keyType(k shard.Kind) int64 {
-	switch k {
-	case shard.KindGCRA:
-		return request.KeyGCRA
-	case shard.KindTokenGreedy:
-		return request.KeyTokenGreedy
-	case shard.KindTokenInterval:
-		return request.KeyTokenInterval
-	case shard.KindSlidingLog:
-		return request.KeySlidingLog
-	}
-	return request.KeyNone
+	f.run(r, max(now, f.clock.Load()), res)
 }
 
 // Stats is what INFO shows about the state machine.

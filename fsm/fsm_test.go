@@ -193,7 +193,7 @@ func TestReads(t *testing.T) {
 		{"pttl missing", request.Request{Code: request.PTTL, Key: []byte("b")}, t0, request.Result{Kind: request.KindInt, Ints: [5]int64{-2}}},
 		{"exists", request.Request{Code: request.Exists, Keys: [][]byte{[]byte("a"), []byte("b"), []byte("a")}}, t0, request.Result{Kind: request.KindInt, Ints: [5]int64{2}}},
 		{"exists after expiry", request.Request{Code: request.Exists, Keys: [][]byte{[]byte("a")}}, t0 + 11e9, request.Result{Kind: request.KindInt}},
-		{"type", request.Request{Code: request.Type, Key: []byte("a")}, t0, request.Result{Kind: request.KindType, Ints: [5]int64{request.KeyGCRA}}},
+		{"type", request.Request{Code: request.Type, Key: []byte("a")}, t0, request.Result{Kind: request.KindType, Ints: [5]int64{int64(request.KeyGCRA)}}},
 		{"type missing", request.Request{Code: request.Type, Key: []byte("b")}, t0, request.Result{Kind: request.KindType}},
 		{"dbsize", request.Request{Code: request.DBSize}, t0, request.Result{Kind: request.KindInt, Ints: [5]int64{1}}},
 		{"peek", peekReq([]byte("a"), peek), t0, request.Result{Kind: request.KindThrottle, Ints: [5]int64{0, 1, 0, -1, 10}}},
@@ -261,9 +261,9 @@ func TestReadsInsideAnEntry(t *testing.T) {
 		{Kind: request.KindInt, Ints: [5]int64{10000}},
 		{Kind: request.KindThrottle, Ints: [5]int64{0, 2, 0, -1, 20}}, // what a second THROTTLE would answer
 		{Kind: request.KindInt, Ints: [5]int64{1}},
-		{Kind: request.KindType, Ints: [5]int64{request.KeyGCRA}},
+		{Kind: request.KindType, Ints: [5]int64{int64(request.KeyGCRA)}},
 		{Kind: request.KindInt, Ints: [5]int64{1}},
-		{Kind: request.KindType, Ints: [5]int64{request.KeyNone}},
+		{Kind: request.KindType, Ints: [5]int64{int64(request.KeyNone)}},
 		{Kind: request.KindInt},
 	}
 	for _, stripes := range []int{1, 16} {

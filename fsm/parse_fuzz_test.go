@@ -6,6 +6,7 @@ import (
 
 	"github.com/redcell/redcell/commands"
 	"github.com/redcell/redcell/internal/vectors"
+	"github.com/redcell/redcell/request"
 )
 
 // FuzzParsedRequestsAreHonoured runs arbitrary command lines (words
@@ -38,7 +39,7 @@ func FuzzParsedRequestsAreHonoured(f *testing.F) {
 		}
 		now = max(now, 0)
 		e := newEngine(2)
-		invalid := "-" + commands.ErrInvalidOp
+		invalid := "-" + commands.ResultErrText(request.ErrInvalidOp)
 		for _, at := range []int64{now, now, now + now/2 + 1e12} {
 			if got := expectedString(e.do(t, at, words)); got == invalid {
 				t.Fatalf("%q at %d: the parser accepted what the state machine refuses", words, at)

@@ -32,28 +32,13 @@ func scanValid(r *request.Request) string {
 	if r.Args[1] < 1 {
 		return fmt.Sprintf("COUNT %d", r.Args[1])
 	}
-	if r.Args[2] < request.ScanTypeAny || r.Args[2] > request.ScanTypeNone {
+	if !request.ValidScanType(r.Args[2]) {
 		return fmt.Sprintf("TYPE filter %d", r.Args[2])
 	}
 	if r.Args[3] != 0 && r.Args[3] != 1 || r.Args[3] == 0 && len(r.Key) > 0 {
 		return fmt.Sprintf("MATCH flag %d with a %d-byte pattern", r.Args[3], len(r.Key))
 	}
 	return ""
-}
-
-// typeMatches reports whether a key of kind k passes a SCAN TYPE filter.
-func typeMatches(filter int64, k shard.Kind) bool {
-	switch filter {
-	case request.ScanTypeAny:
-		return true
-	case request.ScanTypeString:
-		return k == shard.KindGCRA
-	case request.ScanTypeTokenBucket:
-		return k == shard.KindTokenGreedy || k == shard.KindTokenInterval
-	case request.ScanTypeSlidingLog:
-		return k == shard.KindSlidingLog
-	}
-	return false
 }
 
 // scan answers SCAN: the next cursor and the page's live keys that pass
@@ -63,7 +48,7 @@ func (f *FSM) scan(r *request.Request, now int64, res *request.Result) {
 	filter, match := r.Args[2], r.Args[3] == 1
 	var data []byte
 	next := f.store.Scan(uint64(r.Args[0]), int(min(r.Args[1], maxScanCount)), now, func(key []byte, st shard.State) {
-		if typeMatches(filter, st.Kind) && (!match || glob.Match(r.Key, key, false)) {
+		if request.ScanMatches(filter, request.KeyKind(st.Kind)) && (!match || glob.Match(r.Key, key, false)) {
 			data = request.AppendItem(data, key)
 		}
 	})

@@ -17,13 +17,17 @@ import (
 // The value lives in the keyspace's arena right after the key, so a log
 // costs its encoded bytes and nothing per entry or attempt.
 var slFamily = family{
-	write: request.SLHit,
-	read:  request.SLPeek,
-	kinds: []shard.Kind{shard.KindSlidingLog},
-	valid: slValid,
-	apply: (*FSM).slHit,
-	peek:  (*FSM).slPeek,
+	desc: request.SlidingLog,
+	ops: []op{
+		{code: request.SLHit, valid: slValid, run: (*FSM).slHit},
+		{code: request.SLPeek, valid: slValid, run: (*FSM).slPeek},
+	},
+	hasValue: true,
+	check:    slCheckRecord,
 }
+
+// slKind is the keyspace kind of an SL key.
+var slKind = keyKind(request.KeySlidingLog)
 
 // slArgs is how many arguments SLHit and SLPeek carry: limit, window_ms,
 // COST, MINGAP, DENIED COUNT (0 or 1).
@@ -57,11 +61,24 @@ func slCheck(p slidinglog.Params, cur shard.State, live bool, now int64, res *re
 		res.SetErr(request.ErrNotInteger)
 		return false
 	}
-	if live && cur.Kind != shard.KindSlidingLog {
+	if live && cur.Kind != slKind {
 		res.SetErr(request.ErrWrongType)
 		return false
 	}
 	return true
+}
+
+// slCheckRecord refuses a snapshot record whose value is not a log in
+// slidinglog's canonical encoding.
+func slCheckRecord(rr *recordReader, st shard.State, _ byte) error {
+	var err error
+	if rr.runs, err = slidinglog.Decode(rr.runs[:0], st.Val); err != nil {
+		return fmt.Errorf("sliding log: %w", err)
+	}
+	if len(rr.runs) > 1<<16 {
+		rr.runs = nil // do not keep a huge log's runs
+	}
+	return nil
 }
 
 // maxKeptLogBuf: a log buffer larger than this is not kept for the next
@@ -81,7 +98,7 @@ func (f *FSM) slHit(r *request.Request, now int64, res *request.Result) {
 		switch o {
 		case slidinglog.Store:
 			setReply(res, rep.Ints())
-			return shard.State{Kind: shard.KindSlidingLog, Expire: next.Expire, Val: next.Log}, shard.Put
+			return shard.State{Kind: slKind, Expire: next.Expire, Val: next.Log}, shard.Put
 		case slidinglog.Keep:
 			setReply(res, rep.Ints())
 		case slidinglog.Reject:

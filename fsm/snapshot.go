@@ -273,29 +273,22 @@ func (rr *recordReader) read(r *hashingReader, version byte) (shard.State, error
 }
 
 // check refuses a record that apply could never have written: an unknown
-// kind, a value where the kind has none (or none where it needs one), a
-// sliding log that is not in slidinglog's canonical encoding. A restore that
+// kind, a value where the kind's family has none (or none where it needs
+// one), and whatever the family's own check refuses (a CL expiry B cannot
+// hold, a sliding log not in slidinglog's canonical encoding). A restore that
 // accepted one would answer differently from the replica that wrote the
 // snapshot, and its own next snapshot would not restore (FuzzRestore found
 // that for an unknown kind).
 func (rr *recordReader) check(st shard.State, version byte) error {
-	if kindFamily(st.Kind) == nil {
+	fam := kindFamily(st.Kind)
+	if fam == nil {
 		return fmt.Errorf("unknown key kind %d", st.Kind)
 	}
-	if st.Kind == shard.KindGCRA && st.B != 0 && !(version >= 3 && gcraWideExpiry(st)) {
-		return fmt.Errorf("CL key with expiry %d ns and %d ms", st.Expire, st.B)
-	}
-	if (st.Kind == shard.KindSlidingLog) != (len(st.Val) > 0) {
+	if fam.hasValue != (len(st.Val) > 0) {
 		return fmt.Errorf("key kind %d with a value of %d bytes", st.Kind, len(st.Val))
 	}
-	if st.Kind == shard.KindSlidingLog {
-		var err error
-		if rr.runs, err = slidinglog.Decode(rr.runs[:0], st.Val); err != nil {
-			return fmt.Errorf("sliding log: %w", err)
-		}
-		if len(rr.runs) > 1<<16 {
-			rr.runs = nil // do not keep a huge log's runs
-		}
+	if fam.check != nil {
+		return fam.check(rr, st, version)
 	}
 	return nil
 }

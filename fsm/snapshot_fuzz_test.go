@@ -124,8 +124,8 @@ func FuzzSnapshotStream(f *testing.F) {
 		f.Add(snapshotBytes(f, fsm), false)
 	}
 	f.Add(snapshotBytes(f, quietFSM(1)), false)
-	f.Add(encodeStream(5, []streamRecord{{key: []byte("b"), st: shard.State{Kind: shard.KindGCRA, Expire: 9}}, {key: []byte("a"), st: shard.State{Kind: shard.KindGCRA, Expire: 9}}}), false)
-	f.Add(encodeStream(5, []streamRecord{{key: []byte("a"), st: shard.State{Kind: shard.KindGCRA, Expire: 1}}}), false)
+	f.Add(encodeStream(5, []streamRecord{{key: []byte("b"), st: shard.State{Kind: clKind, Expire: 9}}, {key: []byte("a"), st: shard.State{Kind: clKind, Expire: 9}}}), false)
+	f.Add(encodeStream(5, []streamRecord{{key: []byte("a"), st: shard.State{Kind: clKind, Expire: 1}}}), false)
 	f.Add([]byte("RCSN\x02"), true)
 	f.Fuzz(func(t *testing.T, data []byte, fixCRC bool) {
 		if fixCRC && len(data) >= 4 {

@@ -14,13 +14,18 @@ import (
 // the key's lifetime (greedy: full_at, the whole state), A the INTERVAL
 // tokens, B the INTERVAL anchor. tokenbucket.State maps onto it one to one.
 var tbFamily = family{
-	write: request.TBTake,
-	read:  request.TBPeek,
-	kinds: []shard.Kind{shard.KindTokenGreedy, shard.KindTokenInterval},
-	valid: tbValid,
-	apply: (*FSM).tbTake,
-	peek:  (*FSM).tbPeek,
+	desc: request.TokenBucket,
+	ops: []op{
+		{code: request.TBTake, valid: tbValid, run: (*FSM).tbTake},
+		{code: request.TBPeek, valid: tbValid, run: (*FSM).tbPeek},
+	},
 }
+
+// The keyspace kinds of TB keys, one per mode.
+var (
+	tbGreedyKind   = keyKind(request.KeyTokenGreedy)
+	tbIntervalKind = keyKind(request.KeyTokenInterval)
+)
 
 // tbArgs is how many arguments TBTake and TBPeek carry: capacity,
 // refill_tokens, refill_period_ms, COST, INTERVAL (0 or 1).
@@ -49,9 +54,9 @@ func tbValid(r *request.Request) string {
 // tbKind is the key kind (family) a TB call with p works on.
 func tbKind(p tokenbucket.Params) shard.Kind {
 	if p.Interval {
-		return shard.KindTokenInterval
+		return tbIntervalKind
 	}
-	return shard.KindTokenGreedy
+	return tbGreedyKind
 }
 
 // tbState is the bucket a stored key holds; the zero State (a missing key)

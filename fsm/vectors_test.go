@@ -58,22 +58,33 @@ func argsOf(words []string) [][]byte {
 // do runs one command at now and returns its reply as the vectors write it.
 func (e *engine) do(t testing.TB, now int64, words []string) vectors.Expected {
 	t.Helper()
+	_, res, text := e.exec(t, now, words)
+	if text != "" {
+		return vectors.Expected{Err: &text}
+	}
+	return resultAsExpected(res)
+}
+
+// exec runs one command at now: the request it parsed to and its result, or
+// the error text the command layer answered instead. Every result is
+// checked against its code's descriptor (checkDescribed).
+func (e *engine) exec(t testing.TB, now int64, words []string) (request.Request, request.Result, string) {
+	t.Helper()
 	args := argsOf(words)
 	var scratch []byte
 	spec := commands.Lookup(args[0], &scratch)
 	if spec == nil {
 		t.Fatalf("%q: not a command", words)
 	}
-	fail := func(text string) vectors.Expected { return vectors.Expected{Err: &text} }
-	if !spec.OwnArity && !spec.CheckArity(len(args)) {
-		return fail(commands.WrongArgs(spec.Name))
-	}
 	var r request.Request
 	var res request.Result
+	if !spec.OwnArity && !spec.CheckArity(len(args)) {
+		return r, res, commands.WrongArgs(spec.Name)
+	}
 	switch spec.Class {
 	case commands.Write:
 		if text := commands.ParseWrite(spec, args, &r); text != "" {
-			return fail(text)
+			return r, res, text
 		}
 		e.enc.Reset(now)
 		e.enc.Add(&r)
@@ -87,13 +98,17 @@ func (e *engine) do(t testing.TB, now int64, words []string) vectors.Expected {
 		e.f.Release(rs)
 	case commands.Read:
 		if text := commands.ParseRead(spec, args, &r); text != "" {
-			return fail(text)
+			return r, res, text
 		}
 		e.f.Read(&r, now, &res)
 	default:
 		t.Fatalf("%q: a connection command", words)
 	}
-	return resultAsExpected(res)
+	if r.Code != spec.Code {
+		t.Errorf("%q: %s parsed to code %d, its table entry says %d", words, spec.Name, r.Code, spec.Code)
+	}
+	checkDescribed(t, &r, &res)
+	return r, res, ""
 }
 
 // entry applies reqs as one log entry stamped now (a MULTI/EXEC) and
@@ -112,6 +127,9 @@ func (e *engine) entry(t testing.TB, now int64, reqs []request.Request) []reques
 	}
 	res := slices.Clone(rs.R)
 	e.f.Release(rs)
+	for i := range reqs {
+		checkDescribed(t, &reqs[i], &res[i])
+	}
 	return res
 }
 

@@ -33,12 +33,13 @@ import (
 // Redcell wrote it, or the bytes are corrupt.
 var ErrUnknownCode = errors.New("request: unknown code")
 
-// keyShape is how many keys a code takes: -1 for a list.
+// keyShape is how many keys a code takes: -1 for a list (its descriptor's
+// KeyShape; a pattern is encoded as one key).
 func keyShape(c Code) int {
-	switch {
-	case c.MultiKey():
+	switch Describe(c).Keys {
+	case KeyList:
 		return -1
-	case c == FlushAll || c == DBSize:
+	case NoKey:
 		return 0
 	}
 	return 1

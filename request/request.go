@@ -1,9 +1,12 @@
 // Package request is the one shape a parsed Redcell request takes wherever it
 // travels: in a connection's batch, in a Raft log entry, on the wire from a
-// follower to its leader, and (later) in a MULTI queue. A Request is an
-// opcode, its key or keys, and integer arguments already derived by the
-// parser; a Result is the answer to one. The package imports nothing of
-// Redcell's, so every layer can use it. See DESIGN.md.
+// follower to its leader, and in a MULTI queue. A Request is an opcode, its
+// key or keys, and integer arguments already derived by the parser; a Result
+// is the answer to one. Every code, key kind, family and error code is
+// described here once (describe.go, codes.go), and every layer reads those
+// descriptors instead of keeping its own switch over codes. The package
+// imports nothing of Redcell's but two leaf helpers, so every layer can use
+// it. See DESIGN.md.
 package request
 
 import "encoding/binary"
@@ -11,86 +14,9 @@ import "encoding/binary"
 // Code names an operation. Its numeric value is part of the log format and
 // of the forwarding protocol: never renumber, only append. Writes are below
 // 64 and change replicated state; reads are 64 and above and only look.
+// Everything else about a code is its descriptor (Describe, describe.go);
+// the codes themselves are listed in codes.go.
 type Code uint8
-
-const (
-	// Throttle is CL.THROTTLE on Key. Args: GCRA emission interval (ns),
-	// limit (max_burst+1), quantity.
-	Throttle Code = 1
-	// Del removes Keys (DEL, UNLINK); the result counts keys that were live.
-	Del Code = 2
-	// FlushAll removes every key (FLUSHALL, FLUSHDB).
-	FlushAll Code = 3
-	// TBTake is TB.TAKE on Key. Args: capacity, refill_tokens,
-	// refill_period_ms, COST, INTERVAL (1) or greedy (0).
-	TBTake Code = 4
-	// SLHit is SL.HIT on Key. Args: limit, window_ms, COST, MINGAP,
-	// DENIED COUNT (1) or FREE (0).
-	SLHit Code = 5
-
-	// Peek is CL.PEEK on Key, with Throttle's Args.
-	Peek Code = 64
-	// Exists counts the live keys among Keys.
-	Exists Code = 65
-	// PTTL, TTL and Type describe Key.
-	PTTL Code = 66
-	TTL  Code = 67
-	Type Code = 68
-	// DBSize counts live keys.
-	DBSize Code = 69
-	// TBPeek is TB.PEEK on Key, with TBTake's Args.
-	TBPeek Code = 70
-	// SLPeek is SL.PEEK on Key, with SLHit's Args (the last one 0).
-	SLPeek Code = 71
-	// Scan is SCAN: Key is the MATCH pattern (empty: none, with Args[3] 0).
-	// Args: cursor (a uint64's bits), COUNT, the TYPE filter (ScanType*),
-	// MATCH given (1) or not (0). The result is KindScan.
-	Scan Code = 72
-	// Keys is KEYS: Key is the pattern. The result is KindKeys.
-	Keys Code = 73
-)
-
-// The TYPE filter of a Scan request (Args[2]).
-const (
-	ScanTypeAny         int64 = 0 // no TYPE option
-	ScanTypeString      int64 = 1 // CL keys
-	ScanTypeTokenBucket int64 = 2 // TB keys, greedy and INTERVAL
-	ScanTypeSlidingLog  int64 = 3 // SL keys
-	ScanTypeNone        int64 = 4 // a type no key has (list, hash, … or unknown): matches nothing
-)
-
-// firstRead splits the code space.
-const firstRead Code = 64
-
-// IsWrite reports whether requests with this code change replicated state
-// (and so go through the log).
-func (c Code) IsWrite() bool { return c < firstRead }
-
-// MultiKey reports whether the code takes Keys (a list) rather than Key.
-func (c Code) MultiKey() bool { return c == Del || c == Exists }
-
-// LooksUpKey reports whether a request with this code looks its Key up in
-// the keyspace (Scan and Keys take a pattern there instead).
-func (c Code) LooksUpKey() bool {
-	switch c {
-	case Throttle, TBTake, SLHit, Peek, PTTL, TTL, Type, TBPeek, SLPeek:
-		return true
-	}
-	return false
-}
-
-// CreatesKey reports whether a request with this code creates its Key when
-// it is missing (a limiter's first call): what maxmemory refuses.
-func (c Code) CreatesKey() bool { return c == Throttle || c == TBTake || c == SLHit }
-
-// Known reports whether this build knows the code.
-func (c Code) Known() bool {
-	switch c {
-	case Throttle, Del, FlushAll, TBTake, SLHit, Peek, Exists, PTTL, TTL, Type, DBSize, TBPeek, SLPeek, Scan, Keys:
-		return true
-	}
-	return false
-}
 
 // MaxArgs is how many integer arguments a request carries at most.
 const MaxArgs = 6
@@ -128,7 +54,7 @@ type Kind uint8
 const (
 	KindThrottle Kind = iota + 1 // five integers in Ints (every limiter's reply)
 	KindInt                      // one integer in Ints[0]
-	KindType                     // a key type (Key*) in Ints[0]; TypeName names it
+	KindType                     // a key kind (KeyKind) in Ints[0]; TypeName names it
 	KindOK                       // +OK
 	KindError                    // Err
 	KindKeys                     // an array of keys, in Data (KEYS)
@@ -136,7 +62,10 @@ const (
 )
 
 // ErrCode is a deterministic failure of one request in the state machine:
-// every replica computes the same one.
+// every replica computes the same one. Its value travels in forwarding
+// frames: never renumber, only append. Its reply text is described with the
+// keyspace (the codes any request may answer) or with the family whose
+// requests answer it (codes.go); Text returns it.
 type ErrCode uint8
 
 const (
@@ -158,30 +87,6 @@ const (
 	// a key. Never proposed: nothing changed, and existing keys still decide.
 	ErrOOM
 )
-
-// Key types: what a Type request answers, in Ints[0] of a KindType result.
-// The values are the keyspace's own numbers for its limiter families and
-// travel in forwarding frames: never renumber, only append.
-const (
-	KeyNone          int64 = 0 // no such key
-	KeyGCRA          int64 = 1 // CL.* (redis-cell)
-	KeyTokenGreedy   int64 = 2 // TB.* greedy
-	KeyTokenInterval int64 = 3 // TB.* INTERVAL
-	KeySlidingLog    int64 = 4 // SL.*
-)
-
-// TypeName is what TYPE answers for a key type.
-func TypeName(t int64) string {
-	switch t {
-	case KeyGCRA:
-		return "string" // as redis-cell's keys are
-	case KeyTokenGreedy, KeyTokenInterval:
-		return "tokenbucket"
-	case KeySlidingLog:
-		return "slidinglog"
-	}
-	return "none"
-}
 
 // Result is the answer to one Request.
 //

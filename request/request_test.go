@@ -8,8 +8,8 @@ import (
 // TestTypeName: TYPE's answers for every key type, "none" for anything else.
 func TestTypeName(t *testing.T) {
 	for v, want := range map[int64]string{
-		KeyNone: "none", KeyGCRA: "string", KeyTokenGreedy: "tokenbucket",
-		KeyTokenInterval: "tokenbucket", KeySlidingLog: "slidinglog", 5: "none", -1: "none",
+		int64(KeyNone): "none", int64(KeyGCRA): "string", int64(KeyTokenGreedy): "tokenbucket",
+		int64(KeyTokenInterval): "tokenbucket", int64(KeySlidingLog): "slidinglog", 5: "none", -1: "none", 1000: "none",
 	} {
 		if got := TypeName(v); got != want {
 			t.Errorf("TypeName(%d) = %q, want %q", v, got, want)

@@ -3,7 +3,6 @@ package server
 import (
 	"testing"
 
-	"github.com/redcell/redcell/commands"
 	"github.com/redcell/redcell/request"
 )
 
@@ -13,9 +12,9 @@ import (
 // node that is going down, while a refused op leaves the node running).
 func TestStateMachineErrorTexts(t *testing.T) {
 	for code, want := range map[request.ErrCode]string{
-		request.ErrWrongType: commands.ErrWrongType,
-		request.ErrExpire:    commands.ErrCellExpir,
-		request.ErrInvalidOp: commands.ErrInvalidOp,
+		request.ErrWrongType: "WRONGTYPE Operation against a key holding the wrong kind of value",
+		request.ErrExpire:    "Cell error: Store error: Error while setting key expire",
+		request.ErrInvalidOp: "ERR the state machine refused this request as invalid; nothing was changed",
 	} {
 		c := &conn{s: &Server{}}
 		c.writeResult(&request.Result{Kind: request.KindError, Err: code})

@@ -275,8 +275,8 @@ func (c *conn) trackRead(r *request.Request) {
 		return
 	}
 	switch {
-	case r.Code == request.Scan || r.Code == request.Keys:
-		return // their Key is a pattern, not a key: Redis tracks no key for them
+	case request.Describe(r.Code).Keys == request.KeyPattern:
+		return // Key is a pattern (SCAN, KEYS), not a key: Redis tracks no key for them
 	case r.Key == nil && len(r.Keys) == 0:
 		return
 	}

@@ -10,7 +10,7 @@ func filledStore(stripes, n int) (*Store, [][]byte) {
 	keys := make([][]byte, n)
 	for i := range keys {
 		keys[i] = appendUserKey(nil, i)
-		s.Put(keys[i], State{Kind: KindGCRA, Expire: 1 << 60})
+		s.Put(keys[i], State{Kind: kindA, Expire: 1 << 60})
 	}
 	return s, keys
 }
@@ -62,7 +62,7 @@ func Test_Store_SteadyStateDoesNotAllocate(t *testing.T) {
 func Test_Store_ChurnAllocatesRarely(t *testing.T) {
 	s, keys := filledStore(16, 20_000)
 	fresh := make([]byte, 0, 32)
-	put := func(State, bool) (State, Action) { return State{Kind: KindGCRA, Expire: 1 << 60}, Put }
+	put := func(State, bool) (State, Action) { return State{Kind: kindA, Expire: 1 << 60}, Put }
 	churn := func(from, to int) {
 		for i := from; i < to; i++ {
 			s.Delete(keys[i%len(keys)], 0)

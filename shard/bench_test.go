@@ -26,9 +26,9 @@ func heapPerKeyWithValue(stripes, n, valLen int) (heap, table float64) {
 	for i := range val {
 		val[i] = byte(i + 1)
 	}
-	kind := KindGCRA
+	kind := kindA
 	if valLen > 0 {
-		kind = KindSlidingLog
+		kind = kindB
 	}
 	for i := range n {
 		key = appendUserKey(key[:0], i)
@@ -181,7 +181,7 @@ func BenchmarkGetParallel1M(b *testing.B) {
 func BenchmarkChurn1M(b *testing.B) {
 	s, keys := filledStore(64, bigN)
 	fresh := make([]byte, 0, 16)
-	put := putState(State{Kind: KindGCRA, Expire: 1 << 60})
+	put := putState(State{Kind: kindA, Expire: 1 << 60})
 	b.ReportAllocs()
 	b.ResetTimer()
 	for i := range b.N {

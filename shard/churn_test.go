@@ -50,7 +50,7 @@ func Test_Store_ChurnKeepsMemoryFlat(t *testing.T) {
 				for i := range perRound {
 					// Varying key lengths leave holes of varying sizes.
 					key = fmt.Appendf(key[:0], "gen%d:key%0*d", round, 1+i%9, i)
-					st := State{Kind: KindGCRA, Expire: now + ttl, A: int64(round), B: int64(i)}
+					st := State{Kind: kindA, Expire: now + ttl, A: int64(round), B: int64(i)}
 					s.Update(key, now, putState(st))
 				}
 				now++
@@ -135,8 +135,8 @@ func Test_Store_ClearReleasesMemory(t *testing.T) {
 	if s.Len(0) != 0 || s.Sweep(1000, 10) != 0 {
 		t.Fatal("cleared store not empty")
 	}
-	s.Put([]byte("k1"), State{Kind: KindSlidingLog, Expire: 5, A: 1, B: 2})
-	if st, ok := s.Get([]byte("k1"), 4); !ok || !st.Equal(State{Kind: KindSlidingLog, Expire: 5, A: 1, B: 2}) {
+	s.Put([]byte("k1"), State{Kind: kindB, Expire: 5, A: 1, B: 2})
+	if st, ok := s.Get([]byte("k1"), 4); !ok || !st.Equal(State{Kind: kindB, Expire: 5, A: 1, B: 2}) {
 		t.Fatalf("after Clear and Put: %+v %v", st, ok)
 	}
 	s.checkInvariants(t)

@@ -32,7 +32,7 @@ func scanWhileChanging(t *testing.T, stripes, count int, seed uint64) {
 	insert := func(ttl int64) {
 		k := fmt.Sprintf("k%06d", n)
 		n++
-		s.Update([]byte(k), now, putState(State{Kind: KindGCRA, Expire: now + ttl}))
+		s.Update([]byte(k), now, putState(State{Kind: kindA, Expire: now + ttl}))
 		if ttl > 1<<40 {
 			live[k] = true
 		}
@@ -104,7 +104,7 @@ func scanWhileChanging(t *testing.T, stripes, count int, seed uint64) {
 func TestScanArbitraryCursor(t *testing.T) {
 	s := New(4)
 	for i := range 100 {
-		s.Update([]byte(fmt.Sprint(i)), 0, putState(State{Kind: KindGCRA, Expire: 10}))
+		s.Update([]byte(fmt.Sprint(i)), 0, putState(State{Kind: kindA, Expire: 10}))
 	}
 	for _, c := range []uint64{1<<64 - 1, 3<<32 | (1<<32 - 1), 1 << 32, 4 << 32, 12345} {
 		for i := 0; c != ScanCursorDone; i++ {
@@ -120,7 +120,7 @@ func TestScanArbitraryCursor(t *testing.T) {
 func TestRangeLiveAndLiveStats(t *testing.T) {
 	s := New(8)
 	for i := range 50 {
-		s.Update([]byte(fmt.Sprint(i)), 0, putState(State{Kind: KindGCRA, Expire: int64(10 + i%2*10), Val: make([]byte, i%3)}))
+		s.Update([]byte(fmt.Sprint(i)), 0, putState(State{Kind: kindA, Expire: int64(10 + i%2*10), Val: make([]byte, i%3)}))
 	}
 	got := 0
 	s.RangeLive(15, func(key []byte, st State) bool {
@@ -152,11 +152,11 @@ func TestValueGrowsInPlace(t *testing.T) {
 	}
 	// In place: the arena neither grows nor holds garbage.
 	arena := func() int { return len(s.stripes[0].arena) + s.stripes[0].garbage }
-	s.Put([]byte("other"), State{Kind: KindGCRA, Expire: 100})
-	s.Put(key, State{Kind: KindSlidingLog, Expire: 100, Val: val(40)})
+	s.Put([]byte("other"), State{Kind: kindA, Expire: 100})
+	s.Put(key, State{Kind: kindB, Expire: 100, Val: val(40)})
 	size := arena()
 	for _, n := range []int{41, 44, 39, 1, 44} { // region 41 + max(4, 41/8) = 46 bytes
-		s.Update(key, 0, putState(State{Kind: KindSlidingLog, Expire: 100, Val: val(n)}))
+		s.Update(key, 0, putState(State{Kind: kindB, Expire: 100, Val: val(n)}))
 		if got, _ := s.GetValue(key, 0, nil); string(got.Val) != string(val(n)) || arena() != size {
 			t.Fatalf("rewritten with %d bytes: read %d bytes, arena %d bytes, was %d", n, len(got.Val), arena(), size)
 		}
@@ -165,7 +165,7 @@ func TestValueGrowsInPlace(t *testing.T) {
 	if got, _ := s.GetValue(key, 0, nil); string(got.Val) != string(val(44)) || arena() != size {
 		t.Fatalf("the unchanged value put back: %d bytes, arena %d bytes, was %d", len(got.Val), arena(), size)
 	}
-	s.Update(key, 0, putState(State{Kind: KindSlidingLog, Expire: 100, Val: val(46)}))
+	s.Update(key, 0, putState(State{Kind: kindB, Expire: 100, Val: val(46)}))
 	if got, _ := s.GetValue(key, 0, nil); string(got.Val) != string(val(46)) || arena() == size {
 		t.Fatalf("outgrown: read %d bytes, arena unchanged (want a move)", len(got.Val))
 	}

@@ -70,7 +70,7 @@ func Test_Snapshot_RangeOrdersByKeyBytes(t *testing.T) {
 		for _, stripes := range []int{1, 16} {
 			s := New(stripes)
 			for i, k := range tt.keys {
-				s.Put(k, State{Kind: KindTokenGreedy, Expire: 10, A: int64(i)})
+				s.Put(k, State{Kind: kindC, Expire: 10, A: int64(i)})
 			}
 			s.Put([]byte("expired-"+tt.name), State{Expire: 5}) // excluded at now=5
 			sn := s.Snapshot(5)

@@ -1,16 +1,11 @@
 package shard
 
-// Kind is the limiter family owning a key. A key belongs to one family at a
-// time; the shard stores the value and never interprets it.
+// Kind is what a key holds: which family's state, in which mode. A key has
+// one kind at a time; the shard stores it and never interprets it. The
+// numbers are request.KeyKind's, described with their families in package
+// request (the families' fsm files say what A, B and Val hold); the shard
+// only needs them below 128. 0 is no kind (the zero State).
 type Kind uint8
-
-const (
-	KindNone          Kind = iota
-	KindGCRA               // CL.* (redis-cell); A the TAT (uint64 bits), Expire redis-cell's ms expiry, B that expiry in ms when past 2262 (else 0)
-	KindTokenGreedy        // TB.* greedy
-	KindTokenInterval      // TB.* INTERVAL
-	KindSlidingLog         // SL.*: the log's runs in Val, A and B unused
-)
 
 // State is one key's limiter state: 25 fixed bytes and, for families whose
 // state has no fixed size, a variable-length value.

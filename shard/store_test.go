@@ -13,6 +13,14 @@ import (
 // Liveness is decided at read time from Expire, as the contract says.
 type model map[string]State
 
+// Kinds the tests store: any numbers below 128 do, the shard never
+// interprets them.
+const (
+	kindA Kind = 1
+	kindB Kind = 4
+	kindC Kind = 2
+)
+
 func (m model) get(key string, now int64) (State, bool) {
 	st, ok := m[key]
 	if !ok || now >= st.Expire {

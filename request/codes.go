@@ -1,0 +1,149 @@
+package request
+
+import "github.com/redcell/redcell/internal/arg"
+
+// Every code, key kind and SCAN TYPE value this build knows, each described
+// once: the keyspace's own codes first, then one descriptor per limiter
+// family. The numbers are part of the log format, the snapshot format and
+// the forwarding protocol: never renumber, only append (a write code below
+// 64, a read code from 64, a key kind below 128).
+
+// The keyspace's codes: they work on any key, whatever its family.
+const (
+	// Del removes Keys (DEL, UNLINK); the result counts keys that were live.
+	Del Code = 2
+	// FlushAll removes every key (FLUSHALL, FLUSHDB).
+	FlushAll Code = 3
+
+	// Exists counts the live keys among Keys.
+	Exists Code = 65
+	// PTTL, TTL and Type describe Key.
+	PTTL Code = 66
+	TTL  Code = 67
+	Type Code = 68
+	// DBSize counts live keys.
+	DBSize Code = 69
+	// Scan is SCAN: Key is the MATCH pattern (empty: none, with Args[3] 0).
+	// Args: cursor (a uint64's bits), COUNT, the TYPE filter (ScanType*),
+	// MATCH given (1) or not (0). The result is KindScan.
+	Scan Code = 72
+	// Keys is KEYS: Key is the pattern. The result is KindKeys.
+	Keys Code = 73
+)
+
+// The limiter families' codes.
+const (
+	// Throttle is CL.THROTTLE on Key. Args: GCRA emission interval (ns),
+	// limit (max_burst+1), quantity.
+	Throttle Code = 1
+	// Peek is CL.PEEK on Key, with Throttle's Args.
+	Peek Code = 64
+
+	// TBTake is TB.TAKE on Key. Args: capacity, refill_tokens,
+	// refill_period_ms, COST, INTERVAL (1) or greedy (0).
+	TBTake Code = 4
+	// TBPeek is TB.PEEK on Key, with TBTake's Args.
+	TBPeek Code = 70
+
+	// SLHit is SL.HIT on Key. Args: limit, window_ms, COST, MINGAP,
+	// DENIED COUNT (1) or FREE (0).
+	SLHit Code = 5
+	// SLPeek is SL.PEEK on Key, with SLHit's Args (the last one 0).
+	SLPeek Code = 71
+)
+
+// Key kinds: what a key holds. The value is the key's kind in the keyspace
+// (shard.Kind), in snapshot records, and in a KindType result (Ints[0]).
+const (
+	KeyNone          KeyKind = 0 // no such key
+	KeyGCRA          KeyKind = 1 // CL.* (redis-cell)
+	KeyTokenGreedy   KeyKind = 2 // TB.* greedy
+	KeyTokenInterval KeyKind = 3 // TB.* INTERVAL
+	KeySlidingLog    KeyKind = 4 // SL.*
+)
+
+// The TYPE filter of a Scan request (Args[2]): ScanTypeAny, ScanTypeNone or
+// a family's ScanType.
+const (
+	ScanTypeAny         int64 = 0 // no TYPE option
+	ScanTypeString      int64 = 1 // CL keys
+	ScanTypeTokenBucket int64 = 2 // TB keys, greedy and INTERVAL
+	ScanTypeSlidingLog  int64 = 3 // SL keys
+	ScanTypeNone        int64 = 4 // a type no key has (list, hash, … or unknown): matches nothing
+)
+
+// keyspaceErrors are the error codes any request may answer, whatever its
+// family.
+var keyspaceErrors = []ErrText{
+	{ErrWrongType, "WRONGTYPE Operation against a key holding the wrong kind of value"},
+	// Redcell's own: the parser never proposes such a request, so only a
+	// faulty or foreign leader can; every replica refuses it alike.
+	{ErrInvalidOp, "ERR the state machine refused this request as invalid; nothing was changed"},
+	// Redis 7's text: above maxmemory new keys are refused, existing
+	// limiters keep deciding, nothing is ever evicted.
+	{ErrOOM, "OOM command not allowed when used memory > 'maxmemory'."},
+}
+
+// keyspaceOps are the codes that work on any key.
+var keyspaceOps = []Op{
+	{Code: Del, Name: "DEL", Keys: KeyList, Reply: KindInt},
+	{Code: FlushAll, Name: "FLUSHALL", Keys: NoKey, Reply: KindOK},
+	{Code: Exists, Name: "EXISTS", Keys: KeyList, Reply: KindInt},
+	{Code: PTTL, Name: "PTTL", Keys: OneKey, Reply: KindInt},
+	{Code: TTL, Name: "TTL", Keys: OneKey, Reply: KindInt},
+	{Code: Type, Name: "TYPE", Keys: OneKey, Reply: KindType},
+	{Code: DBSize, Name: "DBSIZE", Keys: NoKey, Reply: KindInt},
+	{Code: Scan, Name: "SCAN", Keys: KeyPattern, Reply: KindScan},
+	{Code: Keys, Name: "KEYS", Keys: KeyPattern, Reply: KindKeys},
+}
+
+func init() { describeKeyspace(keyspaceOps, keyspaceErrors) }
+
+// GCRA is redis-cell's family: CL.THROTTLE and CL.PEEK.
+var GCRA = describeFamily(&Family{
+	Name:     "CL",
+	TypeName: "string", // as redis-cell's keys are
+	ScanType: ScanTypeString,
+	Kinds:    []KeyKind{KeyGCRA},
+	Ops: []Op{
+		{Code: Throttle, Name: "CL.THROTTLE", Keys: OneKey, Creates: true, Reply: KindThrottle},
+		{Code: Peek, Name: "CL.PEEK", Keys: OneKey, Reply: KindThrottle},
+	},
+	Errors: []ErrText{{ErrExpire, "Cell error: Store error: Error while setting key expire"}},
+})
+
+// TokenBucket is the token-bucket family: TB.TAKE and TB.PEEK. Its greedy
+// and INTERVAL keys are two kinds, so that one mode's call on the other's
+// key is WRONGTYPE.
+var TokenBucket = describeFamily(&Family{
+	Name:     "TB",
+	TypeName: "tokenbucket",
+	ScanType: ScanTypeTokenBucket,
+	Kinds:    []KeyKind{KeyTokenGreedy, KeyTokenInterval},
+	Ops: []Op{
+		{Code: TBTake, Name: "TB.TAKE", Keys: OneKey, Creates: true, Reply: KindThrottle},
+		{Code: TBPeek, Name: "TB.PEEK", Keys: OneKey, Reply: KindThrottle},
+	},
+	Errors: []ErrText{
+		// The overflow checks that need the entry's now (limiters.md
+		// rules 10-12) answer the parser's integer error.
+		{ErrNotInteger, string(arg.ErrNotInteger)},
+		{ErrCorruptBucket, "ERR internal error: corrupt token bucket state"},
+	},
+})
+
+// SlidingLog is the sliding-log family: SL.HIT and SL.PEEK.
+var SlidingLog = describeFamily(&Family{
+	Name:     "SL",
+	TypeName: "slidinglog",
+	ScanType: ScanTypeSlidingLog,
+	Kinds:    []KeyKind{KeySlidingLog},
+	Ops: []Op{
+		{Code: SLHit, Name: "SL.HIT", Keys: OneKey, Creates: true, Reply: KindThrottle},
+		{Code: SLPeek, Name: "SL.PEEK", Keys: OneKey, Reply: KindThrottle},
+	},
+	Errors: []ErrText{
+		{ErrNotInteger, string(arg.ErrNotInteger)},
+		{ErrCorruptLog, "ERR internal error: corrupt sliding log state"},
+	},
+})

@@ -1,0 +1,262 @@
+package request
+
+import (
+	"fmt"
+
+	"github.com/redcell/redcell/internal/arg"
+)
+
+// Descriptors: the one place where what a code, a key kind or an error code
+// means to every layer is written down. Each code is described once, in
+// codes.go, by the keyspace's list or by its family's descriptor; every
+// layer asks here instead of keeping its own switch over codes (a code
+// missing from one such switch compiled and failed quietly: a fatal decode
+// on every replica, maxmemory letting keys in, prefetching stopped). The
+// layers above register their own part per code and per family (fsm its
+// handlers, commands its parsers) and test that nothing described lacks
+// one.
+//
+// The tables are filled while the package initialises and only read
+// afterwards, from any goroutine; a lookup is an array index.
+
+// KeyShape says what a request's Key or Keys hold.
+type KeyShape uint8
+
+const (
+	// NoKey: neither (FLUSHALL, DBSIZE). Encoded as a key count of 0.
+	NoKey KeyShape = iota + 1
+	// OneKey: Key names one key, which the request looks up.
+	OneKey
+	// KeyList: Keys, a list of keys (DEL, EXISTS).
+	KeyList
+	// KeyPattern: Key is a glob pattern, not a key (SCAN's MATCH, KEYS). It
+	// is encoded as one key but names none.
+	KeyPattern
+)
+
+// Op describes one request code. Whether it writes is its number (IsWrite):
+// that split is part of the log format.
+type Op struct {
+	Code Code
+	// Name is the command it stands for, for messages ("CL.THROTTLE").
+	Name string
+	Keys KeyShape
+	// Creates: a request creates its Key when it is missing (a limiter's
+	// first call). Above maxmemory the leader refuses it (ErrOOM) unless
+	// the key is live.
+	Creates bool
+	// Reply is the Kind of its result when it does not fail.
+	Reply Kind
+	// Family is the family whose keys it works on; nil for the keyspace's
+	// own codes, which work on any key.
+	Family *Family
+}
+
+// KeyKind is what a key holds: which family's state, in which of its modes.
+// Its value is the key's kind in the keyspace (shard.Kind), in snapshot
+// records, and in a KindType result. Below 128 (the snapshot record and
+// the keyspace's arena use the top bit of its byte).
+type KeyKind uint8
+
+// Family describes one limiter family (later: one data type): the codes
+// that work on its keys, the kinds its keys have, and what the keyspace's
+// commands answer about them.
+type Family struct {
+	// Name is its command prefix, for messages ("CL", "TB").
+	Name string
+	// TypeName is what TYPE answers for its keys, and the SCAN TYPE name
+	// that selects them (ASCII case folded).
+	TypeName string
+	// ScanType is the value of the SCAN TYPE filter (Scan's Args[2]) that
+	// selects its keys.
+	ScanType int64
+	// Kinds are the kinds its keys have: more than one when its modes are
+	// separate for WRONGTYPE (TB greedy and INTERVAL).
+	Kinds []KeyKind
+	// Ops are its codes.
+	Ops []Op
+	// Errors are the error codes its requests can answer besides the
+	// keyspace's (WRONGTYPE, invalid, OOM), with their reply texts.
+	Errors []ErrText
+}
+
+// ErrText is an error code with the reply text clients read for it.
+type ErrText struct {
+	Code ErrCode
+	Text string
+}
+
+var (
+	ops      [256]Op
+	byKind   [128]*Family
+	errTexts [256]string
+	families []*Family
+)
+
+// Describe returns code c's descriptor; for a code this build does not know
+// it is the zero Op (Name "").
+func Describe(c Code) *Op { return &ops[c] }
+
+// Known reports whether this build knows the code.
+func (c Code) Known() bool { return ops[c].Keys != 0 }
+
+// IsWrite reports whether requests with this code change replicated state
+// (and so go through the log).
+func (c Code) IsWrite() bool { return c < firstRead }
+
+// firstRead splits the code space.
+const firstRead Code = 64
+
+// MultiKey reports whether the code takes Keys (a list) rather than Key.
+func (c Code) MultiKey() bool { return ops[c].Keys == KeyList }
+
+// LooksUpKey reports whether a request with this code looks its Key up in
+// the keyspace (Scan and Keys take a pattern there instead).
+func (c Code) LooksUpKey() bool { return ops[c].Keys == OneKey }
+
+// CreatesKey reports whether a request with this code creates its Key when
+// it is missing (a limiter's first call): what maxmemory refuses.
+func (c Code) CreatesKey() bool { return ops[c].Creates }
+
+// Families returns every family this build knows, in the order they were
+// described. The slice is shared: do not modify it.
+func Families() []*Family { return families }
+
+// KindFamily is the family whose keys have kind k, nil if none.
+func KindFamily(k KeyKind) *Family {
+	if int(k) >= len(byKind) {
+		return nil
+	}
+	return byKind[k]
+}
+
+// TypeName is what TYPE answers for a key kind carried in a KindType
+// result's Ints[0]: its family's type name, "none" for KeyNone or anything
+// this build does not know.
+func TypeName(t int64) string {
+	if t < 0 || t >= int64(len(byKind)) || byKind[t] == nil {
+		return "none"
+	}
+	return byKind[t].TypeName
+}
+
+// ScanTypeByName is the SCAN TYPE filter for a type name (ASCII case
+// folded): the family's ScanType, or ScanTypeNone for a name no key has
+// (list, hash, or anything else), which matches nothing as in Redis 7.0.
+func ScanTypeByName(name []byte) int64 {
+	for _, fam := range families {
+		if arg.EqualFold(name, fam.TypeName) {
+			return fam.ScanType
+		}
+	}
+	return ScanTypeNone
+}
+
+// ValidScanType reports whether v is a SCAN TYPE filter this build can
+// have written: ScanTypeAny, ScanTypeNone or a family's.
+func ValidScanType(v int64) bool {
+	if v == ScanTypeAny || v == ScanTypeNone {
+		return true
+	}
+	for _, fam := range families {
+		if fam.ScanType == v {
+			return true
+		}
+	}
+	return false
+}
+
+// ScanMatches reports whether a key of kind k passes the SCAN TYPE filter.
+func ScanMatches(filter int64, k KeyKind) bool {
+	if filter == ScanTypeAny {
+		return true
+	}
+	fam := KindFamily(k)
+	return fam != nil && fam.ScanType == filter
+}
+
+// Text is the reply text of a deterministic error code, "" for ErrNone or
+// a code no descriptor names.
+func (e ErrCode) Text() string { return errTexts[e] }
+
+// Answers reports whether a request of this code may answer the error code
+// e: one of the keyspace's (WRONGTYPE, invalid, OOM) or one its family
+// describes. The state machine answers no other (the fsm tests check every
+// result they see against it).
+func (o *Op) Answers(e ErrCode) bool {
+	for _, k := range keyspaceErrors {
+		if k.Code == e {
+			return true
+		}
+	}
+	if o.Family != nil {
+		for _, k := range o.Family.Errors {
+			if k.Code == e {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// describeKeyspace registers the keyspace's own codes and error texts.
+func describeKeyspace(list []Op, errs []ErrText) {
+	for i := range list {
+		describeOp(list[i])
+	}
+	describeErrors(errs)
+}
+
+// describeFamily registers a family: its codes, kinds and error texts. It
+// panics on anything that would make two descriptors disagree (a code, a
+// kind or a SCAN TYPE value claimed twice, one error code with two texts):
+// a programming error caught when the process starts.
+func describeFamily(fam *Family) *Family {
+	if fam.Name == "" || fam.TypeName == "" || len(fam.Kinds) == 0 || len(fam.Ops) == 0 {
+		panic(fmt.Sprintf("request: family %q is incompletely described", fam.Name))
+	}
+	if fam.ScanType == ScanTypeAny || fam.ScanType == ScanTypeNone {
+		panic(fmt.Sprintf("request: family %s has SCAN TYPE value %d, which is reserved", fam.Name, fam.ScanType))
+	}
+	for _, other := range families {
+		if other.ScanType == fam.ScanType && other.TypeName != fam.TypeName {
+			panic(fmt.Sprintf("request: families %s and %s share SCAN TYPE value %d", other.Name, fam.Name, fam.ScanType))
+		}
+	}
+	for _, k := range fam.Kinds {
+		if k == KeyNone || int(k) >= len(byKind) || byKind[k] != nil {
+			panic(fmt.Sprintf("request: family %s claims key kind %d, which is reserved or taken", fam.Name, k))
+		}
+		byKind[k] = fam
+	}
+	for i := range fam.Ops {
+		fam.Ops[i].Family = fam
+		describeOp(fam.Ops[i])
+	}
+	describeErrors(fam.Errors)
+	families = append(families, fam)
+	return fam
+}
+
+func describeOp(op Op) {
+	switch {
+	case ops[op.Code].Keys != 0:
+		panic(fmt.Sprintf("request: code %d described twice", op.Code))
+	case op.Code == 0 || op.Name == "" || op.Keys < NoKey || op.Keys > KeyPattern:
+		panic(fmt.Sprintf("request: code %d (%q) is incompletely described", op.Code, op.Name))
+	case op.Reply < KindThrottle || op.Reply > KindScan || op.Reply == KindError:
+		panic(fmt.Sprintf("request: code %d has reply kind %d", op.Code, op.Reply))
+	case op.Creates && (op.Keys != OneKey || !op.Code.IsWrite()):
+		panic(fmt.Sprintf("request: code %d creates a key but is not a single-key write", op.Code))
+	}
+	ops[op.Code] = op
+}
+
+func describeErrors(errs []ErrText) {
+	for _, e := range errs {
+		if e.Code == ErrNone || e.Text == "" || errTexts[e.Code] != "" && errTexts[e.Code] != e.Text {
+			panic(fmt.Sprintf("request: error code %d described as %q and %q", e.Code, errTexts[e.Code], e.Text))
+		}
+		errTexts[e.Code] = e.Text
+	}
+}

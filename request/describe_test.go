@@ -1,0 +1,96 @@
+package request
+
+import (
+	"slices"
+	"testing"
+)
+
+// TestDescriptorsKeepTheFormat pins what the log, snapshot and forwarding
+// formats depend on: each code's number and key shape (the encoding), and
+// the key kinds and SCAN TYPE values of each family (snapshot records,
+// TYPE results and SCAN requests carry them). Appending is fine; changing a
+// row is a format change.
+func TestDescriptorsKeepTheFormat(t *testing.T) {
+	for _, tt := range []struct {
+		code    Code
+		name    string
+		keys    KeyShape
+		creates bool
+		reply   Kind
+		family  *Family
+	}{
+		{1, "CL.THROTTLE", OneKey, true, KindThrottle, GCRA},
+		{2, "DEL", KeyList, false, KindInt, nil},
+		{3, "FLUSHALL", NoKey, false, KindOK, nil},
+		{4, "TB.TAKE", OneKey, true, KindThrottle, TokenBucket},
+		{5, "SL.HIT", OneKey, true, KindThrottle, SlidingLog},
+		{64, "CL.PEEK", OneKey, false, KindThrottle, GCRA},
+		{65, "EXISTS", KeyList, false, KindInt, nil},
+		{66, "PTTL", OneKey, false, KindInt, nil},
+		{67, "TTL", OneKey, false, KindInt, nil},
+		{68, "TYPE", OneKey, false, KindType, nil},
+		{69, "DBSIZE", NoKey, false, KindInt, nil},
+		{70, "TB.PEEK", OneKey, false, KindThrottle, TokenBucket},
+		{71, "SL.PEEK", OneKey, false, KindThrottle, SlidingLog},
+		{72, "SCAN", KeyPattern, false, KindScan, nil},
+		{73, "KEYS", KeyPattern, false, KindKeys, nil},
+	} {
+		d := Describe(tt.code)
+		if !tt.code.Known() || d.Code != tt.code || d.Name != tt.name || d.Keys != tt.keys || d.Creates != tt.creates || d.Reply != tt.reply || d.Family != tt.family {
+			t.Errorf("code %d: described as %+v", tt.code, *d)
+		}
+		if tt.code.IsWrite() != (tt.code < 64) {
+			t.Errorf("code %d: IsWrite %v", tt.code, tt.code.IsWrite())
+		}
+	}
+	for _, tt := range []struct {
+		fam      *Family
+		typeName string
+		scanType int64
+		kinds    []KeyKind
+	}{
+		{GCRA, "string", 1, []KeyKind{1}},
+		{TokenBucket, "tokenbucket", 2, []KeyKind{2, 3}},
+		{SlidingLog, "slidinglog", 3, []KeyKind{4}},
+	} {
+		if tt.fam.TypeName != tt.typeName || tt.fam.ScanType != tt.scanType || !slices.Equal(tt.fam.Kinds, tt.kinds) {
+			t.Errorf("family %s: TYPE %q, SCAN TYPE %d, kinds %v", tt.fam.Name, tt.fam.TypeName, tt.fam.ScanType, tt.fam.Kinds)
+		}
+	}
+	if ScanTypeAny != 0 || ScanTypeNone != 4 {
+		t.Errorf("SCAN TYPE any %d, none %d", ScanTypeAny, ScanTypeNone)
+	}
+	for v := int64(-1); v < 8; v++ {
+		if got := ValidScanType(v); got != (v >= 0 && v <= 4) {
+			t.Errorf("ValidScanType(%d) = %v", v, got)
+		}
+	}
+}
+
+// TestScanTypeByName: SCAN TYPE names fold ASCII case; a name no family
+// has selects nothing.
+func TestScanTypeByName(t *testing.T) {
+	for name, want := range map[string]int64{
+		"string": ScanTypeString, "STRING": ScanTypeString, "tokenBucket": ScanTypeTokenBucket,
+		"slidinglog": ScanTypeSlidingLog, "list": ScanTypeNone, "": ScanTypeNone, "none": ScanTypeNone,
+	} {
+		if got := ScanTypeByName([]byte(name)); got != want {
+			t.Errorf("ScanTypeByName(%q) = %d, want %d", name, got, want)
+		}
+	}
+}
+
+// TestLookupsDoNotAllocate: the hot path (decode, prefetch, maxmemory,
+// SCAN) asks these per request or per key.
+func TestLookupsDoNotAllocate(t *testing.T) {
+	n := testing.AllocsPerRun(100, func() {
+		for c := Code(0); c < 255; c++ {
+			_ = c.Known() && c.LooksUpKey() && c.CreatesKey() && c.MultiKey()
+			_ = ScanMatches(ScanTypeString, KeyKind(c&127))
+			_ = TypeName(int64(c))
+		}
+	})
+	if n != 0 {
+		t.Errorf("descriptor lookups allocate %v times", n)
+	}
+}
