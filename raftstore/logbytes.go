@@ -41,8 +41,8 @@ func (s *Store) loadLogBytes() error {
 			s.stats.lastSnapMS = id.MS
 		}
 	}
-	lower := logKey(after)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower[:], UpperBound: logSpanUpper})
+	lower := s.logKey(after)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower[:], UpperBound: s.logUpper})
 	if err != nil {
 		return fmt.Errorf("raftstore: measure the log: %w", err)
 	}
