@@ -176,7 +176,8 @@ func (k *snapshotSink) Cancel() error {
 }
 
 // deleteChunks range-deletes every chunk written so far. Not synced: if a
-// crash loses the delete, the chunks have no metadata and Open removes them.
+// crash loses the delete, the chunks have no metadata and are removed when
+// the group is next opened (DB.Group).
 func (k *snapshotSink) deleteChunks() error {
 	s := k.ss.s
 	if err := s.acquire(); err != nil {

@@ -282,8 +282,9 @@ func (ss *snapshotStore) Open(idStr string) (*raft.SnapshotMeta, io.ReadCloser, 
 // reap deletes the snapshots beyond the newest retain, and the chunks of
 // snapshots that have no metadata and no running sink. Called after a sink's
 // Close, with the lifecycle lock held shared. The deletes are not synced: if
-// a crash loses them, the next reap (or the orphan sweep at Open) redoes
-// them, and List never shows more than retain snapshots anyway.
+// a crash loses them, the next reap (or the orphan sweep when the group is
+// next opened) redoes them, and List never shows more than retain
+// snapshots anyway.
 func (ss *snapshotStore) reap() error {
 	s := ss.s
 	s.snaps.reapMu.Lock()
@@ -344,7 +345,7 @@ func (ss *snapshotStore) reap() error {
 }
 
 // deleteOrphanChunks removes the chunks of snapshots that never got their
-// metadata (the process died while writing them). Called by Open.
+// metadata (the process died while writing them). Called by DB.Group.
 func (s *Store) deleteOrphanChunks() error {
 	b := s.db.NewBatch()
 	defer b.Close()

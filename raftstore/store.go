@@ -111,7 +111,7 @@ type Store struct {
 }
 
 // SetDirectWALSync allows (or stops) direct WAL syncs (walsync.go): for a
-// node that is the only server of its configuration. Off after Open. Safe
+// node that is the only server of its configuration. Off after OpenDB. Safe
 // from any goroutine; takes effect from the next sync. The WAL is the
 // database's, shared by every group: with more than one group, direct syncs
 // are right only while every group is alone, which is the caller's to
@@ -307,7 +307,7 @@ type Stats struct {
 	BytesAppended uint64
 
 	// LogBytesSinceSnapshot is the log a restart would replay on top of the
-	// newest snapshot, counted like BytesAppended: at Open, the bytes of the
+	// newest snapshot, counted like BytesAppended: when the group is opened, the bytes of the
 	// entries after the newest snapshot's index; then every append adds to
 	// it, and a snapshot that completes sets it back to the bytes appended
 	// since that snapshot was created (see logbytes.go). Not a cumulative
@@ -334,7 +334,7 @@ type Stats struct {
 	// Open, then of each snapshot that completes. 0 when there is none.
 	LastSnapshotBytes uint64
 	// LastSnapshotUnixMS is when the newest snapshot was created (the
-	// wall-clock milliseconds in its ID): found at Open, then of each
+	// wall-clock milliseconds in its ID): found when the group is opened, then of each
 	// snapshot that completes. 0 when there is none. LASTSAVE answers it.
 	LastSnapshotUnixMS uint64
 	// SnapshotsCompleted counts snapshot sinks closed successfully since
@@ -348,7 +348,7 @@ type statCounters struct {
 	// snapMark is bytesAppended at the creation of the newest completed
 	// snapshot, so LogBytesSinceSnapshot = bytesAppended - snapMark. It
 	// starts negative: minus the bytes already in the log after the newest
-	// snapshot at Open. Guarded by snapMu with lastSnapBytes and snapshots.
+	// snapshot when the group was opened. Guarded by snapMu with lastSnapBytes and snapshots.
 	snapMu        sync.Mutex
 	snapMark      int64
 	lastSnapBytes uint64
