@@ -19,11 +19,17 @@ import (
 	"github.com/redcell/redcell/raftstore"
 )
 
-// nodeIDKey is where the node's ID lives in raft's stable store, beside the
-// term and the vote: the ID and the Raft state it belongs to are written to
-// the same Pebble and cannot be lost apart. The node-id file in the data dir
-// is a copy for people and scripts.
-var nodeIDKey = []byte("redcell/node-id")
+// nodeIDRecord is the node-level record of the Raft store (raftstore.DB)
+// that holds the node's ID. It belongs to the node, not to any Raft group,
+// and lives in the same Pebble as every group's term, vote and log: the ID
+// and the Raft state it belongs to cannot be lost apart. The node-id file
+// in the data dir is a copy for people and scripts.
+const nodeIDRecord = "node-id"
+
+// legacyNodeIDKey is where the ID lived before node-level records: in the
+// stable store of the node's one group, beside the term and the vote.
+// loadNodeID moves it.
+var legacyNodeIDKey = []byte("redcell/node-id")
 
 const nodeIDFile = "node-id"
 
@@ -121,9 +127,10 @@ func dataDirWasEmpty(dir string, joining bool) (bool, error) {
 }
 
 // resolveIdentity decides who this node is and how it starts, from the
-// data dir as it was before the store opened (wasEmpty), the store's Raft
-// state, the ID kept in the store, the node-id file, the --node-id flag and
-// what this start was told (mode). The rules (DESIGN.md, "Identity"):
+// data dir as it was before the store opened (wasEmpty), the Raft state of
+// the node's group (store), the ID kept in the database (db), the node-id
+// file, the --node-id flag and what this start was told (mode). The rules
+// (DESIGN.md, "Identity"):
 //
 //   - Raft state present: resume. The stored ID wins; the file is
 //     rewritten if missing, and a file or flag that disagrees is an error.
@@ -142,12 +149,15 @@ func dataDirWasEmpty(dir string, joining bool) (bool, error) {
 //     lost or damaged log, or a first start that crashed before its
 //     bootstrap was durable) is ErrRaftStateMissing. Never bootstrap over
 //     it.
-func resolveIdentity(dir string, wasEmpty bool, store *raftstore.Store, flagID string, mode startMode) (identity, error) {
+//
+// With more than one group the question "has this node Raft state" would be
+// asked of every group; today the node runs one (raftGroup).
+func resolveIdentity(dir string, wasEmpty bool, db *raftstore.DB, store *raftstore.Store, flagID string, mode startMode) (identity, error) {
 	existing, err := raft.HasExistingState(store, store, store.SnapshotStore(1))
 	if err != nil {
 		return identity{}, fmt.Errorf("reading the Raft state: %w", err)
 	}
-	storedID, err := getString(store, nodeIDKey)
+	storedID, err := loadNodeID(db, store)
 	if err != nil {
 		return identity{}, err
 	}
@@ -177,7 +187,7 @@ func resolveIdentity(dir string, wasEmpty bool, store *raftstore.Store, flagID s
 			return identity{}, fmt.Errorf("--node-id %q differs from %q, the ID of the Raft state in %s", flagID, id, dir)
 		}
 		if storedID == "" {
-			if err := store.Set(nodeIDKey, []byte(id)); err != nil {
+			if err := db.SetNodeRecord(nodeIDRecord, []byte(id)); err != nil {
 				return identity{}, fmt.Errorf("keeping the node ID in the store: %w", err)
 			}
 		}
@@ -210,7 +220,7 @@ func resolveIdentity(dir string, wasEmpty bool, store *raftstore.Store, flagID s
 				return identity{}, err
 			}
 		}
-		if err := keepID(store, dir, id); err != nil {
+		if err := keepID(db, dir, id); err != nil {
 			return identity{}, err
 		}
 		return identity{id: id, rejoin: true, lostState: lost}, nil
@@ -222,7 +232,7 @@ func resolveIdentity(dir string, wasEmpty bool, store *raftstore.Store, flagID s
 				return identity{}, err
 			}
 		}
-		if err := keepID(store, dir, id); err != nil {
+		if err := keepID(db, dir, id); err != nil {
 			return identity{}, err
 		}
 		return identity{id: id, bootstrap: true}, nil
@@ -238,10 +248,10 @@ func resolveIdentity(dir string, wasEmpty bool, store *raftstore.Store, flagID s
 		ErrRaftStateMissing, dir, who)
 }
 
-// keepID writes the node's ID to the store (beside the Raft state it will
-// belong to) and to the node-id file.
-func keepID(store *raftstore.Store, dir, id string) error {
-	if err := store.Set(nodeIDKey, []byte(id)); err != nil {
+// keepID writes the node's ID to the database (beside the Raft state it
+// will belong to) and to the node-id file.
+func keepID(db *raftstore.DB, dir, id string) error {
+	if err := db.SetNodeRecord(nodeIDRecord, []byte(id)); err != nil {
 		return fmt.Errorf("keeping the node ID in the store: %w", err)
 	}
 	return writeNodeIDFile(dir, id)
@@ -274,15 +284,38 @@ func emptyDataDir(dir string, created bool) error {
 		os.RemoveAll(filepath.Join(dir, nodeIDFile+".tmp")))
 }
 
-func getString(store *raftstore.Store, key []byte) (string, error) {
-	v, err := store.Get(key)
+// loadNodeID returns the ID kept in the database, "" if none. An ID still
+// in the group's stable store (a data dir from before node-level records)
+// is moved to the node-level record first: written there, then deleted
+// from the stable store, each with fsync, so a crash between the two
+// leaves the same ID in both and the next start finishes the move.
+func loadNodeID(db *raftstore.DB, store *raftstore.Store) (string, error) {
+	v, err := db.NodeRecord(nodeIDRecord)
+	if err != nil && !errors.Is(err, raftstore.ErrKeyNotFound) {
+		return "", fmt.Errorf("reading the node ID from the store: %w", err)
+	}
+	id := string(v)
+	legacy, err := store.Get(legacyNodeIDKey)
 	if errors.Is(err, raftstore.ErrKeyNotFound) {
-		return "", nil
+		return id, nil
 	}
 	if err != nil {
 		return "", fmt.Errorf("reading the node ID from the store: %w", err)
 	}
-	return string(v), nil
+	switch {
+	case len(legacy) == 0: // cleared: no ID there
+	case id == "":
+		id = string(legacy)
+		if err := db.SetNodeRecord(nodeIDRecord, legacy); err != nil {
+			return "", fmt.Errorf("moving the node ID to its node-level record: %w", err)
+		}
+	case id != string(legacy):
+		return "", fmt.Errorf("the Raft store holds two node IDs: %q in its node-level record and %q where IDs were kept before", id, legacy)
+	}
+	if err := store.Delete(legacyNodeIDKey); err != nil {
+		return "", fmt.Errorf("moving the node ID to its node-level record: %w", err)
+	}
+	return id, nil
 }
 
 func readNodeIDFile(dir string) (string, error) {
@@ -296,7 +329,8 @@ func readNodeIDFile(dir string) (string, error) {
 	return strings.TrimSpace(string(data)), nil
 }
 
-// writeNodeIDFile replaces the file atomically (write, fsync, rename).
+// writeNodeIDFile replaces the file atomically and durably (write, fsync,
+// rename, fsync of the directory).
 func writeNodeIDFile(dir, id string) error {
 	path := filepath.Join(dir, nodeIDFile)
 	tmp := path + ".tmp"
@@ -314,10 +348,26 @@ func writeNodeIDFile(dir, id string) error {
 	if err == nil {
 		err = os.Rename(tmp, path)
 	}
+	if err == nil {
+		err = syncDir(dir)
+	}
 	if err != nil {
 		return fmt.Errorf("writing the node ID file: %w", err)
 	}
 	return nil
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }
 
 func randomID() (string, error) {

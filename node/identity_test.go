@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -9,7 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cockroachdb/pebble/v2"
+
 	"github.com/redcell/redcell/group"
+	"github.com/redcell/redcell/raftstore"
 )
 
 // A node with a cluster secret may be a member whose disk was lost: an
@@ -130,4 +134,95 @@ func TestWipedMemberRejoinsAsANewMember(t *testing.T) {
 			t.Errorf("%s on the rejoined node (its own state): %q, want one decision held", k, got)
 		}
 	}
+}
+
+// A data dir written before node-level records and group IDs (the node's
+// ID in its one group's stable store, the Raft store's keys without a
+// group prefix) starts as the same node with the same state: the store
+// becomes group 0 and the ID moves to its node-level record.
+func TestDataDirFromBeforeGroupsIsAdopted(t *testing.T) {
+	dir := t.TempDir()
+	n := mustOpen(t, dir, func(c *Config) { c.NodeID = "old" })
+	cl := dial(t, n)
+	for _, k := range []string{"a", "b"} {
+		cl.throttle(t, k)
+	}
+	mustClose(t, n)
+	rewriteAsFormerLayout(t, filepath.Join(dir, raftDir), "old")
+
+	n = mustOpen(t, dir, nil)
+	if n.ID != "old" {
+		t.Errorf("adopted ID %q, want old", n.ID)
+	}
+	select {
+	case <-n.group.Loaded():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the migrated node is still loading after 10s")
+	}
+	for _, k := range []string{"a", "b"} {
+		if got := dial(t, n).do(t, "CL.PEEK", k, "9", "1", "86400"); !strings.HasPrefix(got, ":0 :10 :8 ") {
+			t.Errorf("%s after the migration: %q, want the decision held before it", k, got)
+		}
+	}
+	if v, err := n.db.NodeRecord(nodeIDRecord); err != nil || string(v) != "old" {
+		t.Errorf("node-level ID record = %q, %v; want old", v, err)
+	}
+	if v, err := n.store.Get(legacyNodeIDKey); !errors.Is(err, raftstore.ErrKeyNotFound) {
+		t.Errorf("the ID is still in the group's stable store (%q, %v)", v, err)
+	}
+	mustClose(t, n)
+	if n := mustOpen(t, dir, nil); n.ID != "old" {
+		t.Errorf("after a second start: ID %q, want old", n.ID)
+		mustClose(t, n)
+	} else {
+		mustClose(t, n)
+	}
+}
+
+// rewriteAsFormerLayout rewrites the Raft store in dir, with Pebble alone,
+// as the code before groups wrote it: group 0's keys without their 5-byte
+// group prefix (0x10 and the group ID), the node's ID under the stable key
+// "redcell/node-id" (format 1 stable keys start with 0x02), and neither a
+// format marker (0x00 0x01) nor node-level records (0x00 0x02 ...).
+func rewriteAsFormerLayout(t *testing.T, dir, id string) {
+	t.Helper()
+	db, err := pebble.Open(dir, &pebble.Options{FormatMajorVersion: pebble.FormatTableFormatV6, Logger: quietPebble{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	group0 := []byte{0x10, 0, 0, 0, 0}
+	b := db.NewBatch()
+	it, err := db.NewIter(&pebble.IterOptions{LowerBound: group0, UpperBound: []byte{0x10, 0, 0, 0, 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for ok := it.First(); ok; ok = it.Next() {
+		v, err := it.ValueAndErr()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Set(it.Key()[len(group0):], v, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := errors.Join(it.Error(), it.Close()); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(
+		b.DeleteRange([]byte{0x00}, []byte{0x01}, nil),
+		b.DeleteRange(group0, []byte{0x10, 0, 0, 0, 1}, nil),
+		b.Set(append([]byte{0x02}, legacyNodeIDKey...), []byte(id), nil),
+		b.Commit(pebble.Sync)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// quietPebble discards Pebble's messages.
+type quietPebble struct{}
+
+func (quietPebble) Infof(string, ...any)  {}
+func (quietPebble) Errorf(string, ...any) {}
+func (quietPebble) Fatalf(format string, args ...any) {
+	panic(fmt.Sprintf(format, args...))
 }

@@ -31,6 +31,12 @@ import (
 // raftDir is the Pebble directory inside the data dir.
 const raftDir = "raft"
 
+// raftGroup is the node's one Raft group, which holds the whole keyspace.
+// The Pebble database, the node's identity and the key layout are ready
+// for more groups; the transport, the forward path, the router and the
+// disk gate are not (DESIGN.md, "Sharding").
+const raftGroup raftstore.GroupID = 0
+
 // Config is everything that shapes a node. Zero values are the defaults.
 type Config struct {
 	Bind      string // default 127.0.0.1
@@ -138,7 +144,8 @@ type Node struct {
 
 	log       *slog.Logger
 	dataDir   string
-	store     *raftstore.Store
+	db        *raftstore.DB    // the Pebble database: every group's Raft state and the node's identity
+	store     *raftstore.Store // raftGroup's Raft state in db
 	mux       *mux.Mux
 	transport *raft.NetworkTransport
 	group     *group.Group
@@ -220,7 +227,7 @@ func Open(cfg Config) (n *Node, err error) {
 		})
 	}
 
-	n.store, err = raftstore.Open(filepath.Join(cfg.DataDir, raftDir), raftstore.Options{Logger: log, OnFatal: func(err error) {
+	n.db, err = raftstore.OpenDB(filepath.Join(cfg.DataDir, raftDir), raftstore.Options{Logger: log, OnFatal: func(err error) {
 		// The storage engine is dead (a failed WAL write or fsync): new
 		// writes get MISCONF at once, and the owner stops the process.
 		if g := n.groupRef.Load(); g != nil {
@@ -234,8 +241,11 @@ func Open(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("opening the raft store: %w", err)
 	}
-	closers = append(closers, n.store.Close)
-	who, err := resolveIdentity(cfg.DataDir, wasEmpty, n.store, cfg.NodeID,
+	closers = append(closers, n.db.Close)
+	if n.store, err = n.db.Group(raftGroup); err != nil {
+		return nil, fmt.Errorf("opening the raft store: %w", err)
+	}
+	who, err := resolveIdentity(cfg.DataDir, wasEmpty, n.db, n.store, cfg.NodeID,
 		startMode{joining: cfg.Join != "", bootstrap: cfg.Bootstrap, peers: len(cfg.ClusterSecret) > 0})
 	if err != nil {
 		return nil, err
@@ -460,7 +470,7 @@ func (n *Node) Close() error {
 	n.fwdSrv.Close()
 	n.transport.Close()
 	n.mux.Close()
-	return errors.Join(err, n.store.Close())
+	return errors.Join(err, n.db.Close())
 }
 
 // background starts the membership work: a node without Raft state joins

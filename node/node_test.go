@@ -173,15 +173,15 @@ func TestDataDirFromBeforeTheStoredIDIsAdopted(t *testing.T) {
 	n := mustOpen(t, dir, func(c *Config) { c.NodeID = "old" })
 	dial(t, n).throttle(t, "k")
 	mustClose(t, n)
-	s, err := raftstore.Open(filepath.Join(dir, raftDir), raftstore.Options{Logger: quietLogger()})
+	db, err := raftstore.OpenDB(filepath.Join(dir, raftDir), raftstore.Options{Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Emulate the old layout: no ID in the store.
-	if err := s.Set(nodeIDKey, nil); err != nil {
+	if err := db.SetNodeRecord(nodeIDRecord, nil); err != nil {
 		t.Fatal(err)
 	}
-	s.Close()
+	db.Close()
 	n = mustOpen(t, dir, nil)
 	defer mustClose(t, n)
 	if n.ID != "old" {

@@ -346,7 +346,7 @@ func TestPowerLoss_DuringSnapshotLeavesNoSnapshot(t *testing.T) {
 	if ids := listIDs(t, s.SnapshotStore(1)); len(ids) != 0 {
 		t.Fatalf("List after a crash mid-snapshot = %v", ids)
 	}
-	if n := countKeys(t, s, snapChunkSpanLower, snapChunkSpanUpper); n != 0 {
+	if n := countKeys(t, s, s.snapChunkLower, s.snapChunkUpper); n != 0 {
 		t.Fatalf("%d orphaned chunks survived Open", n)
 	}
 	checkEntry(t, s, 1)

@@ -16,10 +16,10 @@ import (
 // where snapMark is BytesAppended at the moment the newest completed
 // snapshot was created (raft creates the sink right after the state machine
 // captured its state, so the entries appended before that moment are, to
-// within the few appended meanwhile, the ones the snapshot covers). At Open
-// there is no such moment: snapMark starts at minus the bytes of the entries
-// after the newest snapshot's index, read from the log once, so a restart
-// does not forget the log it has to replay.
+// within the few appended meanwhile, the ones the snapshot covers). When
+// the group is opened there is no such moment: snapMark starts at minus the
+// bytes of the entries after the newest snapshot's index, read from the log
+// once, so a restart does not forget the log it has to replay.
 //
 // What the count does not follow: a suffix that raft truncates after a
 // conflict stays counted (rare, and only brings the next snapshot forward),
@@ -41,8 +41,8 @@ func (s *Store) loadLogBytes() error {
 			s.stats.lastSnapMS = id.MS
 		}
 	}
-	lower := logKey(after)
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower[:], UpperBound: logSpanUpper})
+	lower := s.logKey(after)
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: lower[:], UpperBound: s.logUpper})
 	if err != nil {
 		return fmt.Errorf("raftstore: measure the log: %w", err)
 	}

@@ -42,7 +42,7 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 	}
 	defer s.release()
 
-	key := logKey(index)
+	key := s.logKey(index)
 	val, closer, err := s.db.Get(key[:])
 	if errors.Is(err, pebble.ErrNotFound) {
 		return raft.ErrLogNotFound
@@ -102,7 +102,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 	for i, l := range logs {
 		n := encodedLogLen(l)
 		op := b.SetDeferred(logKeyLen, n)
-		putLogKey(op.Key, l.Index)
+		s.putLogKey(op.Key, l.Index)
 		encodeLog(op.Value, l)
 		if err := op.Finish(); err != nil {
 			return fmt.Errorf("raftstore: append: stage entry %d: %w", l.Index, err)
@@ -154,10 +154,10 @@ func (s *Store) DeleteRange(min, max uint64) error {
 	}
 	defer s.release()
 
-	start := logKey(min)
+	start := s.logKey(min)
 	b := s.db.NewBatch()
 	defer b.Close()
-	if err := b.DeleteRange(start[:], logSpanEnd(max), nil); err != nil {
+	if err := b.DeleteRange(start[:], s.logSpanEnd(max), nil); err != nil {
 		return fmt.Errorf("raftstore: delete logs %d..%d: %w", min, max, err)
 	}
 
@@ -180,15 +180,15 @@ func (s *Store) IsMonotonic() bool { return true }
 // loadLogBounds sets the cached first and last index from Pebble. Called by
 // Open and, under logMu, by DeleteRange.
 func (s *Store) loadLogBounds() error {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: logSpanLower, UpperBound: logSpanUpper})
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: s.logLower, UpperBound: s.logUpper})
 	if err != nil {
 		return fmt.Errorf("raftstore: scan log bounds: %w", err)
 	}
 	var first, last uint64
 	if it.First() {
-		first, err = parseLogKey(it.Key())
+		first, err = s.parseLogKey(it.Key())
 		if err == nil && it.Last() {
-			last, err = parseLogKey(it.Key())
+			last, err = s.parseLogKey(it.Key())
 		}
 	}
 	if err == nil {

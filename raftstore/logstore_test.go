@@ -270,7 +270,7 @@ func TestLogStore_ValueWithWrongIndexIsAnError(t *testing.T) {
 	l := testEntry(5)
 	val := make([]byte, encodedLogLen(l))
 	encodeLog(val, l)
-	key := logKey(6)
+	key := s.logKey(6)
 	if err := s.db.Set(key[:], val, pebble.Sync); err != nil {
 		t.Fatal(err)
 	}

@@ -113,16 +113,18 @@ func FuzzDecodeSnapshotMeta(f *testing.F) {
 //
 // Why only such keys: the checksum is a CRC-32C, which detects every error
 // within 32 consecutive bits and others with probability 1 - 2^-32, not all.
-// Every chunk key is snapChunkKeyLen bytes, and the chunks of one snapshot
-// differ only in their 4-byte sequence number, which the CRC always tells
-// apart. Keys of other lengths can collide by construction: a key that
+// What the checksum covers of a chunk key (its part within its group,
+// keyInGroup) is always snapChunkKeyLen-groupPrefixLen bytes, and the
+// chunks of one snapshot differ only in their 4-byte sequence number, which
+// the CRC always tells apart. Keys of other lengths can collide by construction: a key that
 // leaves the CRC register at zero (such as ff ff ff ff) checksums the same
 // with zero bytes appended (testdata seed bb68534526067b10, which an
 // earlier version of this target, appending a byte to the key, failed on).
 func FuzzChunk(f *testing.F) {
 	id := snapshotID{Term: 1, Index: 2, MS: 3}
-	f.Add(snapChunkKey(id, 0), []byte("data"), uint32(0), byte(1), []byte{1, 0, 0, 0, 0})
-	f.Add(snapChunkKey(id, 7), bytes.Repeat([]byte{0xab}, 300), uint32(299), byte(0x80), []byte{})
+	ks := newKeyspace(0)
+	f.Add(keyInGroup(ks.snapChunkKey(id, 0)), []byte("data"), uint32(0), byte(1), []byte{1, 0, 0, 0, 0})
+	f.Add(keyInGroup(ks.snapChunkKey(id, 7)), bytes.Repeat([]byte{0xab}, 300), uint32(299), byte(0x80), []byte{})
 	f.Fuzz(func(t *testing.T, key, data []byte, pos uint32, flip byte, arbitrary []byte) {
 		if _, err := decodeChunk(key, arbitrary); err == nil && len(arbitrary) <= snapChunkHeaderLen {
 			t.Fatalf("a %d-byte chunk decoded", len(arbitrary))
@@ -200,7 +202,7 @@ func FuzzSnapshotStore(f *testing.F) {
 			t.Fatal(err)
 		}
 		id, _ := parseSnapshotID(sink.ID())
-		chunk := snapChunkKey(id, 0)
+		chunk := s.snapChunkKey(id, 0)
 		// damaged: the reader must fail. A chunk the metadata does not
 		// count (case 5) may be ignored instead: the data is still exact.
 		damaged := len(data) > 0 && damage%6 != 0 && damage%6 != 5
@@ -217,14 +219,14 @@ func FuzzSnapshotStore(f *testing.F) {
 			if len(data) > 0 {
 				v := getValue(t, s, chunk)
 				must(t, s.db.Delete(chunk, pebble.Sync))
-				must(t, s.db.Set(snapChunkKey(id, 1+pos%3), v, pebble.Sync))
+				must(t, s.db.Set(s.snapChunkKey(id, 1+pos%3), v, pebble.Sync))
 			}
 		case 4: // the chunk deleted
 			if len(data) > 0 {
 				must(t, s.db.Delete(chunk, pebble.Sync))
 			}
 		case 5: // a chunk the metadata does not count
-			must(t, s.db.Set(snapChunkKey(id, 1), make([]byte, 9), pebble.Sync))
+			must(t, s.db.Set(s.snapChunkKey(id, 1), make([]byte, 9), pebble.Sync))
 		}
 		meta, rc, err := ss.Open(sink.ID())
 		if err != nil {

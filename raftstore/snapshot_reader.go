@@ -63,7 +63,7 @@ func (r *snapshotReader) nextChunk() error {
 	}
 	defer r.s.release()
 
-	key := snapChunkKey(r.id, r.seq)
+	key := r.s.snapChunkKey(r.id, r.seq)
 	val, closer, err := r.snap.Get(key)
 	if errors.Is(err, pebble.ErrNotFound) {
 		return fmt.Errorf("raftstore: snapshot %s: chunk %d of %d is missing", r.meta.ID, r.seq, r.meta.Chunks)
@@ -71,7 +71,7 @@ func (r *snapshotReader) nextChunk() error {
 	if err != nil {
 		return fmt.Errorf("raftstore: snapshot %s chunk %d: %w", r.meta.ID, r.seq, err)
 	}
-	data, err := decodeChunk(key, val)
+	data, err := decodeChunk(keyInGroup(key), val)
 	if err == nil && r.read+int64(len(data)) > r.meta.Size {
 		err = fmt.Errorf("raftstore: chunks exceed the size in the metadata (%d bytes)", r.meta.Size)
 	}

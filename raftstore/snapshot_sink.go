@@ -88,10 +88,10 @@ func (k *snapshotSink) flushChunk() error {
 	}
 	defer s.release()
 
-	key := snapChunkKey(k.id, k.seq)
+	key := s.snapChunkKey(k.id, k.seq)
 	op := k.batch.SetDeferred(len(key), snapChunkHeaderLen+len(k.buf))
 	copy(op.Key, key)
-	encodeChunk(op.Value, key, k.buf)
+	encodeChunk(op.Value, keyInGroup(key), k.buf)
 	if err := op.Finish(); err != nil {
 		return fmt.Errorf("raftstore: snapshot %s chunk %d: %w", k.meta.ID, k.seq, err)
 	}
@@ -153,7 +153,7 @@ func (k *snapshotSink) finish() error {
 	}
 	defer s.release()
 	k.batch.Reset()
-	if err := k.batch.Set(snapMetaKey(k.id), encodeSnapshotMeta(&k.meta), nil); err != nil {
+	if err := k.batch.Set(s.snapMetaKey(k.id), encodeSnapshotMeta(&k.meta), nil); err != nil {
 		return fmt.Errorf("raftstore: snapshot %s metadata: %w", k.meta.ID, err)
 	}
 	if err := s.commit(k.batch); err != nil {
@@ -176,14 +176,15 @@ func (k *snapshotSink) Cancel() error {
 }
 
 // deleteChunks range-deletes every chunk written so far. Not synced: if a
-// crash loses the delete, the chunks have no metadata and Open removes them.
+// crash loses the delete, the chunks have no metadata and are removed when
+// the group is next opened (DB.Group).
 func (k *snapshotSink) deleteChunks() error {
 	s := k.ss.s
 	if err := s.acquire(); err != nil {
 		return err
 	}
 	defer s.release()
-	lower, upper := snapChunkSpan(k.id)
+	lower, upper := s.snapChunkSpan(k.id)
 	if err := s.db.DeleteRange(lower, upper, pebble.NoSync); err != nil {
 		return fmt.Errorf("raftstore: delete chunks of snapshot %s: %w", k.meta.ID, err)
 	}

@@ -171,7 +171,7 @@ type pebbleReader interface {
 }
 
 func (s *Store) hasSnapshotMeta(r pebbleReader, id snapshotID) (bool, error) {
-	_, closer, err := r.Get(snapMetaKey(id))
+	_, closer, err := r.Get(s.snapMetaKey(id))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return false, nil
 	}
@@ -205,7 +205,7 @@ func (ss *snapshotStore) List() ([]*raft.SnapshotMeta, error) {
 
 // listSnapshots decodes up to limit snapshot metadata records, newest first.
 func (s *Store) listSnapshots(r pebbleReader, limit int) ([]*storedSnapshotMeta, error) {
-	it, err := r.NewIter(&pebble.IterOptions{LowerBound: snapMetaSpanLower, UpperBound: snapMetaSpanUpper})
+	it, err := r.NewIter(&pebble.IterOptions{LowerBound: s.snapMetaLower, UpperBound: s.snapMetaUpper})
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: list snapshots: %w", err)
 	}
@@ -213,7 +213,7 @@ func (s *Store) listSnapshots(r pebbleReader, limit int) ([]*storedSnapshotMeta,
 	for ok := it.Last(); ok && len(metas) < limit; ok = it.Prev() {
 		var id snapshotID
 		var m *storedSnapshotMeta
-		id, err = parseSnapMetaKey(it.Key())
+		id, err = s.parseSnapMetaKey(it.Key())
 		if err == nil {
 			var val []byte
 			val, err = it.ValueAndErr()
@@ -256,7 +256,7 @@ func (ss *snapshotStore) Open(idStr string) (*raft.SnapshotMeta, io.ReadCloser, 
 	defer s.release()
 
 	snap := s.db.NewSnapshot()
-	val, closer, err := snap.Get(snapMetaKey(id))
+	val, closer, err := snap.Get(s.snapMetaKey(id))
 	if err != nil {
 		_ = snap.Close()
 		if errors.Is(err, pebble.ErrNotFound) {
@@ -282,14 +282,15 @@ func (ss *snapshotStore) Open(idStr string) (*raft.SnapshotMeta, io.ReadCloser, 
 // reap deletes the snapshots beyond the newest retain, and the chunks of
 // snapshots that have no metadata and no running sink. Called after a sink's
 // Close, with the lifecycle lock held shared. The deletes are not synced: if
-// a crash loses them, the next reap (or the orphan sweep at Open) redoes
-// them, and List never shows more than retain snapshots anyway.
+// a crash loses them, the next reap (or the orphan sweep when the group is
+// next opened) redoes them, and List never shows more than retain
+// snapshots anyway.
 func (ss *snapshotStore) reap() error {
 	s := ss.s
 	s.snaps.reapMu.Lock()
 	defer s.snaps.reapMu.Unlock()
 
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: snapMetaSpanLower, UpperBound: snapMetaSpanUpper})
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: s.snapMetaLower, UpperBound: s.snapMetaUpper})
 	if err != nil {
 		return fmt.Errorf("raftstore: reap snapshots: %w", err)
 	}
@@ -300,7 +301,7 @@ func (ss *snapshotStore) reap() error {
 			kept++
 			continue
 		}
-		id, perr := parseSnapMetaKey(it.Key())
+		id, perr := s.parseSnapMetaKey(it.Key())
 		if perr != nil {
 			err = perr
 			break
@@ -322,8 +323,8 @@ func (ss *snapshotStore) reap() error {
 	for _, id := range old {
 		// Metadata and chunks go in one batch, so a snapshot is never listed
 		// with its chunks gone.
-		lower, upper := snapChunkSpan(id)
-		if err := b.Delete(snapMetaKey(id), nil); err != nil {
+		lower, upper := s.snapChunkSpan(id)
+		if err := b.Delete(s.snapMetaKey(id), nil); err != nil {
 			return fmt.Errorf("raftstore: reap snapshot %s: %w", id, err)
 		}
 		if err := b.DeleteRange(lower, upper, nil); err != nil {
@@ -344,7 +345,7 @@ func (ss *snapshotStore) reap() error {
 }
 
 // deleteOrphanChunks removes the chunks of snapshots that never got their
-// metadata (the process died while writing them). Called by Open.
+// metadata (the process died while writing them). Called by DB.Group.
 func (s *Store) deleteOrphanChunks() error {
 	b := s.db.NewBatch()
 	defer b.Close()
@@ -364,17 +365,17 @@ func (s *Store) deleteOrphanChunks() error {
 // snapshot that has neither metadata nor a running sink. It visits one key
 // per snapshot (it seeks past each snapshot's chunk span).
 func (s *Store) addOrphanChunkDeletes(b *pebble.Batch) error {
-	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: snapChunkSpanLower, UpperBound: snapChunkSpanUpper})
+	it, err := s.db.NewIter(&pebble.IterOptions{LowerBound: s.snapChunkLower, UpperBound: s.snapChunkUpper})
 	if err != nil {
 		return fmt.Errorf("raftstore: scan snapshot chunks: %w", err)
 	}
 	for ok := it.First(); ok; {
 		var id snapshotID
-		id, _, err = parseSnapChunkKey(it.Key())
+		id, _, err = s.parseSnapChunkKey(it.Key())
 		if err != nil {
 			break
 		}
-		lower, upper := snapChunkSpan(id)
+		lower, upper := s.snapChunkSpan(id)
 		// Writing is checked before the metadata: a sink commits its
 		// metadata before it deregisters, so a snapshot seen as not writing
 		// either has its metadata by now or was abandoned.

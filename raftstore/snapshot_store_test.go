@@ -111,7 +111,7 @@ func TestSnapshotStore_RoundTrip(t *testing.T) {
 				t.Fatalf("ID = %q, want term-index-ms", id)
 			}
 			wantChunks := (c.n + snapshotChunkSize - 1) / snapshotChunkSize
-			if got := countKeys(t, s, snapChunkSpanLower, snapChunkSpanUpper); got != wantChunks {
+			if got := countKeys(t, s, s.snapChunkLower, s.snapChunkUpper); got != wantChunks {
 				t.Fatalf("%d chunks stored, want %d", got, wantChunks)
 			}
 			// Also after reopening, so nothing lives only in memory.
@@ -162,7 +162,7 @@ func TestSnapshotStore_CancelLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeInPieces(t, sink, snapshotData(snapshotChunkSize*3/2, 1))
-	if countKeys(t, s, snapChunkSpanLower, snapChunkSpanUpper) == 0 {
+	if countKeys(t, s, s.snapChunkLower, s.snapChunkUpper) == 0 {
 		t.Fatal("no chunk was committed while writing: the sink holds everything in memory")
 	}
 	if err := sink.Cancel(); err != nil {
@@ -171,7 +171,7 @@ func TestSnapshotStore_CancelLeavesNothing(t *testing.T) {
 	if ids := listIDs(t, ss); len(ids) != 0 {
 		t.Fatalf("List after Cancel = %v", ids)
 	}
-	if n := countKeys(t, s, snapChunkSpanLower, snapMetaSpanUpper); n != 0 {
+	if n := countKeys(t, s, s.snapChunkLower, s.snapMetaUpper); n != 0 {
 		t.Fatalf("%d snapshot keys left after Cancel", n)
 	}
 	if _, _, err := ss.Open(sink.ID()); err == nil {
@@ -233,10 +233,10 @@ func TestSnapshotStore_ListIsNewestFirstAndRetentionReaps(t *testing.T) {
 	if got, want := listIDs(t, keep5), []string{d, a}; !slicesEqual(got, want) {
 		t.Fatalf("List after reap = %v, want %v", got, want)
 	}
-	if n := countKeys(t, s, snapMetaSpanLower, snapMetaSpanUpper); n != 2 {
+	if n := countKeys(t, s, s.snapMetaLower, s.snapMetaUpper); n != 2 {
 		t.Fatalf("%d metadata keys after reap, want 2", n)
 	}
-	if n := countKeys(t, s, snapChunkSpanLower, snapChunkSpanUpper); n != 3 {
+	if n := countKeys(t, s, s.snapChunkLower, s.snapChunkUpper); n != 3 {
 		t.Fatalf("%d chunk keys after reap, want 3 (2 of d, 1 of a)", n)
 	}
 	for _, gone := range []string{b, c} {
@@ -279,7 +279,7 @@ func TestSnapshotStore_CorruptChunkIsDetectedOnRead(t *testing.T) {
 	}
 
 	// Flip one bit in the middle of chunk 1 with a raw Pebble write.
-	key := snapChunkKey(sid, 1)
+	key := s.snapChunkKey(sid, 1)
 	val, closer, err := s.db.Get(key)
 	if err != nil {
 		t.Fatal(err)
@@ -308,17 +308,17 @@ func TestSnapshotStore_MissingOrMovedChunkIsDetected(t *testing.T) {
 		wantErr string
 	}{
 		{"missing last chunk", func(t *testing.T, s *Store, id snapshotID) {
-			if err := s.db.Delete(snapChunkKey(id, 2), pebble.Sync); err != nil {
+			if err := s.db.Delete(s.snapChunkKey(id, 2), pebble.Sync); err != nil {
 				t.Fatal(err)
 			}
 		}, "missing"},
 		{"chunk 0 copied over chunk 1", func(t *testing.T, s *Store, id snapshotID) {
-			val, closer, err := s.db.Get(snapChunkKey(id, 0))
+			val, closer, err := s.db.Get(s.snapChunkKey(id, 0))
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer closer.Close()
-			if err := s.db.Set(snapChunkKey(id, 1), val, pebble.Sync); err != nil {
+			if err := s.db.Set(s.snapChunkKey(id, 1), val, pebble.Sync); err != nil {
 				t.Fatal(err)
 			}
 		}, "checksum"},
@@ -326,15 +326,15 @@ func TestSnapshotStore_MissingOrMovedChunkIsDetected(t *testing.T) {
 			// The reader stops at the metadata's chunk count; an extra
 			// chunk is ignored, but a truncated last chunk is caught by
 			// the size check.
-			val, closer, err := s.db.Get(snapChunkKey(id, 2))
+			val, closer, err := s.db.Get(s.snapChunkKey(id, 2))
 			if err != nil {
 				t.Fatal(err)
 			}
 			short := bytes.Clone(val[:len(val)-1])
 			closer.Close()
-			key := snapChunkKey(id, 2)
+			key := s.snapChunkKey(id, 2)
 			v := make([]byte, len(short))
-			encodeChunk(v, key, short[snapChunkHeaderLen:])
+			encodeChunk(v, keyInGroup(key), short[snapChunkHeaderLen:])
 			if err := s.db.Set(key, v, pebble.Sync); err != nil {
 				t.Fatal(err)
 			}
@@ -361,14 +361,14 @@ func TestSnapshotStore_CorruptMetadataFailsList(t *testing.T) {
 	ss := s.SnapshotStore(2)
 	id := writeSnapshot(t, ss, 1, 20, []byte("state"))
 	sid, _ := parseSnapshotID(id)
-	val, closer, err := s.db.Get(snapMetaKey(sid))
+	val, closer, err := s.db.Get(s.snapMetaKey(sid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	corrupt := bytes.Clone(val)
 	closer.Close()
 	corrupt[3] ^= 1
-	if err := s.db.Set(snapMetaKey(sid), corrupt, pebble.Sync); err != nil {
+	if err := s.db.Set(s.snapMetaKey(sid), corrupt, pebble.Sync); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := ss.List(); err == nil || !strings.Contains(err.Error(), "checksum") {
@@ -391,7 +391,7 @@ func TestSnapshotStore_CrashBeforeMetadataLeavesNoSnapshot(t *testing.T) {
 		t.Fatal(err)
 	}
 	writeInPieces(t, sink, snapshotData(snapshotChunkSize*5/2, 4))
-	if n := countKeys(t, s, snapChunkSpanLower, snapChunkSpanUpper); n != 3 {
+	if n := countKeys(t, s, s.snapChunkLower, s.snapChunkUpper); n != 3 {
 		t.Fatalf("%d chunks committed before the crash, want 3 (1 complete + 2 full)", n)
 	}
 	if got := listIDs(t, ss); !slicesEqual(got, []string{kept}) {
@@ -404,7 +404,7 @@ func TestSnapshotStore_CrashBeforeMetadataLeavesNoSnapshot(t *testing.T) {
 	if got := listIDs(t, ss); !slicesEqual(got, []string{kept}) {
 		t.Fatalf("List after the crash = %v, want only %s", got, kept)
 	}
-	if n := countKeys(t, s, snapChunkSpanLower, snapChunkSpanUpper); n != 1 {
+	if n := countKeys(t, s, s.snapChunkLower, s.snapChunkUpper); n != 1 {
 		t.Fatalf("%d chunks after reopen, want 1 (orphans swept)", n)
 	}
 	// The abandoned sink belongs to the closed store: it must fail cleanly.

@@ -25,11 +25,30 @@ func (s *Store) Set(key, val []byte) error {
 	defer s.release()
 	b := s.db.NewBatch()
 	defer b.Close()
-	if err := b.Set(stableKey(key), val, nil); err != nil {
+	if err := b.Set(s.stableKey(key), val, nil); err != nil {
 		return fmt.Errorf("raftstore: set %q: %w", key, err)
 	}
 	if err := s.commit(b); err != nil {
 		return fmt.Errorf("raftstore: set %q: %w", key, err)
+	}
+	return nil
+}
+
+// Delete removes key, with fsync; deleting a key never set is not an
+// error. raft never deletes a stable key; package node uses it to move a
+// record it kept here before there were node-level records.
+func (s *Store) Delete(key []byte) error {
+	if err := s.acquire(); err != nil {
+		return err
+	}
+	defer s.release()
+	b := s.db.NewBatch()
+	defer b.Close()
+	if err := b.Delete(s.stableKey(key), nil); err != nil {
+		return fmt.Errorf("raftstore: delete %q: %w", key, err)
+	}
+	if err := s.commit(b); err != nil {
+		return fmt.Errorf("raftstore: delete %q: %w", key, err)
 	}
 	return nil
 }
@@ -41,7 +60,7 @@ func (s *Store) Get(key []byte) ([]byte, error) {
 		return nil, err
 	}
 	defer s.release()
-	val, closer, err := s.db.Get(stableKey(key))
+	val, closer, err := s.db.Get(s.stableKey(key))
 	if errors.Is(err, pebble.ErrNotFound) {
 		return nil, ErrKeyNotFound
 	}

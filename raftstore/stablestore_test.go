@@ -135,7 +135,7 @@ func TestStableStore_Uint64(t *testing.T) {
 // other whatever bytes raft uses as a key.
 func TestStableStore_KeysDoNotCollideWithLog(t *testing.T) {
 	s := openStore(t, t.TempDir(), Options{})
-	lk := logKey(1)
+	lk := s.logKey(1)
 	if err := s.Set(lk[:], []byte("not a log entry")); err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
-// Package raftstore keeps one Raft node's durable state in one Pebble
-// database: hashicorp/raft's log (LogStore, MonotonicLogStore), its stable
-// store (current term, vote) and its snapshots (SnapshotStore).
+// Package raftstore keeps a node's durable Raft state in one Pebble
+// database: for each Raft group the node runs, hashicorp/raft's log
+// (LogStore, MonotonicLogStore), its stable store (current term, vote) and
+// its snapshots (SnapshotStore), each group in its own key span; and a few
+// node-level records that belong to no group (the node's identity).
 //
 // Every append and every stable write is one Pebble batch committed with
 // fsync before the call returns, so what raft has been told is stored
@@ -45,16 +47,14 @@ type Options struct {
 // ErrClosed is returned by every method called after Close.
 var ErrClosed = errors.New("raftstore: store is closed")
 
-// Store is one node's Raft storage. It implements raft.LogStore,
-// raft.MonotonicLogStore and raft.StableStore, and hands out a
-// raft.SnapshotStore over the same database (SnapshotStore).
-//
-// All methods are safe for concurrent use: raft calls the log store from its
-// main goroutine (appends, truncation after a conflict), from one replication
-// goroutine per follower (GetLog) and from its snapshot goroutine
-// (DeleteRange after a snapshot), and the stable store from the main
-// goroutine. Appends and stable writes block for one fsync.
-type Store struct {
+// DB is one node's Pebble database, shared by the Raft groups the node runs
+// (Group) and holding its node-level records (NodeRecord). Its methods are
+// safe for concurrent use.
+type DB struct{ *database }
+
+// database is what the groups of one DB share: Pebble, its lifecycle, the
+// durability of commits and the WAL's syncs.
+type database struct {
 	db     *pebble.DB
 	logger *slog.Logger
 	// writeOpts is pebble.Sync, or pebble.NoSync for Options.NoSync.
@@ -66,6 +66,34 @@ type Store struct {
 	// deadlock a nested read lock), so internal helpers assume it is held.
 	life   sync.RWMutex
 	closed bool
+
+	// syncs counts fsynced commits of every group (Stats.Syncs).
+	syncs atomic.Uint64
+
+	// groupsMu guards groups, the stores Group has opened. Taken after life.
+	groupsMu sync.Mutex
+	groups   map[GroupID]*Store
+
+	// walSync switches the WAL's direct syncs and counts them (walsync.go).
+	walSync *walSync
+}
+
+// Store is one Raft group's storage in a DB. It implements raft.LogStore,
+// raft.MonotonicLogStore and raft.StableStore, and hands out a
+// raft.SnapshotStore over the same keys (SnapshotStore). Its keys are the
+// group's span of the database (keys.go); another group's Store never sees
+// them.
+//
+// All methods are safe for concurrent use: raft calls the log store from its
+// main goroutine (appends, truncation after a conflict), from one replication
+// goroutine per follower (GetLog) and from its snapshot goroutine
+// (DeleteRange after a snapshot), and the stable store from the main
+// goroutine. Appends and stable writes block for one fsync.
+type Store struct {
+	*database
+	keyspace
+	// ownsDB: the store came from Open and its Close closes the database.
+	ownsDB bool
 
 	// logMu serialises the log's writers (StoreLogs, DeleteRange) from their
 	// commit through the update of the cached bounds, so that firstIndex and
@@ -80,19 +108,39 @@ type Store struct {
 	appendNotify appendNotifier
 
 	snaps snapshotRegistry
-
-	// walSync switches the WAL's direct syncs and counts them (walsync.go).
-	walSync *walSync
 }
 
 // SetDirectWALSync allows (or stops) direct WAL syncs (walsync.go): for a
-// node that is the only server of its configuration. Off after Open. Safe
-// from any goroutine; takes effect from the next sync.
-func (s *Store) SetDirectWALSync(on bool) { s.walSync.enabled.Store(on) }
+// node that is the only server of its configuration. Off after OpenDB. Safe
+// from any goroutine; takes effect from the next sync. The WAL is the
+// database's, shared by every group: with more than one group, direct syncs
+// are right only while every group is alone, which is the caller's to
+// decide.
+func (d *database) SetDirectWALSync(on bool) { d.walSync.enabled.Store(on) }
 
-// Open opens (creating if needed) the Pebble database in dir. Only one Store
-// may have a directory open at a time (Pebble locks it).
+// Open opens (creating if needed) the database in dir and returns the store
+// of group 0, which owns the database: its Close closes the database. It is
+// for a process that runs one group and needs no node-level records (tests,
+// tools); a node opens the database with OpenDB and each group with
+// DB.Group.
 func Open(dir string, opts Options) (*Store, error) {
+	d, err := OpenDB(dir, opts)
+	if err != nil {
+		return nil, err
+	}
+	s, err := d.Group(0)
+	if err != nil {
+		_ = d.Close()
+		return nil, err
+	}
+	s.ownsDB = true
+	return s, nil
+}
+
+// OpenDB opens (creating if needed) the Pebble database in dir, migrating a
+// data dir of an earlier key layout to the current one first (migrate.go).
+// Only one DB may have a directory open at a time (Pebble locks it).
+func OpenDB(dir string, opts Options) (*DB, error) {
 	logger := opts.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -131,47 +179,82 @@ func Open(dir string, opts Options) (*Store, error) {
 			return nil, fmt.Errorf("raftstore: reopen new pebble in %s: %w", dir, err)
 		}
 	}
-	s := &Store{
+	d := &database{
 		db:        db,
 		logger:    logger,
 		writeOpts: pebble.Sync,
 		walSync:   ws,
+		groups:    make(map[GroupID]*Store),
 	}
 	if opts.NoSync {
-		s.writeOpts = pebble.NoSync
+		d.writeOpts = pebble.NoSync
 	}
-	s.snaps.init()
-
-	if err := s.loadLogBounds(); err != nil {
+	if err := d.migrate(); err != nil {
 		_ = db.Close()
+		return nil, err
+	}
+	return &DB{d}, nil
+}
+
+// Group returns the store of group id. The first call for a group reads its
+// log bounds and snapshot figures and removes the chunks of snapshots a
+// crash left unfinished; later calls return the same store. A group that
+// has never been written starts empty.
+func (d *DB) Group(id GroupID) (*Store, error) {
+	if err := d.acquire(); err != nil {
+		return nil, err
+	}
+	defer d.release()
+	d.groupsMu.Lock()
+	defer d.groupsMu.Unlock()
+	if s, ok := d.groups[id]; ok {
+		return s, nil
+	}
+	s := &Store{database: d.database, keyspace: newKeyspace(id)}
+	s.snaps.init()
+	if err := s.loadLogBounds(); err != nil {
 		return nil, err
 	}
 	if err := s.loadLogBytes(); err != nil {
-		_ = db.Close()
 		return nil, err
 	}
-	// No sink can be running yet, so every chunk without metadata belongs to
-	// a snapshot that was being written when the process died.
+	// No sink of this group can be running yet, so every chunk without
+	// metadata belongs to a snapshot that was being written when the
+	// process died.
 	if err := s.deleteOrphanChunks(); err != nil {
-		_ = db.Close()
 		return nil, err
 	}
+	d.groups[id] = s
 	return s, nil
 }
 
-// Close closes the database. Raft must have been shut down first; snapshot
-// readers still open are closed (their next Read returns ErrClosed), sinks
-// still open fail on their next call and their chunks are removed on the next
-// Open. Close is idempotent.
+// Close closes the database if s owns it (it came from Open). A store from
+// DB.Group lives as long as its DB, and its Close does nothing.
 func (s *Store) Close() error {
-	s.life.Lock()
-	defer s.life.Unlock()
-	if s.closed {
+	if !s.ownsDB {
 		return nil
 	}
-	s.closed = true
-	s.snaps.closeReaders()
-	if err := s.db.Close(); err != nil {
+	return (&DB{s.database}).Close()
+}
+
+// Close closes the database and with it every group's store. Raft must
+// have been shut down first in every group; snapshot readers still open are
+// closed (their next Read returns ErrClosed), sinks still open fail on their
+// next call and their chunks are removed when the group is next opened.
+// Close is idempotent.
+func (d *DB) Close() error {
+	d.life.Lock()
+	defer d.life.Unlock()
+	if d.closed {
+		return nil
+	}
+	d.closed = true
+	d.groupsMu.Lock()
+	for _, s := range d.groups {
+		s.snaps.closeReaders()
+	}
+	d.groupsMu.Unlock()
+	if err := d.db.Close(); err != nil {
 		return fmt.Errorf("raftstore: close pebble: %w", err)
 	}
 	return nil
@@ -179,25 +262,25 @@ func (s *Store) Close() error {
 
 // acquire takes the lifecycle lock shared, failing if the store is closed.
 // Every successful acquire must be paired with release.
-func (s *Store) acquire() error {
-	s.life.RLock()
-	if s.closed {
-		s.life.RUnlock()
+func (d *database) acquire() error {
+	d.life.RLock()
+	if d.closed {
+		d.life.RUnlock()
 		return ErrClosed
 	}
 	return nil
 }
 
-func (s *Store) release() { s.life.RUnlock() }
+func (d *database) release() { d.life.RUnlock() }
 
 // commit commits b with the store's durability (fsync unless NoSync) and
 // counts the fsync.
-func (s *Store) commit(b *pebble.Batch) error {
-	if err := b.Commit(s.writeOpts); err != nil {
+func (d *database) commit(b *pebble.Batch) error {
+	if err := b.Commit(d.writeOpts); err != nil {
 		return err
 	}
-	if s.writeOpts.Sync {
-		s.stats.syncs.Add(1)
+	if d.writeOpts.Sync {
+		d.syncs.Add(1)
 	}
 	return nil
 }
@@ -209,27 +292,30 @@ var (
 	_ raft.StableStore       = (*Store)(nil)
 )
 
-// Stats are cumulative counters since Open, for INFO and benchmarks.
+// Stats are one group's cumulative counters since it was opened, for INFO and benchmarks.
 type Stats struct {
 	// Appends counts StoreLog and StoreLogs calls that committed.
 	Appends uint64
 	// EntriesAppended counts the log entries those calls stored.
 	EntriesAppended uint64
 	// Syncs counts fsynced commits of any kind (appends, stable writes,
-	// deletes, snapshot metadata). Zero with Options.NoSync.
+	// deletes, snapshot metadata) of every group of the database. Zero with
+	// Options.NoSync.
 	Syncs uint64
 	// BytesAppended counts the encoded bytes (keys and values) of the
 	// appended entries, before Pebble's own framing.
 	BytesAppended uint64
 
 	// LogBytesSinceSnapshot is the log a restart would replay on top of the
-	// newest snapshot, counted like BytesAppended: at Open, the bytes of the
+	// newest snapshot, counted like BytesAppended: when the group is opened, the bytes of the
 	// entries after the newest snapshot's index; then every append adds to
 	// it, and a snapshot that completes sets it back to the bytes appended
 	// since that snapshot was created (see logbytes.go). Not a cumulative
 	// counter, and not exact (see DESIGN.md); it is what package group
 	// snapshots on.
 	LogBytesSinceSnapshot uint64
+	// The WAL figures below are the database's, shared by every group.
+	//
 	// DirectWALSyncs and OrdinaryWALSyncs count the WAL's syncs by the way
 	// they were made (walsync.go); SlowDirectWALSyncs the direct ones that
 	// took longer than 20 ms and suspended direct syncs for 10 s. All 0 on
@@ -248,7 +334,7 @@ type Stats struct {
 	// Open, then of each snapshot that completes. 0 when there is none.
 	LastSnapshotBytes uint64
 	// LastSnapshotUnixMS is when the newest snapshot was created (the
-	// wall-clock milliseconds in its ID): found at Open, then of each
+	// wall-clock milliseconds in its ID): found when the group is opened, then of each
 	// snapshot that completes. 0 when there is none. LASTSAVE answers it.
 	LastSnapshotUnixMS uint64
 	// SnapshotsCompleted counts snapshot sinks closed successfully since
@@ -257,12 +343,12 @@ type Stats struct {
 }
 
 type statCounters struct {
-	appends, entriesAppended, syncs, bytesAppended atomic.Uint64
+	appends, entriesAppended, bytesAppended atomic.Uint64
 
 	// snapMark is bytesAppended at the creation of the newest completed
 	// snapshot, so LogBytesSinceSnapshot = bytesAppended - snapMark. It
 	// starts negative: minus the bytes already in the log after the newest
-	// snapshot at Open. Guarded by snapMu with lastSnapBytes and snapshots.
+	// snapshot when the group was opened. Guarded by snapMu with lastSnapBytes and snapshots.
 	snapMu        sync.Mutex
 	snapMark      int64
 	lastSnapBytes uint64
@@ -277,7 +363,7 @@ func (s *Store) Stats() Stats {
 	st := Stats{
 		Appends:         s.stats.appends.Load(),
 		EntriesAppended: s.stats.entriesAppended.Load(),
-		Syncs:           s.stats.syncs.Load(),
+		Syncs:           s.syncs.Load(),
 		BytesAppended:   s.stats.bytesAppended.Load(),
 
 		DirectWALSyncs:     s.walSync.direct.Load(),
