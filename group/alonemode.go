@@ -36,7 +36,7 @@ import (
 //
 // Yielding before an entry. Alone, the proposer lets every runnable
 // goroutine queue before it builds an entry for a free disk
-// (yieldToRunnable, proposer.go): with direct syncs a small entry costs the
+// (yieldToRunnable, batcher.go): with direct syncs a small entry costs the
 // processor a whole fsync's sleep. With peers it does not: the same
 // cluster, alternating runs at -c 50 -P 16, lost 11 % on the leader
 // (147.9k/130.8k without against 131.8k/115.8k with) and +4 %/-13 % spread
@@ -73,7 +73,7 @@ func (g *Group) runAloneMode(st *raftstore.Store) {
 			st.SetDirectWALSync(alone && !g.cfg.OrdinaryWALSync)
 		}
 		g.setInflightLimit(alone)
-		g.yieldFirst.Store(alone)
+		g.batcher.yieldFirst.Store(alone)
 		g.recent.setEnabled(!alone)
 		select {
 		case <-g.stopCh:
@@ -93,7 +93,7 @@ func (g *Group) setInflightLimit(alone bool) {
 	if !alone {
 		limit = int32(g.cfg.MaxInflightWithPeers) // Open caps it at MaxInflight
 	}
-	if g.inflightLimit.Swap(limit) < limit {
+	if g.batcher.inflightLimit.Swap(limit) < limit {
 		g.proposeQueued()
 	}
 }
@@ -104,7 +104,7 @@ func (g *Group) setInflightLimit(alone bool) {
 // then (server/busypoll_linux.go), never while the node has work. Any
 // goroutine; it takes the queue's lock for a moment.
 func (g *Group) Quiet() bool {
-	if !g.yieldFirst.Load() || g.inflightN.Load() != 0 {
+	if !g.batcher.yieldFirst.Load() || g.batcher.inflight.Load() != 0 {
 		return false
 	}
 	g.qmu.Lock()
