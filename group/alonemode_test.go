@@ -99,7 +99,9 @@ func TestAloneMode_NeverWithPeersOrWhenOff(t *testing.T) {
 func TestAloneMode_InflightLimitFollowsMembership(t *testing.T) {
 	n := openSingle(t, nil)
 	mode := func(limit int32, yield bool) func() bool {
-		return func() bool { return n.g.batcher.inflightLimit.Load() == limit && n.g.batcher.yieldFirst.Load() == yield }
+		return func() bool {
+			return n.g.batcher.inflightLimit.Load() == limit && n.g.batcher.yieldFirst.Load() == yield
+		}
 	}
 	waitFor(t, 10*time.Second, "every slot and the yield alone", mode(DefaultMaxInflight, true))
 	// Quiet (the client server's busy poll): alone and idle, and not with
