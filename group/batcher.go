@@ -13,12 +13,12 @@ import (
 // queued. When to cut is the whole of group commit: too early makes a small
 // entry that costs a whole fsync, too late leaves the log idle. The decision
 // is decideCut, a pure function of what the batcher knows at one instant
-// (cutInputs), with table tests of its own (batcher_test.go). Four events
+// (cutInputs), with table tests of its own (cutpolicy_test.go). Four events
 // may make a cut possible and each one only asks decideCut again:
 //
 //	a connection queued a batch              Propose
 //	an entry was answered, its slot freed    the completer (proposer.go)
-//	an append of this group's log is durable the log watcher (diskgate.go)
+//	an append of this group's log is durable the log watcher (logwatcher.go)
 //	the wait for stragglers is over          the linger timer
 //
 // The rules, in the order decideCut applies them:

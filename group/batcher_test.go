@@ -227,7 +227,7 @@ func Test_Batcher_RunnableProposalsShareOneEntry(t *testing.T) {
 	// Let the group's own goroutines finish with the warm entry (the disk
 	// gate's wake-up, the completer's look at the queue) so that the twenty
 	// below are all that runs.
-	waitFor(t, 10*time.Second, "the disk gate to take its wake-up", func() bool {
+	waitFor(t, 10*time.Second, "the log watcher to take its wake-up", func() bool {
 		runtime.Gosched()
 		return len(n.g.batcher.wake) == 0
 	})

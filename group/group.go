@@ -59,7 +59,7 @@ type Config struct {
 	Logger    *slog.Logger
 
 	// MaxInflight is how many entries the proposer keeps in raft at once
-	// (DefaultMaxInflight when 0). The disk gate (diskgate.go) keeps at most
+	// (DefaultMaxInflight when 0). The batcher (batcher.go) keeps at most
 	// one of them waiting for the local disk, so more slots no longer make
 	// batches smaller: they let the next entry go to the disk while earlier
 	// ones wait for a follower's fsync and for apply.
