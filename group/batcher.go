@@ -36,12 +36,16 @@ import (
 //     WAL syncs (Pebble's commit pipeline gathers concurrent commits into
 //     one), and each group's append time (below) then includes waiting for
 //     the others.
-//  3. Yield first, while alone: let every runnable goroutine queue before
-//     the entry is cut (yieldToRunnable). The netpoller wakes connections in
-//     bunches, and Go runs the goroutine a channel send just woke ahead of
-//     the rest, so without it the entry often leaves with one batch and the
-//     others wait a whole append for the next. Alonemode.go sets it; with
-//     peers an entry waits for the previous one's commit anyway.
+//  3. Yield first, while alone, after an entry of single requests: let every
+//     runnable goroutine queue before the entry is cut (yieldToRunnable).
+//     The netpoller wakes connections in bunches, and Go runs the goroutine
+//     a channel send just woke ahead of the rest, so without it the entry
+//     often leaves with one batch and the others wait a whole append for the
+//     next. After pipelines it does not pay: each runnable connection then
+//     parses many requests, and letting all of them run before the cut
+//     leaves the log idle for that long instead of overlapping the parsing
+//     with the fsync. Alonemode.go sets it; with peers an entry waits for
+//     the previous one's commit anyway.
 //  4. Stragglers. Clients that do not pipeline come back one by one after
 //     their replies; the first would find the log free and go alone, and
 //     the others would wait for its fsync: two fsyncs per round of clients.
@@ -80,7 +84,7 @@ func (a cutAction) String() string { return cutActionNames[a] }
 type cutInputs struct {
 	queued        int  // batches waiting for an entry
 	logBusy       bool // an entry of this group is proposed and not yet durable in its log
-	yield         bool // yield before cutting (alone, and not yet done by this caller)
+	yield         bool // may yield before cutting (alone, and not yet done by this caller)
 	inflight      int  // entries in raft, not yet answered
 	inflightLimit int
 	expect        int   // batches the last answered entry carried: clients likely to return
@@ -106,12 +110,13 @@ const defaultMaxLinger = 500 * time.Microsecond
 
 // decideCut applies the rules above. Pure: same inputs, same answer.
 func (p cutPolicy) decideCut(in cutInputs) cutDecision {
+	yield := in.yield && !in.pipelined // rule 3: only after single requests
 	switch {
-	case in.queued == 0 && !in.yield:
+	case in.queued == 0 && !yield:
 		return cutDecision{action: cutNothing}
 	case in.logBusy:
 		return cutDecision{action: waitForLog}
-	case in.yield:
+	case yield:
 		return cutDecision{action: yieldFirst} // even with nothing queued: a yield lets woken clients queue
 	}
 	if until, wait := p.stragglerWait(in); wait {
