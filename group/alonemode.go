@@ -11,39 +11,29 @@ import (
 // What a node does differently while it is alone.
 //
 // Three choices depend on whether this node is the only server of its Raft
-// configuration, and each was measured on the same 2-core VM:
+// configuration:
 //
-// Direct WAL syncs. raftstore can fsync the log without handing its thread
-// to Go's scheduler (raftstore/walsync.go): far cheaper on a VM where every
-// thread handoff is a costly context switch, but the sleeping thread keeps
-// its P, so nothing else runs on it until the disk answers. A node alone
-// loses nothing by that (none of its waiting requests can be answered before
-// the sync anyway). A node with peers does: its leader replicates one entry
-// while its disk takes the next, and a follower applies while it syncs. So
-// direct syncs are on exactly while alone (and not OrdinaryWALSync).
+// Direct WAL syncs (when Config.OrdinaryWALSync is false; the redcell
+// binary's --direct-wal-sync, off by default). raftstore can fsync the log
+// without handing its thread to Go's scheduler (raftstore/walsync.go), but
+// the sleeping thread keeps its P, so nothing else runs on it until the disk
+// answers. A node alone loses little by that (none of its waiting requests
+// can be answered before the sync anyway); a node with peers loses the
+// overlap of replication and apply with its own fsync. So direct syncs are
+// on at most while alone.
 //
 // Entries in flight. Alone, the proposer keeps up to MaxInflight entries in
-// raft: the disk gate already holds all but one of them off the disk, and
+// raft: the batcher already holds all but one of them off the disk, and
 // the others cost nothing. With peers it keeps MaxInflightWithPeers (1 by
 // default): every entry then costs an fsync on every node and a round of
 // RPCs, and an entry that waits for the previous one's commit carries
-// everything that queued meanwhile. Three nodes on one 2-core machine and one
-// disk, alternating runs: -c 50 -P 16 on the leader 132-135k decisions/s
-// with one entry in flight against 100-124k with four, clients spread over
-// the nodes 100-114k against 87-89k, -c 50 -P 1 12.6-13.9k against 9.9-10.1k,
-// and 8.5 against 10.4-12.1 µs of CPU per decision. Alone, one entry in flight was not
-// better (-P 16: 297k against 342k, medians of three).
+// everything that queued meanwhile (DESIGN.md, "What changes while alone").
 //
-// Yielding before an entry. Alone, the proposer lets every runnable
-// goroutine queue before it builds an entry for a free disk
-// (yieldToRunnable, proposer.go): with direct syncs a small entry costs the
-// processor a whole fsync's sleep. With peers it does not: the same
-// cluster, alternating runs at -c 50 -P 16, lost 11 % on the leader
-// (147.9k/130.8k without against 131.8k/115.8k with) and +4 %/-13 % spread
-// over the nodes, although entries grew from 360-380 to 480-500 decisions.
-// There an entry waits for the one in flight to commit anyway, and a
-// proposal that yields first only starts the next round of RPCs and fsyncs
-// later.
+// Yielding before a cut. Alone, the batcher lets every runnable goroutine
+// queue before it cuts an entry for a free log (batcher.go). With peers it
+// does not: an entry waits for the previous one's commit anyway, and a cut
+// that yields first only starts the next round of RPCs and fsyncs later
+// (-11 % on a 3-node leader at -c 50 -P 16).
 //
 // The configuration is read when leadership changes (which every start and
 // election is), when this node changes the membership (AddNonvoter, Promote,
@@ -73,7 +63,7 @@ func (g *Group) runAloneMode(st *raftstore.Store) {
 			st.SetDirectWALSync(alone && !g.cfg.OrdinaryWALSync)
 		}
 		g.setInflightLimit(alone)
-		g.yieldFirst.Store(alone)
+		g.batcher.yieldFirst.Store(alone)
 		g.recent.setEnabled(!alone)
 		select {
 		case <-g.stopCh:
@@ -93,7 +83,7 @@ func (g *Group) setInflightLimit(alone bool) {
 	if !alone {
 		limit = int32(g.cfg.MaxInflightWithPeers) // Open caps it at MaxInflight
 	}
-	if g.inflightLimit.Swap(limit) < limit {
+	if g.batcher.inflightLimit.Swap(limit) < limit {
 		g.proposeQueued()
 	}
 }
@@ -104,7 +94,7 @@ func (g *Group) setInflightLimit(alone bool) {
 // then (server/busypoll_linux.go), never while the node has work. Any
 // goroutine; it takes the queue's lock for a moment.
 func (g *Group) Quiet() bool {
-	if !g.yieldFirst.Load() || g.inflightN.Load() != 0 {
+	if !g.batcher.yieldFirst.Load() || g.batcher.inflight.Load() != 0 {
 		return false
 	}
 	g.qmu.Lock()

@@ -99,17 +99,19 @@ func TestAloneMode_NeverWithPeersOrWhenOff(t *testing.T) {
 func TestAloneMode_InflightLimitFollowsMembership(t *testing.T) {
 	n := openSingle(t, nil)
 	mode := func(limit int32, yield bool) func() bool {
-		return func() bool { return n.g.inflightLimit.Load() == limit && n.g.yieldFirst.Load() == yield }
+		return func() bool {
+			return n.g.batcher.inflightLimit.Load() == limit && n.g.batcher.yieldFirst.Load() == yield
+		}
 	}
 	waitFor(t, 10*time.Second, "every slot and the yield alone", mode(DefaultMaxInflight, true))
 	// Quiet (the client server's busy poll): alone and idle, and not with
 	// an entry in raft or a batch queued for one.
 	waitFor(t, 10*time.Second, "quiet alone after the bootstrap's entries", n.g.Quiet)
-	n.g.inflightN.Add(1)
+	n.g.batcher.inflight.Add(1)
 	if n.g.Quiet() {
 		t.Error("quiet with an entry in flight")
 	}
-	n.g.inflightN.Add(-1)
+	n.g.batcher.inflight.Add(-1)
 	n.g.qmu.Lock()
 	n.g.queue = append(n.g.queue, NewBatch())
 	n.g.qmu.Unlock()
@@ -153,7 +155,7 @@ func TestAloneMode_OneEntryInFlightWithPeers(t *testing.T) {
 			}
 			leader := readyLeader(t, nodes, 10*time.Second)
 			want := int32(max(peers, DefaultMaxInflightWithPeers))
-			waitFor(t, 10*time.Second, "the limit with peers", func() bool { return leader.g.inflightLimit.Load() == want })
+			waitFor(t, 10*time.Second, "the limit with peers", func() bool { return leader.g.batcher.inflightLimit.Load() == want })
 			propose := throttleProposer(t, leader.g)
 			var followers []*heldDisk
 			for _, n := range nodes {
@@ -167,7 +169,7 @@ func TestAloneMode_OneEntryInFlightWithPeers(t *testing.T) {
 			for _, d := range followers {
 				<-d.waiting // the first entry waits on both followers' disks
 			}
-			waitFor(t, 10*time.Second, "the leader's disk free", leader.g.disk.free)
+			waitFor(t, 10*time.Second, "the leader's log free", leader.g.batcher.logFree)
 			before := leader.g.Stats()
 			rest := make(chan error, clients)
 			for i := range clients {

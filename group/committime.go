@@ -10,8 +10,8 @@ import (
 // A connection's batch waits through three stages between Propose and its
 // answer, and the figures of a load test depend on which one dominates:
 //
-//	queue        queued → its entry proposed: waiting for the disk gate, a
-//	             free slot or stragglers (diskgate.go)
+//	queue        queued → its entry proposed: waiting for the log, a
+//	             free slot or stragglers (batcher.go)
 //	local log    proposed → durable in this node's log: raft's goroutine
 //	             picking the entry up, and the append with its fsync
 //	quorum+apply durable here → answered: a follower's append in a cluster
@@ -35,7 +35,7 @@ type commitTimes struct {
 	localLog atomic.Uint64
 	quorum   atomic.Uint64
 
-	// durable[seq % len] is when the entry with the disk gate's sequence
+	// durable[seq % len] is when the entry with the batcher's sequence
 	// number seq became durable in the local log. Written by raft's
 	// goroutine (the log store wrapper), read by the completer; the ring is
 	// longer than the most entries in flight (64), so a slot is never

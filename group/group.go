@@ -59,7 +59,7 @@ type Config struct {
 	Logger    *slog.Logger
 
 	// MaxInflight is how many entries the proposer keeps in raft at once
-	// (DefaultMaxInflight when 0). The disk gate (diskgate.go) keeps at most
+	// (DefaultMaxInflight when 0). The batcher (batcher.go) keeps at most
 	// one of them waiting for the local disk, so more slots no longer make
 	// batches smaller: they let the next entry go to the disk while earlier
 	// ones wait for a follower's fsync and for apply.
@@ -122,22 +122,19 @@ type Group struct {
 	readyMu sync.Mutex
 	readyCh chan struct{}
 
-	// Batching (see proposer.go): the queue of waiting batches, the slots
-	// of entries in flight, and the entries in the order raft applies them.
+	// Batching (see proposer.go): the queue of waiting batches, what
+	// decides when it is cut (batcher.go), and the entries in the order
+	// raft applies them.
 	qmu       sync.Mutex
 	queue     []*Batch
 	proposeMu sync.Mutex // held while building and proposing one entry
-	// inflightN counts the entries in raft (the taken slots, proposer.go);
-	// inflightLimit is how many may be: MaxInflight alone,
-	// MaxInflightWithPeers with peers (alonemode.go).
-	inflightN, inflightLimit atomic.Int32
-	inflight                 chan *inflightEntry
-	encoders                 chan *fsm.Encoder
-	stamp                    int64 // last stamp; guarded by proposeMu
-	disk                     diskGate
-	times                    commitTimes // where batches' time goes (committime.go)
-	guard                    diskGuard
-	mem                      memoryGuard
+	batcher   batcher
+	inflight  chan *inflightEntry
+	encoders  chan *fsm.Encoder
+	stamp     int64       // last stamp; guarded by proposeMu
+	times     commitTimes // where batches' time goes (committime.go)
+	guard     diskGuard
+	mem       memoryGuard
 
 	stopping atomic.Bool
 	stopCh   chan struct{}
@@ -151,9 +148,6 @@ type Group struct {
 	leaderSig *leaderSignal
 	// alonePoke asks runAloneMode to read the configuration now.
 	alonePoke chan struct{}
-	// yieldFirst: the proposer yields to the runnable goroutines before it
-	// builds an entry for a free disk (proposer.go); set while alone.
-	yieldFirst atomic.Bool
 	// recent keeps copies of the newest entries for raft's reads while the
 	// node has peers (recentlogs.go).
 	recent *recentLogs
@@ -224,11 +218,7 @@ func Open(cfg Config) (*Group, error) {
 	for i := 0; i < cfg.MaxInflight+1; i++ {
 		g.encoders <- &fsm.Encoder{}
 	}
-	g.inflightLimit.Store(int32(cfg.MaxInflight)) // until runAloneMode has looked
-	g.disk.wake = make(chan struct{}, 1)
-	g.disk.maxLinger = defaultMaxLinger
-	g.disk.timer = time.AfterFunc(time.Hour, g.lingerOver)
-	g.disk.timer.Stop()
+	g.batcher.init(cfg.MaxInflight, g.lingerOver) // the limit until runAloneMode has looked
 
 	rc := raftConfig(cfg, g.notifyCh)
 	g.maxTrailingLogs = rc.TrailingLogs
@@ -271,7 +261,7 @@ func Open(cfg Config) (*Group, error) {
 	// allocate results nobody reads).
 	g.origin = binary.LittleEndian.AppendUint64(nil, rand.Uint64())
 	cfg.FSM.SetOrigin(g.origin)
-	logs := &watchedLogStore{LogStore: cfg.LogStore, gate: &g.disk, times: &g.times, recent: g.recent, own: g.origin}
+	logs := &watchedLogStore{LogStore: cfg.LogStore, batcher: &g.batcher, times: &g.times, recent: g.recent, own: g.origin}
 	r, err := raft.NewRaft(rc, cfg.FSM, logs, cfg.Stable, cfg.Snapshots, cfg.Transport)
 	if err != nil {
 		if startSnap != nil {
@@ -329,7 +319,7 @@ func Open(cfg Config) (*Group, error) {
 	go g.runLeaderSignal()
 	go g.runWatcher()
 	go g.runCompleter()
-	go g.runDiskGate()
+	go g.runLogWatcher()
 	return g, nil
 }
 

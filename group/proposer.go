@@ -3,7 +3,6 @@ package group
 import (
 	"fmt"
 	"math/bits"
-	"runtime"
 
 	"github.com/hashicorp/raft"
 
@@ -36,7 +35,7 @@ type inflightEntry struct {
 	future  raft.ApplyFuture
 	batches []*Batch
 	enc     *fsm.Encoder
-	seq     uint64 // the disk gate's sequence number of this entry
+	seq     uint64 // the batcher's sequence number of this entry (batcher.go)
 	// proposed is monoNanos when the entry went to raft; queued the sum of
 	// its batches' waits in the queue before that (committime.go).
 	proposed, queued int64
@@ -48,12 +47,13 @@ type inflightEntry struct {
 // applied: a reply never leaves before its decision is durable. On error no
 // result is valid (see the Err* values for what the client may assume).
 //
-// Batching: the batch joins a queue. At most MaxInflight entries are in raft
-// at once; whoever finds a slot free builds the next entry from everything
-// queued — the caller itself when the group is idle, otherwise the completer
-// when an entry finishes. While the slots are busy the queue fills, so
-// entries grow under load and shrink to one request when idle, and no
-// goroutine sits between a connection and raft.
+// Batching: the batch joins a queue, and the batcher (batcher.go) decides
+// when the queue is cut into an entry. Whoever asks it when a cut is due
+// cuts: the caller itself when the group is idle, otherwise the completer
+// when an entry finishes or the log watcher when an append is durable. While
+// entries are in flight the queue fills, so entries grow under load and
+// shrink to one request when idle, and no goroutine sits between a
+// connection and raft.
 func (g *Group) Propose(b *Batch) error {
 	if len(b.Ops) == 0 {
 		return nil
@@ -90,102 +90,12 @@ func (g *Group) propose(b *Batch) error {
 	return b.err
 }
 
-// proposeQueued builds and proposes entries while a slot is free and the
-// queue holds batches. Any goroutine may call it; proposeMu keeps entries'
-// stamps and their order in raft and in the completer's queue identical.
-//
-// While the node is alone, before it builds an entry for a free disk it
-// yields the processor (yieldToRunnable), so that every goroutine already
-// runnable — connections the netpoller woke in one bunch, clients the
-// completer just answered — reads its requests and queues them first: the
-// entry then takes them all. Without it, whoever runs first (often the
-// goroutine just woken, which Go runs next) proposes alone, and with
-// GOMAXPROCS 1 and direct WAL syncs the processor sleeps through that small
-// entry's fsync while the others wait behind it. With peers it is off
-// (alonemode.go). See DESIGN.md, "Yield before building an entry".
-func (g *Group) proposeQueued() {
-	yielded := !g.yieldFirst.Load() // only while alone (alonemode.go)
-	for {
-		if !g.disk.free() {
-			return // the disk gate proposes once the entry on the disk is durable
-		}
-		if !yielded {
-			yielded = true
-			g.yieldToRunnable()
-			continue // someone else may have proposed meanwhile
-		}
-		if g.disk.expect.Load() > 1 { // only then can stragglers be worth a wait
-			if g.disk.holdForStragglers(g.queued()) {
-				return // the linger timer proposes if they do not come
-			}
-		}
-		if !g.takeSlot() {
-			return // every slot is busy: the completer proposes when one frees
-		}
-		if g.proposeOne() {
-			continue
-		}
-		g.freeSlot()
-		// A batch queued while we held the slot may have seen no free slot
-		// and left it to us: look again now that the slot is free.
-		g.qmu.Lock()
-		empty := len(g.queue) == 0 || g.stopping.Load()
-		g.qmu.Unlock()
-		if empty {
-			return
-		}
-	}
-}
-
-// maxYields bounds the yields of one yieldToRunnable.
-const maxYields = 8
-
-// yieldToRunnable lets the goroutines that are runnable now run before the
-// caller goes on, for as long as they keep queueing batches: it yields the
-// processor (runtime.Gosched, which puts the caller behind every runnable
-// goroutine) until two yields in a row saw the queue unchanged, at most
-// maxYields times. One yield is not always enough: Go's scheduler takes a
-// yielded goroutine back ahead of the runnable ones every 61st pass, for
-// fairness. It never sleeps; with nothing else runnable each yield returns
-// at once (a lone client pays two: 83-172 ns each, measured in a loop).
-func (g *Group) yieldToRunnable() {
-	queued, still := g.queued(), 0
-	for range maxYields {
-		runtime.Gosched()
-		now := g.queued()
-		if now != queued {
-			queued, still = now, 0
-			continue
-		}
-		if still++; still == 2 {
-			return
-		}
-	}
-}
-
 // queued is the number of batches waiting in the queue.
 func (g *Group) queued() int {
 	g.qmu.Lock()
 	defer g.qmu.Unlock()
 	return len(g.queue)
 }
-
-// takeSlot takes one of the in-flight slots if fewer than the limit are
-// taken (alonemode.go sets the limit); false when none is free.
-func (g *Group) takeSlot() bool {
-	for {
-		n := g.inflightN.Load()
-		if n >= g.inflightLimit.Load() { // never above MaxInflight (Open)
-			return false
-		}
-		if g.inflightN.CompareAndSwap(n, n+1) {
-			return true
-		}
-	}
-}
-
-// freeSlot gives back a slot taken by takeSlot.
-func (g *Group) freeSlot() { g.inflightN.Add(-1) }
 
 // proposeOne turns the queue into one entry and hands it to raft and the
 // completer; false when there was nothing to propose. The caller holds a slot.
@@ -195,7 +105,7 @@ func (g *Group) proposeOne() bool {
 	if g.stopping.Load() {
 		return false
 	}
-	g.disk.proposing()
+	g.batcher.cutting()
 	enc := <-g.encoders
 	batches := g.take(enc)
 	if len(batches) == 0 {
@@ -217,7 +127,7 @@ func (g *Group) proposeOne() bool {
 	g.stats.entryOps[min(bits.Len(uint(enc.Count()))-1, EntryOpsBuckets-1)].Add(1)
 	// Both sends keep the order raft applies in: the completer waits for
 	// entries in exactly this order. inflight has room for every slot.
-	seq := g.disk.proposed.Add(1)
+	seq := g.batcher.proposed.Add(1)
 	g.inflight <- &inflightEntry{future: g.raft.ApplyLog(raft.Log{Data: data, Extensions: g.origin}, 0), batches: batches, enc: enc, seq: seq, proposed: proposed, queued: queued}
 	return true
 }
@@ -292,10 +202,9 @@ func (g *Group) runCompleter() {
 			e.err = mapRaftErr(e.err)
 		}
 		if e.err == nil {
-			// Their clients are likely to come back: the disk may wait
-			// for them (diskgate.go). Set before they are woken.
-			g.disk.expect.Store(int64(len(e.batches)))
-			g.disk.pipelined.Store(e.enc.Count() >= 2*len(e.batches))
+			// Their clients are likely to come back: the next cut may
+			// wait for them (batcher.go). Set before they are woken.
+			g.batcher.answered(len(e.batches), e.enc.Count())
 			g.times.noteAnswered(e, monoNanos())
 		}
 		i := 0
@@ -308,13 +217,13 @@ func (g *Group) runCompleter() {
 			b.done <- struct{}{}
 		}
 		g.fsm.Release(res)
-		g.disk.passed(e.seq) // applied or failed: it holds the disk no more
+		g.batcher.passed(e.seq) // applied or failed: it holds the log no more
 
 		// Free the slot, then propose what queued meanwhile. Waking the
 		// batches first measured better: their clients' next requests get
 		// a chance to join the entry.
 		g.encoders <- e.enc
-		g.freeSlot()
+		g.batcher.freeSlot()
 		g.proposeQueued()
 	}
 }

@@ -12,43 +12,34 @@ import (
 )
 
 // Direct WAL syncs: the log's fsync without handing the thread to Go's
-// scheduler.
+// scheduler. Off unless the node asks for it (--direct-wal-sync); see
+// DESIGN.md, "Direct WAL syncs", for what it gains, what it risks and the
+// measurements behind the default.
 //
-// Every append waits for one fdatasync of Pebble's WAL, 0.15–0.4 ms on the
-// VMs this is measured on. Go makes that a blocking system call
-// (syscall.Syscall): the P stays with the blocked thread until sysmon, which
-// then polls every 20 µs, takes it away and wakes another thread to run it;
+// Every append waits for one fdatasync of Pebble's WAL. Go makes that a
+// blocking system call (syscall.Syscall): the P stays with the blocked
+// thread until sysmon takes it away and wakes another thread to run it;
 // when the sync returns, the thread finds its P gone, queues its goroutine
-// and parks. On a paravirtualised 2-core VM each of those sleeps and wakeups
-// is a context switch costing 10–20 µs, about ten of them per fsync, which
-// made the disk wait, not the work, the largest cost of a decision: with
-// `-c 50 -P 1` a node took 33 µs of CPU per decision on ext4 and 19 µs on
-// tmpfs, where fdatasync returns at once, and 0.54 context switches per
-// decision against 0.01.
+// and parks. Where context switches are costly (a paravirtualised VM) those
+// handoffs cost more CPU than the work of the requests the sync carries.
 //
 // A direct sync calls fdatasync with syscall.RawSyscall, which tells the
-// scheduler nothing: the thread keeps its P and simply sleeps in the kernel.
-// While it does, the goroutines of that P wait (with GOMAXPROCS 1, all of
-// them): clients' next requests pile up in their sockets and are read when
-// the sync returns, which they would have been anyway, since none of them
-// can be answered before it. Measured on the same VM, alone: `-c 50 -P 1`
-// 23.2–23.9k → 31.2–32.6k decisions/s (33–34 → 22.1–22.7 µs of CPU per
-// decision), `-P 16` +15–35 %, a lone client 215 → 140 µs of CPU per
-// decision at the same latency (fsync-bound). See DESIGN.md, "Direct WAL syncs".
+// scheduler nothing: the thread keeps its P and sleeps in the kernel. While
+// it does, the runtime cannot preempt that thread or run the P's goroutines
+// elsewhere (with GOMAXPROCS 1, none runs at all), and a garbage collection's
+// stop-the-world waits for the sync to end. Hence its limits:
 //
-// Two limits follow from the thread keeping its P:
-//
-//   - A node with peers must not do it. Its leader replicates entry N while
-//     its disk takes N+1, and a follower applies while it syncs; a P held by
-//     a sleeping thread stops that overlap (a 3-node cluster on 2 cores lost
-//     ~10 % with it). The group turns direct syncs on only while the node is
-//     the only server of its configuration (SetDirectWALSync).
-//   - A disk that stalls would stall the node with it: nothing else runs on
-//     the P meanwhile, and a garbage collection waits for the sync to end.
-//     So a direct sync slower than slowDirectSync turns direct syncs off for
-//     directSyncBackoff: a disk that stalls costs one stall's pause, not one
-//     per append, and a disk that is slow for good is synced the ordinary
-//     way.
+//   - A node with peers must not do it: its leader replicates entry N while
+//     its disk takes N+1, and a follower applies while it syncs. The switch
+//     (Store.SetDirectWALSync) is off after Open; package group turns it on
+//     only while the node is the only server of its configuration. The
+//     switch is the Store's, shared by every log in it: a Store holding the
+//     logs of several Raft groups may sync directly only while every one of
+//     them is alone.
+//   - A disk that stalls would stall the node with it. A direct sync slower
+//     than slowDirectSync turns direct syncs off for directSyncBackoff: a
+//     disk that stalls costs one stall's pause, not one per append, and a
+//     disk that is slow for good is synced the ordinary way.
 //
 // Only the WAL is synced directly: Pebble also syncs SSTables it writes in
 // flushes and compactions (megabytes each, and not on the request path) and

@@ -10,48 +10,41 @@ import (
 	"unsafe"
 )
 
-// Busy polling for a client's next request (--busy-poll-usec).
+// Busy polling for a client's next request (--busy-poll-usec; 0, the
+// default: never). See DESIGN.md, "Busy polling for the next request", for
+// what it gains, what it risks and the measurements behind the default.
 //
 // A client that waits for each answer before it sends its next request
 // leaves the node idle between the two: the connection's goroutine parks on
-// Go's poller, the one thread sleeps in epoll_wait and, with nothing else to
-// run, the vCPU halts. On the VMs this is measured on, waking a halted vCPU
-// when the request arrives costs about 40 µs (the guest's cpuidle driver is
-// haltpoll with guest_halt_poll_ns 0: it never polls before halting), a
-// fifth of a lone client's round trip. Measured on the same VM, a lone
-// client (`redis-benchmark -c 1 -P 1`, CL.THROTTLE): p50 0.199–0.223 ms
-// parked, 0.159–0.167 ms spinning up to 60 µs after each reply (a
-// prototype; 0.167–0.175 ms with this code's default 50 µs), and
-// 0.143–0.159 ms with the node parking and the guest polling for 50 µs
-// before it halts (guest_halt_poll_ns 50000): the wake-up, not the work.
+// Go's poller, the thread sleeps in epoll_wait and, with nothing else to
+// run, the vCPU may halt; on a VM whose guest never polls before halting,
+// waking it when the request arrives is a sizeable part of a lone client's
+// round trip.
 //
 // So after it has written its replies, a connection may spin for a while
 // before it parks, asking the kernel without sleeping whether any client
 // has sent something: one epoll instance holds every client socket of the
-// node (level-triggered, EPOLLIN), and epoll_wait with a zero timeout is the
-// question. It spins only while spinning costs nobody anything:
+// node (level-triggered, EPOLLIN), and epoll_pwait with a zero timeout,
+// through RawSyscall, is the question. It spins only while spinning costs
+// the node nothing:
 //
 //   - only while the node is quiet (Config.Quiet: alone, nothing of its own
 //     in the log's pipeline) and no other connection is between reading a
 //     request and writing its reply, so never under load, where the
-//     question would cost a system call per flush and the processor has
-//     work anyway (gated on Quiet alone, fifty clients made 288k spins in
-//     300k requests and lost up to 15 %);
+//     question would cost a system call per flush;
 //   - one connection at a time;
 //   - it yields to every runnable goroutine between two questions
 //     (runtime.Gosched: timers, the proposer, other connections that have
-//     something to do run first);
+//     something to do run first), so the spin itself stays preemptible;
 //   - it stops as soon as any other client's socket has input: that
 //     connection's goroutine is woken by Go's poller, which the scheduler
 //     only consults once this goroutine parks;
 //   - and after the budget, then parks as usual.
 //
-// The spin is CPU the node would otherwise not use, at most the budget per
-// answered request while quiet (a lone client's node used less CPU per
-// request spinning than parking here: 110–119 against 139–142 µs, the
-// sleeps and wake-ups cost more than the polls). TLS connections are not
-// polled (their input is records, not requests). See DESIGN.md, "Busy
-// polling for the next request".
+// What it risks is the host's CPU: the spin burns up to the budget per
+// answered request of CPU that other processes on the machine (the client
+// itself, on a small host) may need. TLS connections are not polled (their
+// input is records, not requests).
 
 // busyPoll is the node's one epoll instance of client sockets and the
 // spinning switch. Connection goroutines call watch, unwatch and await;

@@ -79,10 +79,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.BoolVar(&c.enableDebug, "enable-debug-command", false, "accept DEBUG CLOCK SET/ADVANCE/REAL, which freezes and moves the clock this node stamps decisions with (tests only)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.pprofAddr, "pprof", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060) for profiling; off by default")
-	fs.BoolVar(&c.directSync, "direct-wal-sync", true, "while the node is the only member of its cluster, fsync the log without handing the thread to Go's scheduler: same durability,\n"+
-		"far fewer context switches per fsync (raftstore/walsync.go); off for a while after a sync slower than 20 ms, and never with peers")
-	fs.IntVar(&c.busyPollUsec, "busy-poll-usec", 50, "while the node is alone and idle, how long (µs) a connection that has just answered may spin for its client's next request before it parks:\n"+
-		"a lone waiting client then skips the halted vCPU's wake-up (about 40 µs on a VM); only the CPU the idle node would not use (server/busypoll_linux.go; Linux; 0: never)")
+	fs.BoolVar(&c.directSync, "direct-wal-sync", false, "while the node is the only member of its cluster, fsync the log without handing the thread to Go's scheduler (tuning; off by default):\n"+
+		"fewer context switches per fsync, but the runtime cannot preempt that thread during the sync (raftstore/DESIGN.md); off for a while after a sync slower than 20 ms, and never with peers")
+	fs.IntVar(&c.busyPollUsec, "busy-poll-usec", 0, "while the node is alone and idle, how long (µs) a connection that has just answered may spin for its client's next request before it parks (tuning; 0, the default: never):\n"+
+		"a lone waiting client may then skip a halted vCPU's wake-up, for CPU that other processes on a busy host may need (server/DESIGN.md; Linux)")
 	fs.IntVar(&c.maxInflight, "max-inflight", group.DefaultMaxInflight, "log entries the proposer keeps in Raft at once while the node is alone (tuning): at most one of them is waiting for the local disk, the rest for apply")
 	fs.IntVar(&c.maxInflightPeers, "max-inflight-with-peers", group.DefaultMaxInflightWithPeers, "log entries the proposer keeps in Raft at once while the node has peers (tuning; at most --max-inflight): each costs an fsync on every node, so fewer, larger entries are faster")
 	fs.IntVar(&c.maxAppend, "max-append-entries", 64, "Raft MaxAppendEntries: entries per append RPC and per apply batch (tuning)")

@@ -125,7 +125,7 @@ func (h *heldDisk) StoreLogs(logs []*raft.Log) error {
 // goes to the disk as one entry the moment it is free: with 20 clients
 // queued behind a held append, the next entry carries all 20, however many
 // in-flight slots are free.
-func Test_DiskGate_RequestsWaitingForTheDiskShareOneEntry(t *testing.T) {
+func Test_Batcher_RequestsWaitingForTheDiskShareOneEntry(t *testing.T) {
 	const clients = 20
 	n, disk, propose := openOnHeldDisk(t, func(c *Config) { c.MaxInflight = 8 })
 	before := n.g.Stats()
@@ -152,19 +152,19 @@ func Test_DiskGate_RequestsWaitingForTheDiskShareOneEntry(t *testing.T) {
 // A request never waits for a notification that cannot come: entries that
 // fail (here: proposed on a group that lost its leadership) open the gate
 // through the completer.
-func Test_DiskGate_FailedEntriesOpenTheGate(t *testing.T) {
-	var g diskGate
+func Test_Batcher_FailedEntriesOpenTheGate(t *testing.T) {
+	var g batcher
 	g.wake = make(chan struct{}, 1)
 	g.proposed.Add(3)
-	if g.free() {
+	if g.logFree() {
 		t.Fatal("free with three entries proposed and none stored")
 	}
 	g.appended(1)
-	if g.free() {
+	if g.logFree() {
 		t.Fatal("free with one of three stored")
 	}
 	g.passed(3) // the completer saw the third fail (or apply)
-	if !g.free() {
+	if !g.logFree() {
 		t.Fatal("not free after every entry passed")
 	}
 	// A follower's appends (nothing proposed here) never run ahead.
@@ -177,16 +177,16 @@ func Test_DiskGate_FailedEntriesOpenTheGate(t *testing.T) {
 // Clients that come back one by one after their replies go to the disk
 // together: with the last entry having answered five batches, the first
 // four to return wait for the fifth instead of taking the free disk alone.
-func Test_DiskGate_StragglersJoinOneEntry(t *testing.T) {
+func Test_Batcher_StragglersJoinOneEntry(t *testing.T) {
 	n := openSingle(t, nil)
 	p, err := gcra.NewParams(15, 30, 60, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// A wait that only the fifth client (not the timer) can end.
-	n.g.disk.maxLinger = time.Hour
-	n.g.disk.appendNanos.Store(int64(2 * time.Hour))
-	n.g.disk.expect.Store(5)
+	n.g.batcher.policy.maxLinger = time.Hour
+	n.g.batcher.appendNanos.Store(int64(2 * time.Hour))
+	n.g.batcher.expect.Store(5)
 	before := n.g.Stats()
 	errs := make(chan error, 5)
 	for i := range 5 {
@@ -212,7 +212,7 @@ func Test_DiskGate_StragglersJoinOneEntry(t *testing.T) {
 // because whoever gets to propose first yields and lets the others queue.
 // Without the yield the first runs alone into an entry of its own (checked:
 // 1 + 19). No straggler wait is involved: the last entry answered one batch.
-func Test_DiskGate_RunnableProposalsShareOneEntry(t *testing.T) {
+func Test_Batcher_RunnableProposalsShareOneEntry(t *testing.T) {
 	const clients = 20
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	n := openSingle(t, nil)
@@ -220,16 +220,16 @@ func Test_DiskGate_RunnableProposalsShareOneEntry(t *testing.T) {
 	if err := propose("warm"); err != nil { // expect = 1: no straggler wait
 		t.Fatal(err)
 	}
-	if got := n.g.disk.expect.Load(); got != 1 {
+	if got := n.g.batcher.expect.Load(); got != 1 {
 		t.Fatalf("expect = %d after one lone proposal, want 1", got)
 	}
-	waitFor(t, 10*time.Second, "alone mode to turn the yield on", n.g.yieldFirst.Load)
+	waitFor(t, 10*time.Second, "alone mode to turn the yield on", n.g.batcher.yieldFirst.Load)
 	// Let the group's own goroutines finish with the warm entry (the disk
 	// gate's wake-up, the completer's look at the queue) so that the twenty
 	// below are all that runs.
-	waitFor(t, 10*time.Second, "the disk gate to take its wake-up", func() bool {
+	waitFor(t, 10*time.Second, "the log watcher to take its wake-up", func() bool {
 		runtime.Gosched()
-		return len(n.g.disk.wake) == 0
+		return len(n.g.batcher.wake) == 0
 	})
 	for range 2 * maxYields {
 		runtime.Gosched()
@@ -257,7 +257,7 @@ func Test_DiskGate_RunnableProposalsShareOneEntry(t *testing.T) {
 // yieldToRunnable returns only once the goroutines that were runnable have
 // run: twenty that each queue a batch have all queued when it returns, with
 // one processor.
-func Test_DiskGate_YieldLetsRunnableGoroutinesQueue(t *testing.T) {
+func Test_Batcher_YieldLetsRunnableGoroutinesQueue(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	for range 50 {
 		var g Group
@@ -279,24 +279,9 @@ func Test_DiskGate_YieldLetsRunnableGoroutinesQueue(t *testing.T) {
 	}
 }
 
-// The wait for stragglers is half an append after an entry of pipelines, a
-// quarter after one of single requests, and never above maxLinger; the
-// completer tells which the last entry was.
-func Test_DiskGate_LingerFollowsTheBatches(t *testing.T) {
-	d := diskGate{maxLinger: 500 * time.Microsecond}
-	d.appendNanos.Store(int64(400 * time.Microsecond))
-	if got := d.linger(); got != 100*time.Microsecond {
-		t.Errorf("after single requests: linger %v, want 100µs", got)
-	}
-	d.pipelined.Store(true)
-	if got := d.linger(); got != 200*time.Microsecond {
-		t.Errorf("after pipelines: linger %v, want 200µs", got)
-	}
-	d.appendNanos.Store(int64(2 * time.Millisecond))
-	if got := d.linger(); got != 500*time.Microsecond {
-		t.Errorf("a slow disk: linger %v, want maxLinger 500µs", got)
-	}
-
+// The completer tells the batcher whether the last entry answered pipelines
+// (two or more requests a batch on average) or single requests.
+func Test_Batcher_AnsweredTellsPipelines(t *testing.T) {
 	n := openSingle(t, nil)
 	p, err := gcra.NewParams(15, 30, 60, 1)
 	if err != nil {
@@ -313,7 +298,7 @@ func Test_DiskGate_LingerFollowsTheBatches(t *testing.T) {
 		if err := n.g.Propose(b); err != nil {
 			t.Fatal(err)
 		}
-		if got := n.g.disk.pipelined.Load(); got != c.want {
+		if got := n.g.batcher.pipelined.Load(); got != c.want {
 			t.Errorf("after an entry of one %d-request batch: pipelined %v, want %v", c.ops, got, c.want)
 		}
 	}
@@ -321,15 +306,15 @@ func Test_DiskGate_LingerFollowsTheBatches(t *testing.T) {
 
 // A client whose companions do not come back is not held for good: the
 // linger timer proposes it.
-func Test_DiskGate_LoneClientIsProposedByTheTimer(t *testing.T) {
+func Test_Batcher_LoneClientIsProposedByTheTimer(t *testing.T) {
 	n := openSingle(t, nil)
 	p, err := gcra.NewParams(15, 30, 60, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.g.disk.maxLinger = 20 * time.Millisecond
-	n.g.disk.appendNanos.Store(int64(time.Second))
-	n.g.disk.expect.Store(50)
+	n.g.batcher.policy.maxLinger = 20 * time.Millisecond
+	n.g.batcher.appendNanos.Store(int64(time.Second))
+	n.g.batcher.expect.Store(50)
 	b := NewBatch()
 	b.Ops = append(b.Ops, throttleReq([]byte("lone"), p))
 	start := time.Now()
@@ -340,7 +325,7 @@ func Test_DiskGate_LoneClientIsProposedByTheTimer(t *testing.T) {
 		t.Fatalf("answered after %v: it did not wait for the 49 others", took)
 	}
 	// The entry answered one batch: the next lone client does not wait.
-	if got := n.g.disk.expect.Load(); got != 1 {
+	if got := n.g.batcher.expect.Load(); got != 1 {
 		t.Fatalf("expect = %d after a one-batch entry; want 1", got)
 	}
 }
