@@ -13,7 +13,7 @@ import (
 // Three choices depend on whether this node is the only server of its Raft
 // configuration:
 //
-// Direct WAL syncs (when Config.OrdinaryWALSync is false; the redcell
+// Direct WAL syncs (when Config.DirectWALSync is set; the redcell
 // binary's --direct-wal-sync, off by default). raftstore can fsync the log
 // without handing its thread to Go's scheduler (raftstore/walsync.go), but
 // the sleeping thread keeps its P, so nothing else runs on it until the disk
@@ -60,7 +60,7 @@ func (g *Group) runAloneMode(st *raftstore.Store) {
 		changed := g.LeaderChanged()
 		alone := g.alone()
 		if st != nil {
-			st.SetDirectWALSync(alone && !g.cfg.OrdinaryWALSync)
+			st.SetDirectWALSync(alone && g.cfg.DirectWALSync)
 		}
 		g.setInflightLimit(alone)
 		g.batcher.yieldFirst.Store(alone)

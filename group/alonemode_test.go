@@ -41,9 +41,10 @@ func decideOnce(t *testing.T, n *testNode, key string) {
 	}
 }
 
-// A node alone syncs its log directly; once it has a member it does not.
+// A node alone with DirectWALSync syncs its log directly; once it has a
+// member it does not.
 func TestAloneMode_DirectWhileAlone(t *testing.T) {
-	n := openSingle(t, nil)
+	n := openSingle(t, func(c *Config) { c.DirectWALSync = true })
 	waitFor(t, 10*time.Second, "direct WAL syncs on the node alone", func() bool {
 		return n.store.Stats().DirectWALSyncOn
 	})
@@ -72,10 +73,10 @@ func TestAloneMode_DirectWhileAlone(t *testing.T) {
 	})
 }
 
-// Nodes of a cluster never sync directly, and OrdinaryWALSync keeps a node
-// alone from doing it.
+// Nodes of a cluster never sync directly, even with DirectWALSync, and a
+// node alone does not without it (the default).
 func TestAloneMode_NeverWithPeersOrWhenOff(t *testing.T) {
-	nodes := newCluster(t, 3, nil)
+	nodes := newCluster(t, 3, func(c *Config) { c.DirectWALSync = true })
 	leader := readyLeader(t, nodes, 10*time.Second)
 	for i := range 20 {
 		decideOnce(t, leader, string(rune('a'+i)))
@@ -86,10 +87,10 @@ func TestAloneMode_NeverWithPeersOrWhenOff(t *testing.T) {
 		}
 	}
 
-	n := openSingle(t, func(c *Config) { c.OrdinaryWALSync = true })
+	n := openSingle(t, nil)
 	decideOnce(t, n, "k")
 	if st := n.store.Stats(); st.DirectWALSyncOn || st.DirectWALSyncs != 0 {
-		t.Fatalf("alone with OrdinaryWALSync: direct on %v, %d direct syncs", st.DirectWALSyncOn, st.DirectWALSyncs)
+		t.Fatalf("alone by default: direct on %v, %d direct syncs", st.DirectWALSyncOn, st.DirectWALSyncs)
 	}
 }
 

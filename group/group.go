@@ -93,10 +93,11 @@ type Config struct {
 	// FreeSpace reports the bytes free for the log (default:
 	// FreeDiskSpace(DataDir)).
 	FreeSpace func() (uint64, error)
-	// OrdinaryWALSync keeps the log's fsyncs ordinary blocking system calls
-	// even while this node is alone; by default they are direct then
-	// (alonemode.go). Only with a *raftstore.Store LogStore.
-	OrdinaryWALSync bool
+	// DirectWALSync lets the log's fsyncs bypass Go's scheduler while this
+	// node is alone (alonemode.go, raftstore/walsync.go); by default they
+	// are ordinary blocking system calls. Only with a *raftstore.Store
+	// LogStore.
+	DirectWALSync bool
 	// MaxMemory is maxmemory in bytes (0: none), shared with whoever sets
 	// it at runtime (CONFIG SET); nil: no limit and no guard (memoryguard.go).
 	MaxMemory *atomic.Int64

@@ -98,9 +98,9 @@ type Config struct {
 	// MaxInflightWithPeers is group.Config.MaxInflightWithPeers
 	// (--max-inflight-with-peers).
 	MaxInflightWithPeers int
-	// OrdinaryWALSync turns off direct WAL syncs while the node is alone
-	// (group.Config.OrdinaryWALSync; --direct-wal-sync=false).
-	OrdinaryWALSync bool
+	// DirectWALSync turns on direct WAL syncs while the node is alone
+	// (group.Config.DirectWALSync; --direct-wal-sync).
+	DirectWALSync bool
 	// BusyPoll is server.Config.BusyPoll (--busy-poll-usec): how long a
 	// connection may spin for its client's next request while the node is
 	// alone and idle (group.Group.Quiet).
@@ -314,7 +314,7 @@ func Open(cfg Config) (n *Node, err error) {
 		Logger:               log,
 		MaxInflight:          cfg.MaxInflight,
 		MaxInflightWithPeers: cfg.MaxInflightWithPeers,
-		OrdinaryWALSync:      cfg.OrdinaryWALSync,
+		DirectWALSync:        cfg.DirectWALSync,
 		Tune: func(rc *raft.Config) {
 			if cfg.HeartbeatTimeout > 0 {
 				rc.HeartbeatTimeout = cfg.HeartbeatTimeout
