@@ -53,6 +53,28 @@ func (l *Local) Propose(reqs []request.Request, res []request.Result) error {
 	return err
 }
 
+// ProposeAsync is Propose for a caller that must not block: done is called
+// once, from the group's completer (or another group goroutine; see
+// Group.ProposeAsync), when res is filled or the call failed. reqs and res
+// are the caller's again once done is called.
+func (l *Local) ProposeAsync(reqs []request.Request, res []request.Result, done func(error)) {
+	b, _ := l.batches.Get().(*Batch)
+	if b == nil {
+		b = NewBatch()
+	}
+	b.Ops, b.Results = reqs, res[:len(reqs)]
+	l.g.ProposeAsync(b, func(err error) {
+		b.Ops, b.Results, b.err = nil, nil, nil
+		l.batches.Put(b)
+		done(err)
+	})
+}
+
+// ReadAsync is Read with a completion callback; see Group.ReadAsync.
+func (l *Local) ReadAsync(reqs []request.Request, res []request.Result, done func(error)) {
+	l.g.ReadAsync(reqs, res, done)
+}
+
 // Read answers read requests linearizably; see Group.Read.
 func (l *Local) Read(reqs []request.Request, res []request.Result) error {
 	if len(reqs) == 0 {

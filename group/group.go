@@ -115,6 +115,8 @@ type Group struct {
 	raft *raft.Raft
 	fsm  *fsm.FSM
 
+	reads asyncReads // ReadAsync's queue (async.go)
+
 	// Leadership readiness: ready is true while this node leads and has
 	// applied everything committed before its term began. readyCh is closed
 	// when ready becomes true; it is replaced when leadership is lost.

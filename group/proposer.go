@@ -22,6 +22,9 @@ type Batch struct {
 	err     error
 	done    chan struct{}
 	queued  int64 // monoNanos when it joined the queue (committime.go)
+	// onDone, when set, replaces done: ProposeAsync's completion callback
+	// (async.go), called once from whichever goroutine answers the batch.
+	onDone func(error)
 }
 
 // NewBatch makes a reusable batch.
@@ -262,7 +265,7 @@ func (g *Group) stopProposing() {
 	g.qmu.Unlock()
 	for _, b := range q {
 		b.err = ErrShutdown
-		b.done <- struct{}{}
+		b.finish()
 	}
 	g.proposeMu.Lock() // no proposal is half-way: stopping is set
 	close(g.inflight)
@@ -305,7 +308,7 @@ func (g *Group) runCompleter() {
 			} else {
 				i += copy(b.Results, res.R[i:i+len(b.Ops)])
 			}
-			b.done <- struct{}{}
+			b.finish()
 		}
 		g.fsm.Release(res)
 		g.disk.passed(e.seq) // applied or failed: it holds the disk no more

@@ -72,7 +72,7 @@ func (n *Node) pollMembers(stop <-chan struct{}) {
 type peerStatus struct{ applied, last, commit, term uint64 }
 
 func (n *Node) remoteStatus(addr string, timeout time.Duration) (peerStatus, error) {
-	text, err := n.fwd.Admin(addr, "status", nil, timeout)
+	text, err := n.fwd.Admin(addr, groupID, "status", nil, timeout)
 	if err != nil {
 		return peerStatus{}, err
 	}

@@ -339,7 +339,7 @@ func Open(cfg Config) (n *Node, err error) {
 	n.fwd = forward.NewClient(func(addr string, timeout time.Duration) (net.Conn, error) {
 		return n.mux.Dial(addr, mux.HeaderForward, timeout)
 	})
-	n.fwdSrv = forward.NewServer(leaderHandler{n: n}, classify, log)
+	n.fwdSrv = forward.NewServer(n.handler, log)
 	n.router = newRouter(n.local, n.group, n.fwd, cfg.WriteTimeout, n.stop)
 	n.router.node = n
 	n.srv = server.New(server.Config{

@@ -162,7 +162,9 @@ func TestBackendErrorTexts(t *testing.T) {
 		{request.ErrOutcomeUnknown, commands.ErrOutcomeUnknown},
 		{fmt.Errorf("%w: raft said something", request.ErrOutcomeUnknown), commands.ErrOutcomeUnknown},
 		{fmt.Errorf("wrapped: %w", request.ErrNoLeader), commands.ErrClusterDown},
-		{&request.RemovedError{NodeID: "n3"}, commands.Removed("n3")},
+		{request.Removed("n3"), commands.Removed("n3")},
+		{request.DiskFull("/d has 1 MiB free"), commands.DiskFull("/d has 1 MiB free")},
+		{request.ErrNotLeader, commands.ErrClusterDown},
 		{errors.New("something else"), commands.ErrOutcomeUnknown},
 	} {
 		s := stubServer(t, &stubBackend{err: tt.err})
