@@ -9,15 +9,18 @@ import (
 	"github.com/redcell/redcell/request"
 )
 
-// Local is this node's Raft group as the server's backend (it implements
-// server.Backend, whose documentation gives the contract; this package does
-// not import server): writes go through the group's proposer, reads through
-// its linearizable read path, INFO reads the group, its state machine and the
-// log store, and DEBUG CLOCK moves the group's stamping clock.
+// Local is this node's Raft group as the server's backend roles (it
+// implements server.Decider, Reader, Status and TestClock, whose
+// documentation gives the contract; this package does not import server):
+// writes go through the group's proposer, reads through its linearizable
+// read path, INFO reads the group, its state machine and the log store, and
+// DEBUG CLOCK moves the group's stamping clock. ProposeAsync and ReadAsync
+// serve the forwarding server (async.go).
 //
 // Goroutines: every method may be called from any goroutine, any number at
-// once. Propose and Read block as Group.Propose and Group.Read do; the others
-// read counters and never wait on raft's log or network.
+// once. Propose and Read block as Group.Propose and Group.Read do; the
+// async forms return at once and call back (async.go); the others read
+// counters and never wait on raft's log or network.
 type Local struct {
 	g     *Group
 	store *raftstore.Store // log figures for INFO; may be nil

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/redcell/redcell/group"
 )
 
 // The leader's view of its members for INFO replication: raft does not
@@ -83,6 +85,17 @@ func (n *Node) remoteStatus(addr string, timeout time.Duration) (peerStatus, err
 	return st, nil
 }
 
+// nodeStatus is the server's Status: the local group's standing and
+// figures, with the cluster's view added to INFO replication. Its methods
+// are called from connection goroutines and return promptly.
+type nodeStatus struct{ n *Node }
+
+func (s nodeStatus) Leading() bool { return s.n.local.Leading() }
+func (s nodeStatus) Loading() bool { return s.n.local.Loading() }
+func (s nodeStatus) Counters() (requests, entries, fsyncs uint64) {
+	return s.n.local.Counters()
+}
+
 // Info adds the cluster's view to INFO's replication section (and passes
 // every other section to the local group): for a follower Redis's
 // master_host/master_port/master_link_status, then on every node the
@@ -90,12 +103,12 @@ func (n *Node) remoteStatus(addr string, timeout time.Duration) (peerStatus, err
 // leader, and each member with its suffrage and, on the leader, its last
 // contact and lag in entries. Redis clients that read role and master_*
 // keep working; members are listed as memberN lines.
-func (rt *router) Info(section string, field func(name string, value any)) {
-	rt.local.Info(section, field)
-	if section != "replication" || rt.node == nil {
+func (s nodeStatus) Info(section string, field func(name string, value any)) {
+	s.n.local.Info(section, field)
+	if section != "replication" {
 		return
 	}
-	n := rt.node
+	n := s.n
 	leaderAddr, leaderID := n.group.Leader()
 	leading := n.group.IsLeader()
 	if !leading {
@@ -110,7 +123,7 @@ func (rt *router) Info(section string, field func(name string, value any)) {
 	}
 	field("cluster_leader_id", leaderID)
 	field("cluster_leader_addr", leaderAddr)
-	field("cluster_state", rt.clusterState(leading, leaderAddr))
+	field("cluster_state", clusterState(n.group, leading, leaderAddr))
 	field("cluster_leader_last_contact_ms", time.Since(n.group.LastLeaderContact()).Milliseconds())
 	ms, err := n.group.Members()
 	if err != nil {
@@ -158,13 +171,13 @@ func (rt *router) Info(section string, field func(name string, value any)) {
 //	           wait for the next (until no_leader at the latest)
 //	no_leader  no leader for longer than an election takes: CLUSTERDOWN at once
 //	removed    this node was removed from the cluster: the removed error at once
-func (rt *router) clusterState(leading bool, leaderAddr string) string {
+func clusterState(g *group.Group, leading bool, leaderAddr string) string {
 	switch {
-	case !leading && rt.group.Removed():
+	case !leading && g.Removed():
 		return "removed"
 	case leading || leaderAddr != "":
 		return "ok"
-	case time.Now().Before(rt.group.NoLeaderKnownAt()):
+	case time.Now().Before(g.NoLeaderKnownAt()):
 		return "electing"
 	}
 	return "no_leader"

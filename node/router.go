@@ -20,31 +20,36 @@ import (
 // wait for it.
 const DefaultWriteTimeout = 5 * time.Second
 
-// router is the server's Backend on every node: requests are decided by the
-// local Raft group when this node leads, and forwarded to the leader when it
-// does not. It is the only place that knows where requests go; the server
-// sees one Backend either way.
+// router is the server's Decider, Reader and Administrator on every node:
+// requests are decided by the local Raft group when this node leads, and
+// forwarded to the leader when it does not. It is the only place that knows
+// where requests go; the server sees the same roles either way. (The
+// server's Status and TestClock are nodeStatus and the local group.)
 //
-// Goroutines: Propose and Read are called by connection goroutines, any
-// number at once. The leader watcher (raft's observer channel) runs in one
-// goroutine started by newRouter and stopped by close.
+// Goroutines: Propose, Read, ReadLocal and Admin are called by connection
+// goroutines, any number at once. The leader watch (leaderWatch) runs in
+// one goroutine started by newRouter and ended when stop closes.
 type router struct {
-	server.Backend // the local group: Leading, Counters, Info, clocks
-
-	local   server.Backend
-	node    *Node // for INFO replication's member view
-	group   *group.Group
-	fwd     *forward.Client
-	watch   *leaderWatch
-	timeout time.Duration
-	stop    <-chan struct{} // closed when the node stops
+	local     *group.Local
+	group     *group.Group
+	fwd       *forward.Client
+	watch     *leaderWatch
+	checkJoin func(cmd string, args []string) error // join.go: run where a member is added
+	timeout   time.Duration
+	stop      <-chan struct{} // closed when the node stops
 }
 
-func newRouter(local server.Backend, g *group.Group, fwd *forward.Client, timeout time.Duration, stop <-chan struct{}) *router {
+var (
+	_ server.Decider       = (*router)(nil)
+	_ server.Reader        = (*router)(nil)
+	_ server.Administrator = (*router)(nil)
+)
+
+func newRouter(local *group.Local, g *group.Group, fwd *forward.Client, checkJoin func(string, []string) error, timeout time.Duration, stop <-chan struct{}) *router {
 	if timeout <= 0 {
 		timeout = DefaultWriteTimeout
 	}
-	rt := &router{Backend: local, local: local, group: g, fwd: fwd, watch: newLeaderWatch(g), timeout: timeout, stop: stop}
+	rt := &router{local: local, group: g, fwd: fwd, watch: newLeaderWatch(g), checkJoin: checkJoin, timeout: timeout, stop: stop}
 	go rt.watch.run(stop)
 	return rt
 }
@@ -344,7 +349,8 @@ func (h leaderHandler) Admin(cmd string, args []string) (string, error) {
 // this node or this node leads, otherwise at the leader (waiting through an
 // election up to the write timeout, but not past the moment this node knows
 // there is no leader; a removed node has none to ask).
-func (rt *router) Admin(cmd string, args []string) (string, error) {
+func (rt *router) Admin(op server.AdminOp, args []string) (string, error) {
+	cmd := string(op) // as it travels to the leader and group.Local takes it
 	if !group.LeaderOnly(cmd) {
 		return rt.local.Admin(cmd, args)
 	}
@@ -361,8 +367,8 @@ func (rt *router) Admin(cmd string, args []string) (string, error) {
 		case leading:
 			// The node that adds a member checks it can reach it (join.go);
 			// a follower leaves that to the leader it forwards to.
-			if rt.node != nil {
-				if err := rt.node.checkJoin(cmd, args); err != nil {
+			if rt.checkJoin != nil {
+				if err := rt.checkJoin(cmd, args); err != nil {
 					return "", err
 				}
 			}

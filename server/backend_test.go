@@ -53,7 +53,7 @@ func (b *stubBackend) Clock() int64          { return 42 }
 func (b *stubBackend) SetClock(unixNS int64) { b.clock = append(b.clock, fmt.Sprint("set ", unixNS)) }
 func (b *stubBackend) AdvanceClock(ns int64) { b.clock = append(b.clock, fmt.Sprint("advance ", ns)) }
 func (b *stubBackend) RealClock()            { b.clock = append(b.clock, "real") }
-func (b *stubBackend) Admin(cmd string, args []string) (string, error) {
+func (b *stubBackend) Admin(op AdminOp, args []string) (string, error) {
 	return "", errors.New("no cluster here")
 }
 func (b *stubBackend) Loading() bool { return b.loading.Load() }
@@ -62,8 +62,8 @@ func (b *stubBackend) ReadLocal(reqs []request.Request, res []request.Result) er
 }
 
 // stubServer is a Server in front of backend, closed when the test ends.
-func stubServer(t testing.TB, backend Backend) *Server {
-	s := New(Config{Backend: backend, EnableDebug: true, Logger: quietLogger()})
+func stubServer(t testing.TB, backend *stubBackend) *Server {
+	s := New(Config{Backend: BackendOf(backend), EnableDebug: true, Logger: quietLogger()})
 	t.Cleanup(s.Close)
 	return s
 }

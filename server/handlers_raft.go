@@ -49,7 +49,7 @@ func cmdRaft(c *conn, s *commands.Spec, args [][]byte) {
 	for _, a := range args[2:] {
 		words = append(words, string(a))
 	}
-	text, err := c.s.cfg.Backend.Admin(name, words)
+	text, err := c.s.cfg.Backend.Admin(AdminOp(name), words)
 	if err != nil {
 		c.fail(adminErrText(err))
 		return
