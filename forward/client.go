@@ -70,13 +70,13 @@ type call struct {
 	id       uint64
 	frame    []byte
 	deadline time.Time // the writer gives up on a stalled socket then
-	res     []request.Result
-	abandon <-chan struct{} // nil: never
-	text    string
-	err     error
-	sent    atomic.Bool
-	done    chan struct{}
-	once    sync.Once
+	res      []request.Result
+	abandon  <-chan struct{} // nil: never
+	text     string
+	err      error
+	sent     atomic.Bool
+	done     chan struct{}
+	once     sync.Once
 }
 
 func (c *call) finish(err error) {

@@ -152,7 +152,6 @@ func (n *Node) admin(cmd string, args []string) (string, error) {
 	return text, err
 }
 
-
 // joinCheckTimeout bounds the dial that checks a new member: a peer
 // handshake, which an acceptor bounds at mux.DefaultHandshakeTimeout.
 const joinCheckTimeout = mux.DefaultHandshakeTimeout

@@ -39,7 +39,9 @@ func localBackend(l *group.Local) Backend {
 
 type localAdmin struct{ l *group.Local }
 
-func (a localAdmin) Admin(op AdminOp, args []string) (string, error) { return a.l.Admin(string(op), args) }
+func (a localAdmin) Admin(op AdminOp, args []string) (string, error) {
+	return a.l.Admin(string(op), args)
+}
 
 // quietLogger drops the node's logs; a failing test prints what it needs.
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
