@@ -36,7 +36,8 @@ var (
 // caller writes its own frame: the one that finds the connection idle
 // writes every frame queued while it writes, then flushes (see
 // clientConn.register), so no goroutine sits between a caller and the
-// socket. Each connection has one reader goroutine, which matches answers
+// socket (under a steady stream, one goroutine per burst takes over after
+// callerRounds). Each connection has one reader goroutine, which matches answers
 // to calls and wakes their callers. Close may be called from any goroutine.
 type Client struct {
 	dial    func(addr string, timeout time.Duration) (net.Conn, error)
@@ -248,8 +249,9 @@ func (cc *clientConn) isDead() bool {
 // register assigns cl an ID, seals frame (begun by startFrame) with it and
 // sends it; false if the connection is dead. The caller that finds nobody
 // writing becomes the writer: it writes its frame and every frame queued
-// meanwhile, flushing once per round, until the queue is empty. Others just
-// queue and return, and the reader wakes them when their answer arrives.
+// meanwhile, flushing once per round, until the queue is empty (or, under a
+// steady stream, for callerRounds rounds; see flush). Others just queue and
+// return, and the reader wakes them when their answer arrives.
 func (cc *clientConn) register(cl *call, frame []byte) bool {
 	cc.mu.Lock()
 	if cc.dead {
@@ -267,7 +269,7 @@ func (cc *clientConn) register(cl *call, frame []byte) bool {
 	}
 	cc.flushing = true
 	cc.mu.Unlock()
-	cc.flush()
+	cc.flush(callerRounds)
 	return true
 }
 
@@ -277,13 +279,25 @@ func (cc *clientConn) forget(id uint64) {
 	cc.mu.Unlock()
 }
 
+// callerRounds bounds the rounds a caller writes for others before it
+// hands the rest to a goroutine: under a steady stream of calls the queue
+// may never empty, and a caller must get back to waiting for its own answer.
+const callerRounds = 2
+
 // flush writes queued calls, many per flush, until none is left. Only the
-// caller that set flushing runs it. A socket that takes no bytes until the
-// latest deadline of the calls being written fails the connection, which
-// answers every call on it (ErrLost once written).
-func (cc *clientConn) flush() {
-	for {
+// goroutine that set flushing runs it: a caller, for at most rounds rounds
+// (then a goroutine started for the rest of the burst takes over; rounds <
+// 0: no bound). A socket that takes no bytes until the latest deadline of
+// the calls being written fails the connection, which answers every call on
+// it (ErrLost once written).
+func (cc *clientConn) flush(rounds int) {
+	for round := 0; ; round++ {
 		cc.mu.Lock()
+		if round == rounds && len(cc.pending) > 0 && !cc.dead {
+			cc.mu.Unlock()
+			go cc.flush(-1) // still flushing: the goroutine finishes the burst
+			return
+		}
 		batch := cc.pending
 		cc.pending = cc.spare[:0]
 		if len(batch) == 0 || cc.dead {
