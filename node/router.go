@@ -249,10 +249,13 @@ type leaderWatch struct {
 	mu    sync.Mutex
 	addr  string        // the leader the current epoch's calls went to
 	moved chan struct{} // closed when the leader moves away from addr
+	// started wakes run when a call starts an epoch, so that it looks at
+	// once (the leader may have gone between the call's look and now).
+	started chan struct{}
 }
 
 func newLeaderWatch(g *group.Group) *leaderWatch {
-	return &leaderWatch{g: g, moved: make(chan struct{})}
+	return &leaderWatch{g: g, moved: make(chan struct{}), started: make(chan struct{}, 1)}
 }
 
 // abandonFor returns the channel that closes when the leader moves away
@@ -262,6 +265,10 @@ func (w *leaderWatch) abandonFor(addr string) <-chan struct{} {
 	defer w.mu.Unlock()
 	if w.addr != addr {
 		w.next(addr)
+		select {
+		case w.started <- struct{}{}:
+		default: // run will look anyway
+		}
 	}
 	return w.moved
 }
@@ -303,6 +310,7 @@ func (w *leaderWatch) run(stop <-chan struct{}) {
 		w.mu.Unlock()
 		select {
 		case <-changed:
+		case <-w.started:
 		case <-knowNone: // look again: a leader may have contacted this node since
 		case <-stop:
 			return

@@ -14,7 +14,7 @@ const answeredAtOnce = 300 * time.Millisecond
 // infoField reads one field of node n's INFO replication.
 func infoField(n *Node, name string) string {
 	var v string
-	nodeStatus{n}.Info("replication", func(k string, val any) {
+	nodeStatus{n}.Replication().Fields(func(k string, val any) {
 		if k == name {
 			v = fmt.Sprint(val)
 		}

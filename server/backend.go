@@ -1,6 +1,7 @@
 package server
 
 import (
+	"github.com/redcell/redcell/nodeinfo"
 	"github.com/redcell/redcell/request"
 )
 
@@ -13,9 +14,10 @@ import (
 // forwards to the leader), the bare local Raft group (group.Local, in tests),
 // or a test double; each role may be a different value.
 //
-// Every type in these signatures is the server's, package request's or the
-// language's, so an implementation need not import this package (except
-// for AdminOp), and this package imports no implementation.
+// Every type in these signatures is the server's, package request's,
+// package nodeinfo's (a leaf of INFO's section types) or the language's, so
+// an implementation need not import this package (except for AdminOp), and
+// this package imports no implementation.
 //
 // Errors: Propose, Read, ReadLocal and Admin fail a whole call with a
 // *request.Failure (request/errors.go), possibly wrapped; the server answers
@@ -112,12 +114,15 @@ type Status interface {
 	// instantaneous rates (decisions, entries and fsyncs per second).
 	Counters() (requests, entries, fsyncs uint64)
 
-	// Info reports the backend's own fields of one INFO section by calling
-	// field once per field, in the order INFO prints them ("name:value").
-	// The server asks for "memory", "persistence", "raft" and "keyspace"
-	// after writing its own fields of the section; a backend may report
-	// nothing for a section. field must not be kept after Info returns.
-	Info(section string, field func(name string, value any))
+	// The node's figures for INFO, one typed value per section
+	// (package nodeinfo, which also names the fields). The server prints
+	// each after its own fields of the section (Replication after the role
+	// line; nil: this backend has no cluster view to add).
+	Memory() nodeinfo.Memory
+	Persistence() nodeinfo.Persistence
+	Raft() nodeinfo.Raft
+	Replication() *nodeinfo.Replication
+	Keyspace() nodeinfo.Keyspace
 
 	// Loading reports whether the node is still replaying its log or a
 	// snapshot at startup; commands then get -LOADING, as Redis answers
