@@ -115,8 +115,6 @@ type Group struct {
 	raft *raft.Raft
 	fsm  *fsm.FSM
 
-	reads asyncReads // ReadAsync's queue (async.go)
-
 	// Leadership readiness: ready is true while this node leads and has
 	// applied everything committed before its term began. readyCh is closed
 	// when ready becomes true; it is replaced when leadership is lost.
@@ -172,6 +170,8 @@ type Group struct {
 	// maxTrailingLogs is the configured TrailingLogs, the most the byte
 	// trigger lets raft keep behind a snapshot (snapshots.go).
 	maxTrailingLogs uint64
+	// reads is ReadAsync's queue (async.go).
+	reads asyncReads
 }
 
 type groupStats struct {
