@@ -89,6 +89,41 @@ func Removed(nodeID string) string {
 		"and stop this node, or empty its data dir and start it with --join <member> to add it back"
 }
 
+// FailureReply is the Redis error a client gets for a batch failure (package
+// request's *Failure): the one place where a failure code becomes a reply.
+// nil, and a code this build does not know, answer as FailOutcomeUnknown:
+// the server cannot promise that nothing happened.
+func FailureReply(f *request.Failure) string {
+	if f == nil {
+		return ErrOutcomeUnknown
+	}
+	switch f.Code {
+	case request.FailNoLeader, request.FailNotLeader:
+		return ErrClusterDown
+	case request.FailNotReady:
+		return ErrNotReady
+	case request.FailShutdown:
+		return ErrStopped
+	case request.FailStateMachine:
+		return ErrInternal
+	case request.FailRemoved:
+		id := f.Detail
+		if id == "" {
+			id = "?"
+		}
+		return Removed(id)
+	case request.FailDiskFull:
+		detail := f.Detail
+		if detail == "" {
+			detail = "the leader's log disk is full"
+		}
+		return DiskFull(detail)
+	case request.FailRefused, request.FailUnknownGroup:
+		return "ERR " + SanitizeErrorText([]byte(f.Error()))
+	}
+	return ErrOutcomeUnknown
+}
+
 // ResultErrText is the reply to a request the state machine answered with
 // a deterministic error code (request.Result of KindError): the text its
 // descriptor gives it (request/codes.go: WRONGTYPE, OOM, an op the state

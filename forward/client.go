@@ -2,6 +2,7 @@ package forward
 
 import (
 	"bufio"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
@@ -12,7 +13,7 @@ import (
 	"github.com/redcell/redcell/request"
 )
 
-// Errors a call can end with besides a RemoteError.
+// Errors a call can end with besides the destination's *request.Failure.
 var (
 	// ErrNotSent: the call never left this node (no connection, or it broke
 	// before the frame was written). Safe to retry anywhere.
@@ -31,9 +32,13 @@ var (
 // large reads instead of many small ones.
 //
 // Goroutines: Propose, Read and Admin may be called from any number of
-// goroutines at once and block until answered, failed or timed out. Each
-// connection has one writer and one reader goroutine. Close may be called
-// from any goroutine.
+// goroutines at once and block until answered, failed or timed out. A
+// caller writes its own frame: the one that finds the connection idle
+// writes every frame queued while it writes, then flushes (see
+// clientConn.register), so no goroutine sits between a caller and the
+// socket (under a steady stream, one goroutine per burst takes over after
+// callerRounds). Each connection has one reader goroutine, which matches answers
+// to calls and wakes their callers. Close may be called from any goroutine.
 type Client struct {
 	dial    func(addr string, timeout time.Duration) (net.Conn, error)
 	perDest int
@@ -63,15 +68,16 @@ type pool struct {
 
 // call is one request in flight.
 type call struct {
-	id      uint64
-	frame   []byte
-	res     []request.Result
-	abandon <-chan struct{} // nil: never
-	text    string
-	err     error
-	sent    atomic.Bool
-	done    chan struct{}
-	once    sync.Once
+	id       uint64
+	frame    []byte
+	deadline time.Time // the writer gives up on a stalled socket then
+	res      []request.Result
+	abandon  <-chan struct{} // nil: never
+	text     string
+	err      error
+	sent     atomic.Bool
+	done     chan struct{}
+	once     sync.Once
 }
 
 func (c *call) finish(err error) {
@@ -81,43 +87,55 @@ func (c *call) finish(err error) {
 	})
 }
 
-// Propose forwards write requests to addr and fills res.
+// Propose forwards write requests for Raft group group to addr and fills
+// res. The requests are encoded once, into the frame, in the encoding log
+// entries carry.
 //
 // The call ends at timeout, or as soon as abandon closes (the caller's way
 // of saying the destination no longer leads: a stalled link to a deposed
 // leader must not hold a client for the whole timeout). Either way a call
-// whose frame was written ends with ErrLost. abandon may be nil.
-func (c *Client) Propose(addr string, reqs []request.Request, res []request.Result, timeout time.Duration, abandon <-chan struct{}) error {
-	body := appendRequests([]byte{kindPropose}, reqs)
+// whose frame was written ends with ErrLost. abandon may be nil. A failure
+// the destination answered is its *request.Failure, as it sent it.
+func (c *Client) Propose(addr string, group uint64, reqs []request.Request, res []request.Result, timeout time.Duration, abandon <-chan struct{}) error {
 	cl := &call{res: res, abandon: abandon}
-	return c.do(addr, cl, body, timeout)
+	return c.do(addr, cl, requestFrame(kindPropose, group, reqs), timeout)
 }
 
-// Read forwards read requests to addr and fills res; timeout and abandon
-// as for Propose.
-func (c *Client) Read(addr string, reqs []request.Request, res []request.Result, timeout time.Duration, abandon <-chan struct{}) error {
-	body := appendRequests([]byte{kindRead}, reqs)
+// Read forwards read requests to addr and fills res; as Propose otherwise.
+func (c *Client) Read(addr string, group uint64, reqs []request.Request, res []request.Result, timeout time.Duration, abandon <-chan struct{}) error {
 	cl := &call{res: res, abandon: abandon}
-	return c.do(addr, cl, body, timeout)
+	return c.do(addr, cl, requestFrame(kindRead, group, reqs), timeout)
 }
 
-// Admin sends a cluster administration command with its arguments to addr
-// and returns its text answer.
-func (c *Client) Admin(addr, cmd string, args []string, timeout time.Duration) (string, error) {
+// requestFrame encodes a batch call into a frame still to be sealed.
+func requestFrame(kind byte, group uint64, reqs []request.Request) []byte {
+	n := 2 * binary.MaxVarintLen64
+	for i := range reqs {
+		n += request.EncodedLen(&reqs[i])
+	}
+	b := binary.AppendUvarint(startFrame(kind, n), group)
+	return appendRequests(b, reqs)
+}
+
+// Admin sends a cluster administration command for Raft group group with its
+// arguments to addr and returns its text answer.
+func (c *Client) Admin(addr string, group uint64, cmd string, args []string, timeout time.Duration) (string, error) {
 	cl := &call{}
-	err := c.do(addr, cl, appendAdmin([]byte{kindAdmin}, append([]string{cmd}, args...)), timeout)
+	b := binary.AppendUvarint(startFrame(kindAdmin, 64), group)
+	err := c.do(addr, cl, appendAdmin(b, append([]string{cmd}, args...)), timeout)
 	return cl.text, err
 }
 
-func (c *Client) do(addr string, cl *call, body []byte, timeout time.Duration) error {
+func (c *Client) do(addr string, cl *call, frame []byte, timeout time.Duration) error {
 	cl.done = make(chan struct{})
+	cl.deadline = time.Now().Add(timeout)
 	cc, err := c.conn(addr, timeout)
 	if err != nil {
 		// Both wrapped: callers retry on ErrNotSent, and a joining node
 		// tells the dial's cause apart (mux.ErrSecretMismatch and so on).
 		return fmt.Errorf("%w: %w", ErrNotSent, err)
 	}
-	if !cc.register(cl, body) {
+	if !cc.register(cl, frame) {
 		return ErrNotSent
 	}
 	t := time.NewTimer(timeout)
@@ -203,20 +221,21 @@ func (c *Client) Close() {
 
 // clientConn is one multiplexed connection.
 type clientConn struct {
-	nc   net.Conn
-	out  chan *call
-	quit chan struct{} // closed by fail
+	nc net.Conn
+	w  *bufio.Writer // used by the flushing caller only
 
-	mu     sync.Mutex
-	calls  map[uint64]*call
-	nextID uint64
-	dead   bool
-	err    error
+	mu       sync.Mutex
+	calls    map[uint64]*call
+	nextID   uint64
+	dead     bool
+	err      error
+	pending  []*call // registered, not yet taken by the flushing caller
+	spare    []*call // the flusher's previous batch, reused
+	flushing bool    // a caller is writing; it takes pending before it stops
 }
 
 func newClientConn(nc net.Conn) *clientConn {
-	cc := &clientConn{nc: nc, out: make(chan *call, 1024), quit: make(chan struct{}), calls: make(map[uint64]*call)}
-	go cc.writeLoop()
+	cc := &clientConn{nc: nc, w: bufio.NewWriterSize(nc, 64<<10), calls: make(map[uint64]*call)}
 	go cc.readLoop()
 	return cc
 }
@@ -227,9 +246,13 @@ func (cc *clientConn) isDead() bool {
 	return cc.dead
 }
 
-// register assigns cl an ID, frames body and queues it for the writer;
-// false if the connection is dead.
-func (cc *clientConn) register(cl *call, body []byte) bool {
+// register assigns cl an ID, seals frame (begun by startFrame) with it and
+// sends it; false if the connection is dead. The caller that finds nobody
+// writing becomes the writer: it writes its frame and every frame queued
+// meanwhile, flushing once per round, until the queue is empty (or, under a
+// steady stream, for callerRounds rounds; see flush). Others just queue and
+// return, and the reader wakes them when their answer arrives.
+func (cc *clientConn) register(cl *call, frame []byte) bool {
 	cc.mu.Lock()
 	if cc.dead {
 		cc.mu.Unlock()
@@ -237,15 +260,16 @@ func (cc *clientConn) register(cl *call, body []byte) bool {
 	}
 	cc.nextID++
 	cl.id = cc.nextID
-	cl.frame = appendFrame(make([]byte, 0, len(body)+12), cl.id, body)
+	cl.frame = sealFrame(frame, cl.id)
 	cc.calls[cl.id] = cl
-	cc.mu.Unlock()
-	// If the connection dies before the writer takes the call, fail has
-	// already answered it (it was registered): nothing is lost either way.
-	select {
-	case cc.out <- cl:
-	case <-cc.quit:
+	cc.pending = append(cc.pending, cl)
+	if cc.flushing {
+		cc.mu.Unlock()
+		return true
 	}
+	cc.flushing = true
+	cc.mu.Unlock()
+	cc.flush(callerRounds)
 	return true
 }
 
@@ -255,42 +279,62 @@ func (cc *clientConn) forget(id uint64) {
 	cc.mu.Unlock()
 }
 
-// writeLoop sends queued calls, many per flush.
-func (cc *clientConn) writeLoop() {
-	w := bufio.NewWriterSize(cc.nc, 64<<10)
-	var batch []*call
-	for {
-		var cl *call
-		select {
-		case cl = <-cc.out:
-		case <-cc.quit:
+// callerRounds bounds the rounds a caller writes for others before it
+// hands the rest to a goroutine: under a steady stream of calls the queue
+// may never empty, and a caller must get back to waiting for its own answer.
+const callerRounds = 2
+
+// flush writes queued calls, many per flush, until none is left. Only the
+// goroutine that set flushing runs it: a caller, for at most rounds rounds
+// (then a goroutine started for the rest of the burst takes over; rounds <
+// 0: no bound). A socket that takes no bytes until the latest deadline of
+// the calls being written fails the connection, which answers every call on
+// it (ErrLost once written).
+func (cc *clientConn) flush(rounds int) {
+	for round := 0; ; round++ {
+		cc.mu.Lock()
+		if round == rounds && len(cc.pending) > 0 && !cc.dead {
+			cc.mu.Unlock()
+			go cc.flush(-1) // still flushing: the goroutine finishes the burst
 			return
 		}
-		batch = append(batch[:0], cl)
-		for more := true; more; {
-			select {
-			case next := <-cc.out:
-				batch = append(batch, next)
-			default:
-				more = false
+		batch := cc.pending
+		cc.pending = cc.spare[:0]
+		if len(batch) == 0 || cc.dead {
+			cc.flushing = false
+			cc.spare = batch[:0]
+			cc.mu.Unlock()
+			return
+		}
+		cc.mu.Unlock()
+		var deadline time.Time
+		for _, b := range batch {
+			if b.deadline.After(deadline) {
+				deadline = b.deadline
 			}
 		}
-		var err error
+		err := cc.nc.SetWriteDeadline(deadline)
 		for _, b := range batch {
 			b.sent.Store(true) // from here on the outcome may be unknown
 			if err == nil {
-				_, err = w.Write(b.frame)
+				_, err = cc.w.Write(b.frame)
 			}
 			b.frame = nil
 		}
 		if err == nil {
-			err = w.Flush()
-		}
-		if err != nil {
-			cc.fail(err) // answers every registered call, queued ones too
-			return
+			err = cc.w.Flush()
 		}
 		clear(batch)
+		cc.mu.Lock()
+		cc.spare = batch[:0]
+		cc.mu.Unlock()
+		if err != nil {
+			cc.fail(err) // answers every registered call, queued ones too
+			cc.mu.Lock()
+			cc.flushing = false
+			cc.mu.Unlock()
+			return
+		}
 	}
 }
 
@@ -344,7 +388,6 @@ func (cc *clientConn) fail(cause error) {
 	cc.calls = nil
 	cc.mu.Unlock()
 	cc.nc.Close()
-	close(cc.quit)
 	for _, cl := range calls {
 		if cl.sent.Load() {
 			cl.finish(fmt.Errorf("%w: %v", ErrLost, cause))

@@ -29,9 +29,17 @@ type counterHandler struct {
 	failure error
 }
 
-var errNotLeaderForTest = errors.New("not the leader")
+// Propose and Read answer through done from a goroutine of their own, as a
+// group's completer would from its.
+func (h *counterHandler) Propose(reqs []request.Request, res []request.Result, done func(error)) {
+	go func() { done(h.propose(reqs, res)) }()
+}
 
-func (h *counterHandler) Propose(reqs []request.Request, res []request.Result) error {
+func (h *counterHandler) Read(reqs []request.Request, res []request.Result, done func(error)) {
+	go func() { done(h.read(reqs, res)) }()
+}
+
+func (h *counterHandler) propose(reqs []request.Request, res []request.Result) error {
 	if h.entered != nil {
 		h.entered <- struct{}{}
 	}
@@ -50,7 +58,7 @@ func (h *counterHandler) Propose(reqs []request.Request, res []request.Result) e
 	return nil
 }
 
-func (h *counterHandler) Read(reqs []request.Request, res []request.Result) error {
+func (h *counterHandler) read(reqs []request.Request, res []request.Result) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i := range reqs {
@@ -64,13 +72,6 @@ func (h *counterHandler) Admin(cmd string, args []string) (string, error) {
 		return "joined " + strings.Join(args, "@"), nil
 	}
 	return "", fmt.Errorf("bad admin call %s %v", cmd, args)
-}
-
-func classify(err error) Code {
-	if errors.Is(err, errNotLeaderForTest) {
-		return CodeNotLeader
-	}
-	return CodeFailed
 }
 
 // setup runs a forward Server behind an authenticated mux and returns a
@@ -95,7 +96,12 @@ func setup(t *testing.T, h Handler) (*Client, string, *Server) {
 		t.Fatal(err)
 	}
 	go leader.Run()
-	srv := NewServer(h, classify, quiet())
+	srv := NewServer(func(id uint64) Handler {
+		if id != 0 {
+			return nil
+		}
+		return h
+	}, quiet())
 	go srv.Serve(fwdLn)
 	t.Cleanup(srv.Close)
 
@@ -127,7 +133,7 @@ func TestManyCallersShareTheConnections(t *testing.T) {
 			for i := 1; i <= perCaller; i++ {
 				reqs := []request.Request{incr(key, 1), incr("shared", 1)}
 				res := make([]request.Result, 2)
-				if err := c.Propose(addr, reqs, res, 10*time.Second, nil); err != nil {
+				if err := c.Propose(addr, 0, reqs, res, 10*time.Second, nil); err != nil {
 					errs <- err
 					return
 				}
@@ -144,7 +150,7 @@ func TestManyCallersShareTheConnections(t *testing.T) {
 		t.Fatal(err)
 	}
 	res := make([]request.Result, 1)
-	if err := c.Read(addr, []request.Request{incr("shared", 0)}, res, 10*time.Second, nil); err != nil || res[0].Ints[0] != callers*perCaller {
+	if err := c.Read(addr, 0, []request.Request{incr("shared", 0)}, res, 10*time.Second, nil); err != nil || res[0].Ints[0] != callers*perCaller {
 		t.Fatalf("shared counter %+v, %v; want %d", res[0], err, callers*perCaller)
 	}
 	c.mu.Lock()
@@ -160,27 +166,58 @@ func TestMultiKeyRequestsAndAdminCalls(t *testing.T) {
 	c, addr, _ := setup(t, h)
 	del := request.Request{Code: request.Del, Keys: [][]byte{[]byte("a"), []byte("bb"), nil}}
 	res := make([]request.Result, 1)
-	if err := c.Propose(addr, []request.Request{del}, res, 5*time.Second, nil); err != nil {
+	if err := c.Propose(addr, 0, []request.Request{del}, res, 5*time.Second, nil); err != nil {
 		t.Fatal(err)
 	}
-	text, err := c.Admin(addr, "join", []string{"n2", "127.0.0.1:7000"}, 5*time.Second)
+	text, err := c.Admin(addr, 0, "join", []string{"n2", "127.0.0.1:7000"}, 5*time.Second)
 	if err != nil || text != "joined n2@127.0.0.1:7000" {
 		t.Fatalf("admin: %q, %v", text, err)
 	}
-	_, err = c.Admin(addr, "remove", nil, 5*time.Second)
-	var re *RemoteError
-	if !errors.As(err, &re) || re.Code != CodeFailed || !strings.Contains(re.Text, "bad admin call") {
+	_, err = c.Admin(addr, 0, "remove", nil, 5*time.Second)
+	var f *request.Failure
+	if !errors.As(err, &f) || f.Code != request.FailRefused || !strings.Contains(f.Detail, "bad admin call") {
 		t.Fatalf("failing admin call: %v", err)
 	}
 }
 
-func TestHandlerErrorsArriveClassified(t *testing.T) {
-	h := &counterHandler{counts: map[string]int64{}, failure: fmt.Errorf("wrapped: %w", errNotLeaderForTest)}
+// TestFailuresArriveAsTheyAre: the leader's *request.Failure reaches the
+// caller with its code and detail unchanged (no mapping on either side);
+// any other error of a batch call arrives as an unknown outcome.
+func TestFailuresArriveAsTheyAre(t *testing.T) {
+	for _, tc := range []struct {
+		failure error
+		want    *request.Failure
+	}{
+		{request.NotLeaderAt("127.0.0.1:7001"), request.NotLeaderAt("127.0.0.1:7001")},
+		{fmt.Errorf("wrapped: %w", request.ErrNotReady), &request.Failure{Code: request.FailNotReady}},
+		{request.DiskFull("/data has 1 MiB free"), request.DiskFull("/data has 1 MiB free")},
+		{request.Removed("n3"), request.Removed("n3")},
+		{errors.New("raft said no"), &request.Failure{Code: request.FailOutcomeUnknown, Detail: "raft said no"}},
+	} {
+		h := &counterHandler{counts: map[string]int64{}, failure: tc.failure}
+		c, addr, _ := setup(t, h)
+		err := c.Propose(addr, 0, []request.Request{incr("k", 1)}, make([]request.Result, 1), 5*time.Second, nil)
+		var f *request.Failure
+		if !errors.As(err, &f) || *f != *tc.want {
+			t.Errorf("handler failed with %v: got %#v, want %#v", tc.failure, err, tc.want)
+		}
+	}
+}
+
+// TestUnknownGroupIsRefused: a call naming a Raft group the receiver does
+// not run is answered FailUnknownGroup, and nothing reaches a handler.
+func TestUnknownGroupIsRefused(t *testing.T) {
+	h := &counterHandler{counts: map[string]int64{}}
 	c, addr, _ := setup(t, h)
-	err := c.Propose(addr, []request.Request{incr("k", 1)}, make([]request.Result, 1), 5*time.Second, nil)
-	var re *RemoteError
-	if !errors.As(err, &re) || re.Code != CodeNotLeader {
-		t.Fatalf("got %v, want a RemoteError with CodeNotLeader", err)
+	err := c.Propose(addr, 7, []request.Request{incr("k", 1)}, make([]request.Result, 1), 5*time.Second, nil)
+	if !errors.Is(err, request.ErrUnknownGroup) || !strings.Contains(err.Error(), "7") {
+		t.Fatalf("call to group 7: %v, want FailUnknownGroup naming it", err)
+	}
+	if _, err := c.Admin(addr, 3, "join", []string{"n2", "x"}, 5*time.Second); !errors.Is(err, request.ErrUnknownGroup) {
+		t.Fatalf("admin call to group 3: %v, want FailUnknownGroup", err)
+	}
+	if len(h.counts) != 0 {
+		t.Fatalf("a call to an unknown group reached the handler: %v", h.counts)
 	}
 }
 
@@ -191,7 +228,7 @@ func TestLostAndUnsentCalls(t *testing.T) {
 	c, addr, srv := setup(t, h)
 	done := make(chan error, 1)
 	go func() {
-		done <- c.Propose(addr, []request.Request{incr("k", 1)}, make([]request.Result, 1), 10*time.Second, nil)
+		done <- c.Propose(addr, 0, []request.Request{incr("k", 1)}, make([]request.Result, 1), 10*time.Second, nil)
 	}()
 	<-h.entered // the server holds the call: cut every connection
 	h.entered = nil
@@ -209,12 +246,12 @@ func TestLostAndUnsentCalls(t *testing.T) {
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	dead := ln.Addr().String()
 	ln.Close()
-	err := c.Propose(dead, []request.Request{incr("k", 1)}, make([]request.Result, 1), time.Second, nil)
+	err := c.Propose(dead, 0, []request.Request{incr("k", 1)}, make([]request.Result, 1), time.Second, nil)
 	if !errors.Is(err, ErrNotSent) {
 		t.Fatalf("call to a closed port: %v, want ErrNotSent", err)
 	}
 	// And the client recovers: a new connection to the live server works.
-	if err := c.Propose(addr, []request.Request{incr("k", 1)}, make([]request.Result, 1), 10*time.Second, nil); err != nil {
+	if err := c.Propose(addr, 0, []request.Request{incr("k", 1)}, make([]request.Result, 1), 10*time.Second, nil); err != nil {
 		t.Fatalf("call after the breakage: %v", err)
 	}
 }
@@ -223,7 +260,7 @@ func TestTimeoutIsLost(t *testing.T) {
 	h := &counterHandler{counts: map[string]int64{}, block: make(chan struct{})}
 	defer close(h.block)
 	c, addr, _ := setup(t, h)
-	err := c.Propose(addr, []request.Request{incr("k", 1)}, make([]request.Result, 1), 100*time.Millisecond, nil)
+	err := c.Propose(addr, 0, []request.Request{incr("k", 1)}, make([]request.Result, 1), 100*time.Millisecond, nil)
 	if !errors.Is(err, ErrLost) {
 		t.Fatalf("a call past its timeout: %v, want ErrLost", err)
 	}
@@ -238,7 +275,7 @@ func TestAbandonedCallEndsAtOnce(t *testing.T) {
 	abandon := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- c.Propose(addr, []request.Request{incr("k", 1)}, make([]request.Result, 1), time.Minute, abandon)
+		done <- c.Propose(addr, 0, []request.Request{incr("k", 1)}, make([]request.Result, 1), time.Minute, abandon)
 	}()
 	<-h.entered
 	close(abandon)

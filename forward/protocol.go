@@ -17,23 +17,28 @@ import (
 	"github.com/redcell/redcell/request"
 )
 
-// Wire format, version 1. Both directions are a stream of frames:
+// Wire format, version 2. Both directions are a stream of frames:
 //
 //	uvarint  length of the rest of the frame
 //	uvarint  call ID (chosen by the client, echoed by the server)
 //	byte     kind (request) or status (response)
 //	payload
 //
-// Request kinds and payloads:
+// Request kinds and payloads; every request names the Raft group it is for
+// (0 while a node runs one group; a receiver that runs no such group
+// answers request.FailUnknownGroup):
 //
-//	kindPropose, kindRead: uvarint n, then n requests (request.Append)
-//	kindAdmin:             uvarint n, n × (uvarint len, bytes): command, arguments
+//	kindPropose, kindRead: uvarint group, uvarint n, then n requests
+//	                       (request.Append: the encoding log entries carry)
+//	kindAdmin:             uvarint group, uvarint n, n × (uvarint len,
+//	                       bytes): command, arguments
 //
 // Response statuses and payloads:
 //
 //	statusOK:     the results (one per request, request.AppendResult) for
 //	              kindPropose/kindRead; uvarint len + text for kindAdmin
-//	statusError:  byte error code (see Err* below), uvarint len + text
+//	statusError:  byte request.FailCode, uvarint len + detail: the
+//	              *request.Failure as the leader's group made it
 //
 // A connection is opened with mux.HeaderForward and the cluster-secret
 // handshake, so both ends are cluster members. Calls on one connection are
@@ -53,41 +58,10 @@ const (
 // the reader still grows its buffer only as bytes arrive.
 const MaxFrame = 1 << 30
 
-// Code says why a forwarded call failed, so that the follower can answer its
-// client exactly as the leader would have (CLUSTERDOWN, TRYAGAIN, ...).
-type Code byte
-
-const (
-	// CodeNotLeader: the receiver does not lead (any more); the sender looks
-	// up the leader again. Nothing was proposed.
-	CodeNotLeader Code = 1
-	// CodeNoLeader: no leader is known.
-	CodeNoLeader Code = 2
-	// CodeNotReady: the receiver leads but is not ready yet.
-	CodeNotReady Code = 3
-	// CodeOutcomeUnknown: proposed, but leadership changed before it was
-	// confirmed; it may still commit.
-	CodeOutcomeUnknown Code = 4
-	// CodeShutdown: the receiver is stopping. Nothing was proposed.
-	CodeShutdown Code = 5
-	// CodeStateMachine: the receiver's state machine has stopped.
-	CodeStateMachine Code = 6
-	// CodeFailed: any other failure; the text says what.
-	CodeFailed Code = 7
-	// CodeDiskFull: the receiver's log disk is below its reserve; the text
-	// says where. Nothing was proposed.
-	CodeDiskFull Code = 8
-)
-
-// RemoteError is a failure reported by the other side.
-type RemoteError struct {
-	Code Code
-	Text string
-}
-
-func (e *RemoteError) Error() string {
-	return fmt.Sprintf("forward: remote error %d: %s", e.Code, e.Text)
-}
+// headroom is the space a frame is built after, so that its length and ID
+// can be put in front of the body once they are known without moving the
+// body (see startFrame and sealFrame).
+const headroom = 2 * binary.MaxVarintLen64
 
 var errFrameTooBig = errors.New("forward: frame larger than MaxFrame")
 
@@ -126,6 +100,36 @@ func appendFrame(b []byte, id uint64, body []byte) []byte {
 	b = binary.AppendUvarint(b, uint64(len(h)+len(body)))
 	b = append(b, h...)
 	return append(b, body...)
+}
+
+// startFrame begins a frame whose body opens with kind: the body is
+// appended to the result, then sealFrame puts the header in front. The body
+// is encoded once, in place.
+func startFrame(kind byte, sizeHint int) []byte {
+	b := make([]byte, headroom, headroom+1+sizeHint)
+	return append(b, kind)
+}
+
+// sealFrame writes the length and ID into the headroom of a frame begun by
+// startFrame and returns the frame.
+func sealFrame(b []byte, id uint64) []byte {
+	var hdr [binary.MaxVarintLen64]byte
+	h := binary.PutUvarint(hdr[:], id)
+	var lb [binary.MaxVarintLen64]byte
+	l := binary.PutUvarint(lb[:], uint64(h+len(b)-headroom))
+	start := headroom - h - l
+	copy(b[start:], lb[:l])
+	copy(b[start+l:], hdr[:h])
+	return b[start:]
+}
+
+// readGroup splits a call's payload into the group it names and the rest.
+func readGroup(payload []byte) (uint64, []byte, error) {
+	g, w := binary.Uvarint(payload)
+	if w <= 0 {
+		return 0, nil, errors.New("forward: corrupt group id")
+	}
+	return g, payload[w:], nil
 }
 
 // appendRequests appends a batch payload.
@@ -199,18 +203,21 @@ func readString(b []byte) (string, []byte, error) {
 	return string(b[w:end]), b[end:], nil
 }
 
-func appendError(b []byte, code Code, text string) []byte {
-	b = append(b, statusError, byte(code))
-	return appendString(b, text)
+// appendError appends an error response body: the failure's code byte and
+// detail, as they are.
+func appendError(b []byte, f *request.Failure) []byte {
+	b = append(b, statusError, byte(f.Code))
+	return appendString(b, f.Detail)
 }
 
+// decodeError returns the *request.Failure an error response carries.
 func decodeError(payload []byte) error {
 	if len(payload) < 1 {
 		return errors.New("forward: corrupt error response")
 	}
-	text, _, err := readString(payload[1:])
+	detail, _, err := readString(payload[1:])
 	if err != nil {
 		return err
 	}
-	return &RemoteError{Code: Code(payload[0]), Text: text}
+	return &request.Failure{Code: request.FailCode(payload[0]), Detail: detail}
 }

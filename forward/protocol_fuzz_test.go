@@ -25,10 +25,11 @@ func FuzzFrames(f *testing.F) {
 	res[0].SetInt(7)
 	res[1].SetErr(request.ErrInvalidOp)
 	var calls, answers []byte
-	calls = appendFrame(calls, 1, appendRequests([]byte{kindPropose}, batch))
-	calls = appendFrame(calls, math.MaxUint64, appendString(binary.AppendUvarint([]byte{kindAdmin}, 1), "RAFT.STATS"))
+	calls = appendFrame(calls, 1, appendRequests(binary.AppendUvarint([]byte{kindPropose}, 0), batch))
+	calls = append(calls, sealFrame(appendRequests(binary.AppendUvarint(startFrame(kindRead, 0), 3), batch), 5)...)
+	calls = appendFrame(calls, math.MaxUint64, appendString(binary.AppendUvarint(binary.AppendUvarint([]byte{kindAdmin}, 0), 1), "RAFT.STATS"))
 	answers = appendFrame(answers, 2, appendResults([]byte{statusOK}, res[:]))
-	answers = appendFrame(answers, 3, appendError(nil, CodeNotLeader, "not the leader"))
+	answers = appendFrame(answers, 3, appendError(nil, request.NotLeaderAt("127.0.0.1:7001")))
 	f.Add(calls, false, uint8(2))
 	f.Add(answers, true, uint8(2))
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0x03, 1, 1}, false, uint8(0))
@@ -51,15 +52,23 @@ func FuzzFrames(f *testing.F) {
 				}
 				switch {
 				case !responses && (kind == kindPropose || kind == kindRead):
-					got, err := decodeRequests(payload, reqs)
+					grp, rest, err := readGroup(payload)
+					if err != nil {
+						continue
+					}
+					got, err := decodeRequests(rest, reqs)
 					reqs = got
 					if err != nil {
 						continue
 					}
-					frame := appendFrame(nil, id, appendRequests([]byte{kind}, got))
+					frame := sealFrame(appendRequests(binary.AppendUvarint(startFrame(kind, 0), grp), got), id)
 					id2, kind2, p2, _, err := readFrame(bufio.NewReader(bytes.NewReader(frame)), nil)
 					if err != nil || id2 != id || kind2 != kind {
 						t.Fatalf("a re-encoded batch frame reads as %d/%d: %v", id2, kind2, err)
+					}
+					grp2, p2, err := readGroup(p2)
+					if err != nil || grp2 != grp {
+						t.Fatalf("a re-encoded batch frame names group %d, want %d: %v", grp2, grp, err)
 					}
 					again, err := decodeRequests(p2, nil)
 					if err != nil || len(again) != len(got) {
@@ -86,13 +95,13 @@ func FuzzFrames(f *testing.F) {
 					}
 				case responses && kind == statusError:
 					err := decodeError(payload)
-					re, ok := err.(*RemoteError)
+					f, ok := err.(*request.Failure)
 					if !ok {
 						continue
 					}
-					back := appendError(nil, re.Code, re.Text)
-					if again, ok := decodeError(back[1:]).(*RemoteError); !ok || *again != *re {
-						t.Fatalf("error %+v re-encodes to %+v", re, again)
+					back := appendError(nil, f)
+					if again, ok := decodeError(back[1:]).(*request.Failure); !ok || *again != *f {
+						t.Fatalf("failure %+v re-encodes to %+v", f, again)
 					}
 				}
 			}

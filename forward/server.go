@@ -7,42 +7,58 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
 	"sync"
 
 	"github.com/redcell/redcell/request"
 )
 
-// Handler executes forwarded calls on the receiving node. It must not
-// forward them again: a call that reaches a node that does not lead fails
-// with an error that Classify maps to CodeNotLeader, and the sender looks
-// for the leader itself. That keeps forwarding one hop and loop-free.
+// Handler executes forwarded calls for one Raft group on the receiving
+// node. It must not forward them again: a call that reaches a node that does
+// not lead fails with request.FailNotLeader (or FailNoLeader), and the
+// sender looks for the leader itself. That keeps forwarding one hop and
+// loop-free. Failures are *request.Failure values, which the Server sends as
+// they are (code byte and detail); any other error is sent as the
+// request.AsFailure of it.
 //
-// Goroutines: the Server calls Handler methods from many goroutines at once
-// (one per call in flight); each may block until its requests are committed.
-// Keys in reqs alias the frame and are valid until the method returns.
+// Goroutines: the Server calls Propose and Read from a connection's reader
+// goroutine; they must not block (queue the call and return). Each calls
+// its done exactly once, from any goroutine (the group's completer, say),
+// after res is filled or with the failure; done does not block. Keys in reqs
+// alias the frame, which stays untouched until done is called. Admin may
+// block for as long as a write: the Server calls it from a goroutine of its
+// own per admin call (they are rare: joins, removals, transfers).
 type Handler interface {
-	Propose(reqs []request.Request, res []request.Result) error
-	Read(reqs []request.Request, res []request.Result) error
+	Propose(reqs []request.Request, res []request.Result, done func(error))
+	Read(reqs []request.Request, res []request.Result, done func(error))
 	// Admin runs a cluster administration command (the first word, e.g.
 	// "join") with its arguments and returns its text answer.
 	Admin(cmd string, args []string) (string, error)
 }
 
+// Groups returns the Handler of the Raft group with the given id, or nil
+// when this node runs no such group (the caller is answered
+// request.FailUnknownGroup). Called from connection readers, any number at
+// once; it must return promptly.
+type Groups func(id uint64) Handler
+
 // maxCallsPerConn bounds the calls one connection may have in flight on
-// the server. A follower has one call per client connection waiting at
-// most, so this is generous; beyond it the reader stops reading, which
-// pushes back on the sender through TCP.
+// the server, answers not yet written included. A follower has one call per
+// client connection waiting at most, so this is generous; beyond it the
+// reader stops reading, which pushes back on the sender through TCP.
 const maxCallsPerConn = 4096
 
 // Server answers forwarded calls arriving on authenticated peer connections.
 //
 // Goroutines: Serve runs the accept loop; each connection has a reader
-// goroutine, a writer goroutine, and one goroutine per call in flight.
-// Close may be called from any goroutine.
+// goroutine, which decodes each call and hands it to its group's Handler
+// without waiting, and a writer goroutine, which writes the answers the
+// Handler's done callbacks queue and flushes once per burst. No goroutine
+// is started per call (except per admin call). Close may be called from any
+// goroutine.
 type Server struct {
-	h        Handler
-	classify func(error) Code
-	log      *slog.Logger
+	groups Groups
+	log    *slog.Logger
 
 	mu     sync.Mutex
 	conns  map[net.Conn]struct{}
@@ -50,13 +66,13 @@ type Server struct {
 	wg     sync.WaitGroup
 }
 
-// NewServer makes a server. classify maps a Handler error to the Code the
-// sender sees.
-func NewServer(h Handler, classify func(error) Code, log *slog.Logger) *Server {
+// NewServer makes a server that runs each call in the Handler groups
+// returns for the group the call names.
+func NewServer(groups Groups, log *slog.Logger) *Server {
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Server{h: h, classify: classify, log: log, conns: make(map[net.Conn]struct{})}
+	return &Server{groups: groups, log: log, conns: make(map[net.Conn]struct{})}
 }
 
 // Serve accepts connections from ln until it fails or the server closes.
@@ -101,18 +117,21 @@ func (s *Server) Close() {
 	s.wg.Wait()
 }
 
-// serveConn reads frames, runs each call in its own goroutine and writes the
-// answers through one writer goroutine, which flushes once per burst.
+// serveConn reads frames and starts each call; answers reach the writer
+// through out. A call holds a slot from when it is read until its answer is
+// written, so out (maxCallsPerConn deep) never blocks a done callback.
 func (s *Server) serveConn(c net.Conn) {
 	defer c.Close()
-	out := make(chan []byte, 256)
+	sc := &serverConn{
+		s:     s,
+		out:   make(chan []byte, maxCallsPerConn),
+		slots: make(chan struct{}, maxCallsPerConn),
+	}
 	writerDone := make(chan struct{})
 	go func() {
 		defer close(writerDone)
-		s.writeLoop(c, out)
+		sc.writeLoop(c)
 	}()
-	var calls sync.WaitGroup
-	slots := make(chan struct{}, maxCallsPerConn)
 	r := bufio.NewReaderSize(c, 64<<10)
 	for {
 		id, kind, payload, _, err := readFrame(r, nil)
@@ -122,95 +141,128 @@ func (s *Server) serveConn(c net.Conn) {
 			}
 			break
 		}
-		slots <- struct{}{}
-		calls.Add(1)
-		go func() {
-			defer calls.Done()
-			out <- s.answer(id, kind, payload)
-			<-slots
-		}()
+		sc.slots <- struct{}{}
+		sc.calls.Add(1)
+		sc.start(id, kind, payload)
 	}
-	calls.Wait()
-	close(out)
+	sc.calls.Wait()
+	close(sc.out)
 	<-writerDone
 }
 
-func (s *Server) writeLoop(c net.Conn, out <-chan []byte) {
+// serverConn is one connection's calls in flight.
+type serverConn struct {
+	s     *Server
+	out   chan []byte   // answers for the writer
+	slots chan struct{} // one per call read and not yet answered on the wire
+	calls sync.WaitGroup
+}
+
+// start runs one call: propose and read calls are handed to the group's
+// Handler with a callback that queues the answer; the payload (which the
+// requests' keys alias) is owned by the call until then.
+func (sc *serverConn) start(id uint64, kind byte, payload []byte) {
+	group, rest, err := readGroup(payload)
+	if err != nil {
+		sc.answer(id, nil, request.Refused(err.Error()))
+		return
+	}
+	h := sc.s.groups(group)
+	if h == nil {
+		sc.answer(id, nil, &request.Failure{Code: request.FailUnknownGroup, Detail: strconv.FormatUint(group, 10)})
+		return
+	}
+	switch kind {
+	case kindPropose, kindRead:
+		reqs, err := decodeRequests(rest, nil)
+		if err != nil {
+			sc.answer(id, nil, request.Refused(err.Error()))
+			return
+		}
+		res := make([]request.Result, len(reqs))
+		done := func(err error) { sc.answer(id, res, err) }
+		if kind == kindPropose {
+			h.Propose(reqs, res, done)
+		} else {
+			h.Read(reqs, res, done)
+		}
+	case kindAdmin:
+		words, err := decodeAdmin(rest)
+		if err != nil || len(words) == 0 {
+			sc.answer(id, nil, request.Refused("corrupt admin call"))
+			return
+		}
+		go func() {
+			text, err := h.Admin(words[0], words[1:])
+			if err != nil {
+				var f *request.Failure
+				if !errors.As(err, &f) {
+					f = request.Refused(err.Error()) // the leader's reason, for the client
+				}
+				sc.answer(id, nil, f)
+				return
+			}
+			sc.queue(sealFrame(appendString(startFrame(statusOK, len(text)+4), text), id))
+		}()
+	default:
+		sc.answer(id, nil, request.Refused("unknown call kind"))
+	}
+}
+
+// answer queues the response to a propose or read call (or any call's
+// failure): the results, encoded once into the frame, or the failure as it
+// is. Called from whichever goroutine finished the call.
+func (sc *serverConn) answer(id uint64, res []request.Result, err error) {
+	if err != nil {
+		f := request.AsFailure(err)
+		sc.queue(sealFrame(appendError(make([]byte, headroom, headroom+8+len(f.Detail)), f), id))
+		return
+	}
+	sc.queue(sealFrame(appendResults(startFrame(statusOK, 16*len(res)), res), id))
+}
+
+func (sc *serverConn) queue(frame []byte) { sc.out <- frame }
+
+// writeLoop writes answers, every one queued meanwhile per flush, and
+// frees each call's slot once its answer is written (or dropped with a
+// broken connection).
+func (sc *serverConn) writeLoop(c net.Conn) {
 	w := bufio.NewWriterSize(c, 64<<10)
 	broken := false
-	for frame := range out {
-		if broken {
-			continue // drain, so callers never block on a dead connection
+	written := 0
+	write := func(f []byte) {
+		if !broken {
+			if _, err := w.Write(f); err != nil {
+				broken = true
+			}
 		}
-		_, err := w.Write(frame)
-		for more := true; more && err == nil; {
+		written++
+	}
+	for frame := range sc.out {
+		write(frame)
+		for more := true; more; {
 			select {
-			case f, ok := <-out:
+			case f, ok := <-sc.out:
 				if !ok {
 					more = false
 					break
 				}
-				_, err = w.Write(f)
+				write(f)
 			default:
 				more = false
 			}
 		}
-		if err == nil {
-			err = w.Flush()
-		}
-		if err != nil {
+		if !broken && w.Flush() != nil {
 			broken = true
-			c.Close()
+		}
+		if broken {
+			c.Close() // the reader stops; queued answers are drained and dropped
+		}
+		for ; written > 0; written-- {
+			<-sc.slots
+			sc.calls.Done()
 		}
 	}
-}
-
-// answer runs one call and returns its response frame. The frame owns its
-// memory: the call's payload (and the keys aliasing it) is not used after.
-func (s *Server) answer(id uint64, kind byte, payload []byte) []byte {
-	body, err := s.run(kind, payload)
-	if err != nil {
-		var re *RemoteError
-		code, text := CodeFailed, err.Error()
-		if errors.As(err, &re) {
-			code = re.Code
-		} else if s.classify != nil {
-			code = s.classify(err)
-		}
-		body = appendError(nil, code, text)
-	}
-	return appendFrame(nil, id, body)
-}
-
-func (s *Server) run(kind byte, payload []byte) ([]byte, error) {
-	switch kind {
-	case kindPropose, kindRead:
-		reqs, err := decodeRequests(payload, nil)
-		if err != nil {
-			return nil, &RemoteError{Code: CodeFailed, Text: err.Error()}
-		}
-		res := make([]request.Result, len(reqs))
-		if kind == kindPropose {
-			err = s.h.Propose(reqs, res)
-		} else {
-			err = s.h.Read(reqs, res)
-		}
-		if err != nil {
-			return nil, err
-		}
-		return appendResults([]byte{statusOK}, res), nil
-	case kindAdmin:
-		words, err := decodeAdmin(payload)
-		if err != nil || len(words) == 0 {
-			return nil, &RemoteError{Code: CodeFailed, Text: "corrupt admin call"}
-		}
-		text, err := s.h.Admin(words[0], words[1:])
-		if err != nil {
-			return nil, err
-		}
-		return appendString([]byte{statusOK}, text), nil
-	}
-	return nil, &RemoteError{Code: CodeFailed, Text: "unknown call kind"}
 }
 
 func appendAdmin(b []byte, words []string) []byte {

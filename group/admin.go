@@ -7,7 +7,7 @@ import (
 )
 
 // Admin runs one cluster administration command on this node (see
-// server.Backend.Admin for the contract; package node's router sends the
+// server.Administrator for the contract; package node's router sends the
 // ones that need the leader to it):
 //
 //	join <id> <addr>   add a non-voter (leader only; a repeat is a no-op)

@@ -1,23 +1,26 @@
 package group
 
 import (
-	"fmt"
 	"strings"
 	"sync"
 
+	"github.com/redcell/redcell/nodeinfo"
 	"github.com/redcell/redcell/raftstore"
 	"github.com/redcell/redcell/request"
 )
 
-// Local is this node's Raft group as the server's backend (it implements
-// server.Backend, whose documentation gives the contract; this package does
-// not import server): writes go through the group's proposer, reads through
-// its linearizable read path, INFO reads the group, its state machine and the
-// log store, and DEBUG CLOCK moves the group's stamping clock.
+// Local is this node's Raft group as the server's backend roles (it
+// implements server.Decider, Reader, Status and TestClock, whose
+// documentation gives the contract; this package does not import server):
+// writes go through the group's proposer, reads through its linearizable
+// read path, INFO reads the group, its state machine and the log store, and
+// DEBUG CLOCK moves the group's stamping clock. ProposeAsync and ReadAsync
+// serve the forwarding server (async.go).
 //
 // Goroutines: every method may be called from any goroutine, any number at
-// once. Propose and Read block as Group.Propose and Group.Read do; the others
-// read counters and never wait on raft's log or network.
+// once. Propose and Read block as Group.Propose and Group.Read do; the
+// async forms return at once and call back (async.go); the others read
+// counters and never wait on raft's log or network.
 type Local struct {
 	g     *Group
 	store *raftstore.Store // log figures for INFO; may be nil
@@ -53,6 +56,28 @@ func (l *Local) Propose(reqs []request.Request, res []request.Result) error {
 	return err
 }
 
+// ProposeAsync is Propose for a caller that must not block: done is called
+// once, from the group's completer (or another group goroutine; see
+// Group.ProposeAsync), when res is filled or the call failed. reqs and res
+// are the caller's again once done is called.
+func (l *Local) ProposeAsync(reqs []request.Request, res []request.Result, done func(error)) {
+	b, _ := l.batches.Get().(*Batch)
+	if b == nil {
+		b = NewBatch()
+	}
+	b.Ops, b.Results = reqs, res[:len(reqs)]
+	l.g.ProposeAsync(b, func(err error) {
+		b.Ops, b.Results, b.err = nil, nil, nil
+		l.batches.Put(b)
+		done(err)
+	})
+}
+
+// ReadAsync is Read with a completion callback; see Group.ReadAsync.
+func (l *Local) ReadAsync(reqs []request.Request, res []request.Result, done func(error)) {
+	l.g.ReadAsync(reqs, res, done)
+}
+
 // Read answers read requests linearizably; see Group.Read.
 func (l *Local) Read(reqs []request.Request, res []request.Result) error {
 	if len(reqs) == 0 {
@@ -80,114 +105,106 @@ func (l *Local) Counters() (requests, entries, fsyncs uint64) {
 	return c.Ops, c.Entries, fsyncs
 }
 
-// Info reports the group's, the state machine's and the log store's INFO
-// fields of section, in INFO's order.
-func (l *Local) Info(section string, field func(name string, value any)) {
-	switch section {
-	case "memory":
-		st := l.g.fsm.Stats().Store
-		field("keyspace_index_bytes", st.IndexBytes)
-		field("keyspace_entry_bytes", st.EntryBytes)
-		field("keyspace_arena_bytes", st.ArenaBytes)
-		field("keyspace_arena_garbage", st.ArenaGarbage)
-	case "persistence":
-		if l.g.Loading() {
-			// As Redis while it loads: when it began, and (Redcell's own)
-			// how far the state machine has got towards the log's last
-			// index at start.
-			field("loading_start_time", l.g.load.began.Unix())
-			field("loading_applied_index", l.g.fsm.AppliedIndex())
-			field("loading_target_index", l.g.load.target)
-		}
-		if l.store == nil {
-			return
-		}
-		if l.g.cfg.MinFreeDisk > 0 {
-			field("log_disk_free_bytes", l.g.guard.free.Load())
-			field("log_disk_reserve_bytes", l.g.cfg.MinFreeDisk)
-			field("log_disk_low", boolInt(l.g.guard.low.Load()))
-			field("log_disk_low_events", l.g.guard.trips.Load())
-		}
-		ls := l.store.Stats()
-		field("log_appends", ls.Appends)
-		field("log_entries_appended", ls.EntriesAppended)
-		field("log_fsyncs", ls.Syncs)
-		walSync := "ordinary" // raftstore/walsync.go, alonemode.go
-		if ls.DirectWALSyncOn {
-			walSync = "direct"
-		}
-		field("log_wal_sync", walSync)
-		field("log_wal_syncs_direct", ls.DirectWALSyncs)
-		field("log_wal_syncs_ordinary", ls.OrdinaryWALSyncs)
-		field("log_wal_syncs_slow", ls.SlowDirectWALSyncs)
-		field("log_wal_sync_usec_total", ls.WALSyncTime.Microseconds())
-		field("log_wals_zero_filled", ls.WALsZeroFilled) // raftstore/walprefill.go
-		field("log_wal_zero_fills_failed", ls.WALZeroFillsFailed)
-		field("log_bytes_appended", ls.BytesAppended)
-		field("log_bytes_since_snapshot", ls.LogBytesSinceSnapshot)
-		field("last_snapshot_bytes", ls.LastSnapshotBytes)
-	case "raft":
-		gs := l.g.Stats()
-		fs := l.g.fsm.Stats()
-		field("raft_state", strings.ToLower(gs.State))
-		field("raft_ready", boolInt(gs.Ready))
-		field("raft_term", gs.Term)
-		field("raft_leader_id", gs.LeaderID)
-		field("raft_leader_addr", gs.LeaderAddr)
-		field("raft_voters", gs.Voters)
-		field("raft_commit_index", gs.CommitIndex)
-		field("raft_applied_index", gs.AppliedIndex)
-		field("raft_last_log_index", gs.LastLogIndex)
-		field("raft_last_snapshot_index", gs.LastSnapshotIndex)
-		field("raft_entries_proposed", gs.EntriesProposed)
-		field("raft_ops_proposed", gs.OpsProposed)
-		avg := 0.0
-		if gs.EntriesProposed > 0 {
-			avg = float64(gs.OpsProposed) / float64(gs.EntriesProposed)
-		}
-		field("raft_avg_ops_per_entry", fmt.Sprintf("%.2f", avg))
-		field("raft_last_entry_ops", gs.LastEntryOps)
-		field("raft_max_entry_ops", gs.MaxEntryOps)
-		field("raft_entry_ops_histogram", entryOpsHistogram(gs.EntryOps))
-		ct := l.g.CommitTimes() // committime.go: cumulative, per batch
-		field("raft_batches_timed", ct.Batches)
-		field("raft_batch_queue_usec_total", ct.Queue.Microseconds())
-		field("raft_batch_local_log_usec_total", ct.LocalLog.Microseconds())
-		field("raft_batch_quorum_apply_usec_total", ct.QuorumApply.Microseconds())
-		field("raft_reads", gs.Reads)
-		field("raft_log_cache_hits", l.g.recent.hits.Load())
-		field("raft_log_cache_misses", l.g.recent.misses.Load())
-		field("fsm_entries_applied", fs.Entries)
-		field("fsm_ops_applied", fs.Ops)
-		field("fsm_clock_ns", fs.Clock)
-	case "keyspace":
-		// As Redis's INFO keyspace: present once the keyspace has a live
-		// key; lapsed keys are not counted (even before the sweeper
-		// reclaims them), every key has a lifetime (expires = keys), and
-		// avg_ttl is their average remaining lifetime in ms.
-		if n, avg := l.g.fsm.Keyspace(l.g.cfg.Clock.Now()); n > 0 {
-			field("db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=%d", n, n, avg))
-		}
+// Memory is INFO memory's keyspace footprint.
+func (l *Local) Memory() nodeinfo.Memory {
+	st := l.g.fsm.Stats().Store
+	return nodeinfo.Memory{
+		KeyspaceIndexBytes:   int64(st.IndexBytes),
+		KeyspaceEntryBytes:   int64(st.EntryBytes),
+		KeyspaceArenaBytes:   int64(st.ArenaBytes),
+		KeyspaceArenaGarbage: int64(st.ArenaGarbage),
 	}
 }
 
-// entryOpsHistogram formats the distribution of requests per entry as
-// "1=n,2=n,4=n,...": the count of entries carrying from that many requests
-// up to (not including) the next label; the last label means "or more".
-// Empty buckets are left out.
-func entryOpsHistogram(h [EntryOpsBuckets]uint64) string {
-	var b strings.Builder
-	for i, n := range h {
-		if n == 0 {
-			continue
+// Persistence is INFO persistence's loading progress, disk guard and log
+// store figures.
+func (l *Local) Persistence() nodeinfo.Persistence {
+	var p nodeinfo.Persistence
+	if l.g.Loading() {
+		// As Redis while it loads: when it began, and (Redcell's own)
+		// how far the state machine has got towards the log's last
+		// index at start.
+		p.Loading = &nodeinfo.Loading{
+			StartTime:    l.g.load.began.Unix(),
+			AppliedIndex: l.g.fsm.AppliedIndex(),
+			TargetIndex:  l.g.load.target,
 		}
-		if b.Len() > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprintf(&b, "%d=%d", uint64(1)<<i, n)
 	}
-	return b.String()
+	if l.store == nil {
+		return p
+	}
+	if l.g.cfg.MinFreeDisk > 0 {
+		p.Disk = &nodeinfo.DiskSpace{
+			FreeBytes:    int64(l.g.guard.free.Load()),
+			ReserveBytes: int64(l.g.cfg.MinFreeDisk),
+			Low:          l.g.guard.low.Load(),
+			LowEvents:    uint64(l.g.guard.trips.Load()),
+		}
+	}
+	ls := l.store.Stats()
+	p.Log = &nodeinfo.LogStore{
+		Appends:            ls.Appends,
+		EntriesAppended:    ls.EntriesAppended,
+		Fsyncs:             ls.Syncs,
+		WALSyncDirect:      ls.DirectWALSyncOn, // raftstore/walsync.go, alonemode.go
+		WALSyncsDirect:     ls.DirectWALSyncs,
+		WALSyncsOrdinary:   ls.OrdinaryWALSyncs,
+		WALSyncsSlow:       ls.SlowDirectWALSyncs,
+		WALSyncUsecTotal:   ls.WALSyncTime.Microseconds(),
+		WALsZeroFilled:     uint64(ls.WALsZeroFilled), // raftstore/walprefill.go
+		WALZeroFillsFailed: uint64(ls.WALZeroFillsFailed),
+		BytesAppended:      ls.BytesAppended,
+		BytesSinceSnapshot: ls.LogBytesSinceSnapshot,
+		LastSnapshotBytes:  uint64(ls.LastSnapshotBytes),
+	}
+	return p
 }
+
+// Raft is INFO raft's group, proposer and state machine figures.
+func (l *Local) Raft() nodeinfo.Raft {
+	gs := l.g.Stats()
+	fs := l.g.fsm.Stats()
+	ct := l.g.CommitTimes() // committime.go: cumulative, per batch
+	return nodeinfo.Raft{
+		State:                strings.ToLower(gs.State),
+		Ready:                gs.Ready,
+		Term:                 gs.Term,
+		LeaderID:             gs.LeaderID,
+		LeaderAddr:           gs.LeaderAddr,
+		Voters:               gs.Voters,
+		CommitIndex:          gs.CommitIndex,
+		AppliedIndex:         gs.AppliedIndex,
+		LastLogIndex:         gs.LastLogIndex,
+		LastSnapshotIndex:    gs.LastSnapshotIndex,
+		EntriesProposed:      gs.EntriesProposed,
+		OpsProposed:          gs.OpsProposed,
+		LastEntryOps:         gs.LastEntryOps,
+		MaxEntryOps:          gs.MaxEntryOps,
+		EntryOps:             gs.EntryOps[:],
+		BatchesTimed:         ct.Batches,
+		BatchQueueUsec:       ct.Queue.Microseconds(),
+		BatchLocalLogUsec:    ct.LocalLog.Microseconds(),
+		BatchQuorumApplyUsec: ct.QuorumApply.Microseconds(),
+		Reads:                gs.Reads,
+		LogCacheHits:         l.g.recent.hits.Load(),
+		LogCacheMisses:       l.g.recent.misses.Load(),
+		FSMEntriesApplied:    fs.Entries,
+		FSMOpsApplied:        fs.Ops,
+		FSMClockNS:           fs.Clock,
+	}
+}
+
+// Keyspace is INFO keyspace's db0 figures: live keys (lapsed ones are not
+// counted, even before the sweeper reclaims them) and their average
+// remaining lifetime in ms.
+func (l *Local) Keyspace() nodeinfo.Keyspace {
+	n, avg := l.g.fsm.Keyspace(l.g.cfg.Clock.Now())
+	return nodeinfo.Keyspace{Keys: int64(n), AvgTTLms: int64(avg)}
+}
+
+// Replication is nil: the bare group has no cluster view to add (package
+// node's status does).
+func (l *Local) Replication() *nodeinfo.Replication { return nil }
 
 func boolInt(v bool) int {
 	if v {

@@ -45,7 +45,7 @@ func Test_CommitTimes_AttributeWaitsToTheirStage(t *testing.T) {
 	}
 
 	fields := map[string]any{}
-	NewLocal(n.g, nil).Info("raft", func(name string, v any) { fields[name] = v })
+	NewLocal(n.g, nil).Raft().Fields(func(name string, v any) { fields[name] = v })
 	if fields["raft_batches_timed"] != after.Batches {
 		t.Fatalf("INFO raft_batches_timed = %v; want %d", fields["raft_batches_timed"], after.Batches)
 	}

@@ -71,13 +71,13 @@ func (g *Group) StorageFailed(err error) {
 // diskFullErr is the error Propose returns while the guard is low.
 func (g *Group) diskFullErr() error {
 	if p := g.guard.failed.Load(); p != nil {
-		return &request.DiskFullError{Detail: *p}
+		return request.DiskFull(*p)
 	}
 	d := "the log disk is below its reserve"
 	if p := g.guard.detail.Load(); p != nil {
 		d = *p
 	}
-	return &request.DiskFullError{Detail: d}
+	return request.DiskFull(d)
 }
 
 // refusingWrites reports whether Propose must refuse: the disk is below its

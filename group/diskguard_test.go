@@ -46,7 +46,7 @@ func Test_DiskGuard_RefusesBelowTheReserveAndResumes(t *testing.T) {
 	if took := time.Since(start); took > time.Second {
 		t.Fatalf("refused after %v; want at once", took)
 	}
-	var df *request.DiskFullError
+	var df *request.Failure
 	if !errors.As(err, &df) || !strings.Contains(df.Detail, "/data/redcell has 10 MiB free, below the reserve of 64 MiB") {
 		t.Fatalf("detail = %v", err)
 	}
@@ -80,7 +80,7 @@ func Test_DiskGuard_StorageFailedRefusesWrites(t *testing.T) {
 	b := NewBatch()
 	b.Ops = append(b.Ops, throttleReq([]byte("k"), p))
 	err = n.g.Propose(b)
-	var df *request.DiskFullError
+	var df *request.Failure
 	if !errors.As(err, &df) || !strings.Contains(df.Detail, "storage engine failed") || !strings.Contains(df.Detail, "input/output error") {
 		t.Fatalf("Propose after StorageFailed = %v", err)
 	}

@@ -165,6 +165,8 @@ type Group struct {
 	// maxTrailingLogs is the configured TrailingLogs, the most the byte
 	// trigger lets raft keep behind a snapshot (snapshots.go).
 	maxTrailingLogs uint64
+	// reads is ReadAsync's queue (async.go).
+	reads asyncReads
 }
 
 type groupStats struct {

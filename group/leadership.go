@@ -1,7 +1,6 @@
 package group
 
 import (
-	"fmt"
 	"sync"
 
 	"github.com/hashicorp/raft"
@@ -11,9 +10,10 @@ import (
 
 // ErrNotLeader: the request reached a node that does not lead while another
 // node is known to; the caller forwards it (package node's router does).
-// Nothing happened. It wraps request.ErrNoLeader, so a layer that does not
-// forward answers it as CLUSTERDOWN.
-var ErrNotLeader = fmt.Errorf("group: not the leader: %w", request.ErrNoLeader)
+// Nothing happened. It is request's FailNotLeader, which errors.Is also
+// takes for request.ErrNoLeader, so a layer that does not forward answers it
+// as CLUSTERDOWN.
+var ErrNotLeader = request.ErrNotLeader
 
 // leaderSignal wakes waiters whenever raft observes a change of leader (a
 // new one, or none) or of this node's role: the channel LeaderChanged

@@ -138,7 +138,17 @@ func (n *testNode) restart(t *testing.T, mod func(*Config)) {
 
 func infoFields(l *Local, section string) string {
 	var b strings.Builder
-	l.Info(section, func(name string, v any) { fmt.Fprintf(&b, "%s:%v\n", name, v) })
+	f := func(name string, v any) { fmt.Fprintf(&b, "%s:%v\n", name, v) }
+	switch section {
+	case "memory":
+		l.Memory().Fields(f)
+	case "persistence":
+		l.Persistence().Fields(f)
+	case "raft":
+		l.Raft().Fields(f)
+	case "keyspace":
+		l.Keyspace().Fields(f)
+	}
 	return b.String()
 }
 

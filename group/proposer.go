@@ -21,6 +21,9 @@ type Batch struct {
 	err     error
 	done    chan struct{}
 	queued  int64 // monoNanos when it joined the queue (committime.go)
+	// onDone, when set, replaces done: ProposeAsync's completion callback
+	// (async.go), called once from whichever goroutine answers the batch.
+	onDone func(error)
 }
 
 // NewBatch makes a reusable batch.
@@ -172,7 +175,7 @@ func (g *Group) stopProposing() {
 	g.qmu.Unlock()
 	for _, b := range q {
 		b.err = ErrShutdown
-		b.done <- struct{}{}
+		b.finish()
 	}
 	g.proposeMu.Lock() // no proposal is half-way: stopping is set
 	close(g.inflight)
@@ -214,7 +217,7 @@ func (g *Group) runCompleter() {
 			} else {
 				i += copy(b.Results, res.R[i:i+len(b.Ops)])
 			}
-			b.done <- struct{}{}
+			b.finish()
 		}
 		g.fsm.Release(res)
 		g.batcher.passed(e.seq) // applied or failed: it holds the log no more

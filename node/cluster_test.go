@@ -215,7 +215,7 @@ func TestClusterInfoReplication(t *testing.T) {
 	nodes := startCluster(t, 3)
 	info := func(n *Node) map[string]string {
 		m := map[string]string{}
-		n.router.Info("replication", func(k string, v any) { m[k] = fmt.Sprint(v) })
+		nodeStatus{n}.Replication().Fields(func(k string, v any) { m[k] = fmt.Sprint(v) })
 		return m
 	}
 	l := leaderOf(nodes)

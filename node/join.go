@@ -7,9 +7,9 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/redcell/redcell/forward"
 	"github.com/redcell/redcell/group"
 	"github.com/redcell/redcell/mux"
+	"github.com/redcell/redcell/request"
 )
 
 // Joining a cluster takes two steps, both driven by the joining node:
@@ -44,15 +44,15 @@ func (n *Node) join(addr string, stop <-chan struct{}) error {
 	tries := newJoinAttempts(addr, n.joinTimeout)
 	target := addr
 	for redirects := 0; ; {
-		_, err := n.fwd.Admin(target, "rejoin", []string{n.ID, n.Advertise.String()}, tries.callTimeout())
+		_, err := n.fwd.Admin(target, groupID, "rejoin", []string{n.ID, n.Advertise.String()}, tries.callTimeout())
 		if err == nil {
 			n.log.Info("joined the cluster as a non-voter", "via", target)
 			return nil
 		}
-		var re *forward.RemoteError
-		if errors.As(err, &re) && re.Code == forward.CodeNotLeader && re.Text != "" && redirects < maxRedirects {
-			n.log.Info("join: following the redirect to the leader", "from", target, "leader", re.Text)
-			target = re.Text
+		var f *request.Failure
+		if errors.As(err, &f) && f.Code == request.FailNotLeader && f.Detail != "" && redirects < maxRedirects {
+			n.log.Info("join: following the redirect to the leader", "from", target, "leader", f.Detail)
+			target = f.Detail
 			redirects++
 			continue
 		}
@@ -110,7 +110,7 @@ func (n *Node) promoteWhenCaughtUp(stop <-chan struct{}) {
 		if me.Suffrage == group.Voter {
 			return
 		}
-		if _, err := n.fwd.Admin(string(leaderAddr), "promote", []string{n.ID}, adminTimeout); err != nil {
+		if _, err := n.fwd.Admin(string(leaderAddr), groupID, "promote", []string{n.ID}, adminTimeout); err != nil {
 			n.log.Info("promotion not done yet; retrying", "err", err)
 			continue
 		}
@@ -134,12 +134,12 @@ func (n *Node) selfMember() (group.Member, bool) {
 
 // admin executes a forwarded administration command with the local group
 // only. A command that needs the leader, on a node that does not lead,
-// fails with notLeaderAt carrying the leader's address, which the
-// forwarding server reports as CodeNotLeader so the sender can follow it.
+// fails with request.NotLeaderAt carrying the leader's address, which the
+// forwarding server sends as it is so the sender can follow it.
 func (n *Node) admin(cmd string, args []string) (string, error) {
 	if group.LeaderOnly(cmd) && !n.group.IsLeader() {
 		addr, _ := n.group.Leader()
-		return "", &notLeaderAt{addr: addr}
+		return "", request.NotLeaderAt(addr)
 	}
 	if err := n.checkJoin(cmd, args); err != nil {
 		return "", err
@@ -147,16 +147,10 @@ func (n *Node) admin(cmd string, args []string) (string, error) {
 	text, err := n.local.Admin(cmd, args)
 	if errors.Is(err, group.ErrNotLeader) {
 		addr, _ := n.group.Leader()
-		return "", &notLeaderAt{addr: addr}
+		return "", request.NotLeaderAt(addr)
 	}
 	return text, err
 }
-
-// notLeaderAt says where the leader is (empty: unknown); its text is the
-// address, which a joining node follows.
-type notLeaderAt struct{ addr string }
-
-func (e *notLeaderAt) Error() string { return e.addr }
 
 // joinCheckTimeout bounds the dial that checks a new member: a peer
 // handshake, which an acceptor bounds at mux.DefaultHandshakeTimeout.

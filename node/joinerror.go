@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/redcell/redcell/forward"
 	"github.com/redcell/redcell/mux"
+	"github.com/redcell/redcell/request"
 )
 
 // DefaultJoinTimeout bounds how long a joining node keeps trying a member
@@ -105,7 +105,7 @@ func (e *JoinError) Unwrap() error { return e.Err }
 // and names no leader (or redirects that went round without reaching one)
 // is "no leader"; a refusal by the leader (CodeFailed) is definitive.
 func joinCause(err error) JoinCause {
-	var re *forward.RemoteError
+	var f *request.Failure
 	switch {
 	case errors.Is(err, mux.ErrSecretMismatch):
 		return JoinSecretMismatch
@@ -113,9 +113,9 @@ func joinCause(err error) JoinCause {
 		return JoinTLSMismatch
 	case errors.Is(err, mux.ErrUnreachable):
 		return JoinUnreachable
-	case errors.As(err, &re) && re.Code == forward.CodeFailed:
+	case errors.As(err, &f) && f.Code == request.FailRefused:
 		return JoinRefused
-	case errors.As(err, &re) && (re.Code == forward.CodeNotLeader || re.Code == forward.CodeNoLeader || re.Code == forward.CodeNotReady):
+	case errors.As(err, &f) && (f.Code == request.FailNotLeader || f.Code == request.FailNoLeader || f.Code == request.FailNotReady):
 		return JoinNoLeader
 	}
 	return JoinFailed

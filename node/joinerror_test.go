@@ -9,6 +9,7 @@ import (
 
 	"github.com/redcell/redcell/forward"
 	"github.com/redcell/redcell/mux"
+	"github.com/redcell/redcell/request"
 )
 
 // A join's failures as forward.Client returns them: the dial's cause
@@ -26,9 +27,9 @@ func TestJoinCause(t *testing.T) {
 		{dialErr(mux.ErrSecretMismatch), JoinSecretMismatch},
 		{dialErr(mux.ErrTLSMismatch), JoinTLSMismatch},
 		{dialErr(mux.ErrUnreachable), JoinUnreachable},
-		{&forward.RemoteError{Code: forward.CodeNotLeader}, JoinNoLeader},
-		{&forward.RemoteError{Code: forward.CodeNoLeader, Text: "no leader"}, JoinNoLeader},
-		{&forward.RemoteError{Code: forward.CodeFailed, Text: "node n2 is already a member"}, JoinRefused},
+		{request.NotLeaderAt(""), JoinNoLeader},
+		{request.ErrNoLeader, JoinNoLeader},
+		{request.Refused("node n2 is already a member"), JoinRefused},
 		{fmt.Errorf("%w: no answer within 15s", forward.ErrLost), JoinFailed},
 	} {
 		if got := joinCause(tc.err); got != tc.want {

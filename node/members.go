@@ -2,11 +2,11 @@ package node
 
 import (
 	"fmt"
-	"net"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/redcell/redcell/group"
+	"github.com/redcell/redcell/nodeinfo"
 )
 
 // The leader's view of its members for INFO replication: raft does not
@@ -72,7 +72,7 @@ func (n *Node) pollMembers(stop <-chan struct{}) {
 type peerStatus struct{ applied, last, commit, term uint64 }
 
 func (n *Node) remoteStatus(addr string, timeout time.Duration) (peerStatus, error) {
-	text, err := n.fwd.Admin(addr, "status", nil, timeout)
+	text, err := n.fwd.Admin(addr, groupID, "status", nil, timeout)
 	if err != nil {
 		return peerStatus{}, err
 	}
@@ -83,71 +83,70 @@ func (n *Node) remoteStatus(addr string, timeout time.Duration) (peerStatus, err
 	return st, nil
 }
 
-// Info adds the cluster's view to INFO's replication section (and passes
-// every other section to the local group): for a follower Redis's
-// master_host/master_port/master_link_status, then on every node the
+// nodeStatus is the server's Status: the local group's standing and
+// figures, with the cluster's view added to INFO replication. Its methods
+// are called from connection goroutines and return promptly.
+type nodeStatus struct{ n *Node }
+
+func (s nodeStatus) Leading() bool { return s.n.local.Leading() }
+func (s nodeStatus) Loading() bool { return s.n.local.Loading() }
+func (s nodeStatus) Counters() (requests, entries, fsyncs uint64) {
+	return s.n.local.Counters()
+}
+
+func (s nodeStatus) Memory() nodeinfo.Memory           { return s.n.local.Memory() }
+func (s nodeStatus) Persistence() nodeinfo.Persistence { return s.n.local.Persistence() }
+func (s nodeStatus) Raft() nodeinfo.Raft               { return s.n.local.Raft() }
+func (s nodeStatus) Keyspace() nodeinfo.Keyspace       { return s.n.local.Keyspace() }
+
+// Replication is the cluster's view for INFO replication: for a follower
+// Redis's master_host/master_port/master_link_status, then on every node the
 // leader, this node's standing (clusterState) and when it last heard from a
 // leader, and each member with its suffrage and, on the leader, its last
 // contact and lag in entries. Redis clients that read role and master_*
 // keep working; members are listed as memberN lines.
-func (rt *router) Info(section string, field func(name string, value any)) {
-	rt.local.Info(section, field)
-	if section != "replication" || rt.node == nil {
-		return
-	}
-	n := rt.node
+func (s nodeStatus) Replication() *nodeinfo.Replication {
+	n := s.n
 	leaderAddr, leaderID := n.group.Leader()
 	leading := n.group.IsLeader()
-	if !leading {
-		host, port, _ := net.SplitHostPort(leaderAddr)
-		link := "down"
-		if leaderAddr != "" {
-			link = "up"
-		}
-		field("master_host", host)
-		field("master_port", port)
-		field("master_link_status", link)
+	r := &nodeinfo.Replication{
+		Leading:             leading,
+		LeaderID:            string(leaderID),
+		LeaderAddr:          string(leaderAddr),
+		State:               clusterState(n.group, leading, string(leaderAddr)),
+		LeaderLastContactMS: time.Since(n.group.LastLeaderContact()).Milliseconds(),
 	}
-	field("cluster_leader_id", leaderID)
-	field("cluster_leader_addr", leaderAddr)
-	field("cluster_state", rt.clusterState(leading, leaderAddr))
-	field("cluster_leader_last_contact_ms", time.Since(n.group.LastLeaderContact()).Milliseconds())
 	ms, err := n.group.Members()
 	if err != nil {
-		return
+		return r
 	}
-	field("cluster_members", len(ms))
 	last := n.group.Raft().LastIndex()
 	now := time.Now()
 	n.members.mu.Lock()
 	defer n.members.mu.Unlock()
-	connected := 0
-	for i, m := range ms {
-		var b strings.Builder
-		fmt.Fprintf(&b, "id=%s,addr=%s,suffrage=%s", m.ID, m.Addr, m.Suffrage)
+	r.Members = make([]nodeinfo.Member, 0, len(ms))
+	for _, m := range ms {
+		im := nodeinfo.Member{ID: string(m.ID), Addr: string(m.Addr), Suffrage: fmt.Sprint(m.Suffrage)}
 		switch {
 		case m.ID == n.ID:
-			b.WriteString(",self=1")
+			im.Self = true
 		case leading:
+			im.Contact = &nodeinfo.MemberContact{LastContactMS: -1, Lag: -1}
 			v, ok := n.members.views[m.ID]
 			if ok && !v.lastContact.IsZero() {
 				lag := int64(0)
 				if last > v.applied {
 					lag = int64(last - v.applied)
 				}
-				fmt.Fprintf(&b, ",last_contact_ms=%d,lag=%d", now.Sub(v.lastContact).Milliseconds(), lag)
+				im.Contact = &nodeinfo.MemberContact{LastContactMS: now.Sub(v.lastContact).Milliseconds(), Lag: lag}
 				if now.Sub(v.lastContact) < 3*statusEvery {
-					connected++
+					r.ConnectedSlaves++
 				}
-			} else {
-				b.WriteString(",last_contact_ms=-1,lag=-1")
 			}
 		}
-		field("member"+strconv.Itoa(i), b.String())
+		r.Members = append(r.Members, im)
 	}
-	if leading {
-		field("connected_slaves", connected)
-	}
+	return r
 }
 
 // clusterState is INFO's cluster_state, what a request that needs the
@@ -158,13 +157,13 @@ func (rt *router) Info(section string, field func(name string, value any)) {
 //	           wait for the next (until no_leader at the latest)
 //	no_leader  no leader for longer than an election takes: CLUSTERDOWN at once
 //	removed    this node was removed from the cluster: the removed error at once
-func (rt *router) clusterState(leading bool, leaderAddr string) string {
+func clusterState(g *group.Group, leading bool, leaderAddr string) string {
 	switch {
-	case !leading && rt.group.Removed():
+	case !leading && g.Removed():
 		return "removed"
 	case leading || leaderAddr != "":
 		return "ok"
-	case time.Now().Before(rt.group.NoLeaderKnownAt()):
+	case time.Now().Before(g.NoLeaderKnownAt()):
 		return "electing"
 	}
 	return "no_leader"

@@ -349,11 +349,13 @@ func Open(cfg Config) (n *Node, err error) {
 	n.fwd = forward.NewClient(func(addr string, timeout time.Duration) (net.Conn, error) {
 		return n.mux.Dial(addr, mux.HeaderForward, timeout)
 	})
-	n.fwdSrv = forward.NewServer(leaderHandler{n: n}, classify, log)
-	n.router = newRouter(n.local, n.group, n.fwd, cfg.WriteTimeout, n.stop)
-	n.router.node = n
+	n.fwdSrv = forward.NewServer(n.handler, log)
+	n.router = newRouter(n.local, n.group, n.fwd, n.checkJoin, cfg.WriteTimeout, n.stop)
 	n.srv = server.New(server.Config{
-		Backend:   n.router,
+		Backend: server.Backend{
+			Decider: n.router, Reader: n.router, Administrator: n.router,
+			Status: nodeStatus{n}, TestClock: n.local,
+		},
 		PeerStats: n.mux.Stats,
 		NodeID:    n.ID, Addr: ln.Addr().String(), DataDir: cfg.DataDir,
 		EnableDebug: cfg.EnableDebug, RedcellVer: cfg.Version, Logger: log,

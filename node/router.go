@@ -2,6 +2,7 @@ package node
 
 import (
 	"errors"
+	"sync"
 	"time"
 
 	"github.com/redcell/redcell/forward"
@@ -19,30 +20,38 @@ import (
 // wait for it.
 const DefaultWriteTimeout = 5 * time.Second
 
-// router is the server's Backend on every node: requests are decided by the
-// local Raft group when this node leads, and forwarded to the leader when it
-// does not. It is the only place that knows where requests go; the server
-// sees one Backend either way.
+// router is the server's Decider, Reader and Administrator on every node:
+// requests are decided by the local Raft group when this node leads, and
+// forwarded to the leader when it does not. It is the only place that knows
+// where requests go; the server sees the same roles either way. (The
+// server's Status and TestClock are nodeStatus and the local group.)
 //
-// Goroutines: Propose and Read are called by connection goroutines, any
-// number at once. The leader watcher (raft's observer channel) runs in one
-// goroutine started by newRouter and stopped by close.
+// Goroutines: Propose, Read, ReadLocal and Admin are called by connection
+// goroutines, any number at once. The leader watch (leaderWatch) runs in
+// one goroutine started by newRouter and ended when stop closes.
 type router struct {
-	server.Backend // the local group: Leading, Counters, Info, clocks
-
-	local   server.Backend
-	node    *Node // for INFO replication's member view
-	group   *group.Group
-	fwd     *forward.Client
-	timeout time.Duration
-	stop    <-chan struct{} // closed when the node stops
+	local     *group.Local
+	group     *group.Group
+	fwd       *forward.Client
+	watch     *leaderWatch
+	checkJoin func(cmd string, args []string) error // join.go: run where a member is added
+	timeout   time.Duration
+	stop      <-chan struct{} // closed when the node stops
 }
 
-func newRouter(local server.Backend, g *group.Group, fwd *forward.Client, timeout time.Duration, stop <-chan struct{}) *router {
+var (
+	_ server.Decider       = (*router)(nil)
+	_ server.Reader        = (*router)(nil)
+	_ server.Administrator = (*router)(nil)
+)
+
+func newRouter(local *group.Local, g *group.Group, fwd *forward.Client, checkJoin func(string, []string) error, timeout time.Duration, stop <-chan struct{}) *router {
 	if timeout <= 0 {
 		timeout = DefaultWriteTimeout
 	}
-	return &router{Backend: local, local: local, group: g, fwd: fwd, timeout: timeout, stop: stop}
+	rt := &router{local: local, group: g, fwd: fwd, watch: newLeaderWatch(g), checkJoin: checkJoin, timeout: timeout, stop: stop}
+	go rt.watch.run(stop)
+	return rt
 }
 
 // pause waits for the next leadership change, at most retryEvery (a known
@@ -64,7 +73,7 @@ func (rt *router) pause(changed <-chan struct{}, left time.Duration) error {
 // removed is the error for every request that needs the cluster on a node
 // that was removed from it.
 func (rt *router) removed() error {
-	return &request.RemovedError{NodeID: rt.group.NodeID()}
+	return request.Removed(rt.group.NodeID())
 }
 
 // noLeaderWait is how much longer a request that found no leader may wait
@@ -176,23 +185,29 @@ func retryable(err error) bool {
 	return errors.As(err, &r)
 }
 
-// forward sends the call to the leader and maps what came back.
+// groupID is the Raft group every call names: a node runs one group, 0.
+const groupID = 0
+
+// forward sends the call to the leader and decides on what came back: the
+// leader's *request.Failure is passed on as it is, marked for a retry when
+// its code says nothing happened at a node that could not decide (no
+// leader there, not ready, stopping); a transport failure becomes the
+// failure it amounts to.
 func (rt *router) forward(addr string, reqs []request.Request, res []request.Result, write bool, timeout time.Duration) error {
 	if timeout <= 0 {
 		return errRetry{request.ErrNoLeader}
 	}
-	abandon, done := rt.watchLeaderMoves(addr)
+	abandon := rt.watch.abandonFor(addr)
 	var err error
 	if write {
-		err = rt.fwd.Propose(addr, reqs, res, timeout, abandon)
+		err = rt.fwd.Propose(addr, groupID, reqs, res, timeout, abandon)
 	} else {
-		err = rt.fwd.Read(addr, reqs, res, timeout, abandon)
+		err = rt.fwd.Read(addr, groupID, reqs, res, timeout, abandon)
 	}
-	close(done)
 	if err == nil {
 		return nil
 	}
-	var re *forward.RemoteError
+	var f *request.Failure
 	switch {
 	case errors.Is(err, forward.ErrNotSent):
 		return errRetry{request.ErrNoLeader}
@@ -201,18 +216,12 @@ func (rt *router) forward(addr string, reqs []request.Request, res []request.Res
 			return errRetry{request.ErrNoLeader} // a read may simply be asked again
 		}
 		return request.ErrOutcomeUnknown
-	case errors.As(err, &re):
-		switch re.Code {
-		case forward.CodeNotLeader, forward.CodeNoLeader, forward.CodeShutdown:
-			return errRetry{request.ErrNoLeader}
-		case forward.CodeNotReady:
-			return errRetry{request.ErrNotReady}
-		case forward.CodeOutcomeUnknown:
-			return request.ErrOutcomeUnknown
-		case forward.CodeStateMachine:
-			return request.ErrStateMachine
-		case forward.CodeDiskFull:
-			return &request.DiskFullError{Detail: re.Text}
+	case errors.As(err, &f):
+		switch f.Code {
+		case request.FailNotLeader, request.FailNoLeader, request.FailShutdown, request.FailNotReady:
+			return errRetry{f}
+		case request.FailOutcomeUnknown, request.FailStateMachine, request.FailDiskFull:
+			return f
 		}
 	}
 	if write {
@@ -221,100 +230,123 @@ func (rt *router) forward(addr string, reqs []request.Request, res []request.Res
 	return errRetry{request.ErrNoLeader}
 }
 
-// watchLeaderMoves returns a channel closed once raft here knows of a
-// leader other than addr (or this node leads), or knows that there is no
-// leader at all (group.NoLeaderKnownAt): a call still waiting on addr then
-// ends at once, a write as outcome-unknown, a read to be retried. A leader
-// whose links merely stall (or that was paused) would otherwise hold its
-// followers' clients for the whole write timeout after the majority has
-// moved on, or after this node has learnt that nobody leads. Closing done
-// ends the watch.
-func (rt *router) watchLeaderMoves(addr string) (abandon <-chan struct{}, done chan struct{}) {
-	moved := make(chan struct{})
-	done = make(chan struct{})
-	go func() {
-		var timer *time.Timer
-		defer func() {
-			if timer != nil {
-				timer.Stop()
-			}
-		}()
-		for {
-			changed := rt.group.LeaderChanged()
-			now, _ := rt.group.Leader()
-			if (now != "" && now != addr) || rt.group.IsLeader() {
-				close(moved)
-				return
-			}
-			var knowNone <-chan time.Time
-			if now == "" {
-				// raft here no longer follows addr: wait for a new
-				// leader only until this node knows there is none.
-				at := time.Until(rt.group.NoLeaderKnownAt())
-				if at <= 0 {
-					close(moved)
-					return
-				}
-				if timer == nil {
-					timer = time.NewTimer(at)
-				} else {
-					timer.Reset(at)
-				}
-				knowNone = timer.C
-			}
-			select {
-			case <-changed:
-			case <-knowNone: // look again: a leader may have contacted this node since
-			case <-done:
-				return
-			}
-		}
-	}()
-	return moved, done
+// leaderWatch tells forwarded calls when to give up on the leader they
+// were sent to: abandonFor(addr) returns a channel closed once raft here
+// knows of a leader other than addr (or this node leads), or knows that there
+// is no leader at all (group.NoLeaderKnownAt). A call still waiting on addr
+// then ends at once, a write as outcome-unknown, a read to be retried. A
+// leader whose links merely stall (or that was paused) would otherwise hold
+// its followers' clients for the whole write timeout after the majority has
+// moved on, or after this node has learnt that nobody leads.
+//
+// Every call to the same leader shares one channel (an epoch), closed by
+// whoever first sees the leader move: the watch goroutine (one per node,
+// started by newRouter, ended when the node stops) or a call that finds
+// the leader already elsewhere. No goroutine is started per call.
+type leaderWatch struct {
+	g *group.Group
+
+	mu    sync.Mutex
+	addr  string        // the leader the current epoch's calls went to
+	moved chan struct{} // closed when the leader moves away from addr
+	// started wakes run when a call starts an epoch, so that it looks at
+	// once (the leader may have gone between the call's look and now).
+	started chan struct{}
 }
 
-// classify maps what the local group (or admin) returned for a forwarded
-// call to the code the sender sees. A forwarded call reaches the local group
-// only: ErrNoLeader there means this node does not lead any more.
-func classify(err error) forward.Code {
-	var nl *notLeaderAt
-	switch {
-	case errors.As(err, &nl), errors.Is(err, group.ErrNotLeader):
-		return forward.CodeNotLeader
-	case errors.Is(err, request.ErrNoLeader):
-		return forward.CodeNoLeader
-	case errors.Is(err, request.ErrNotReady):
-		return forward.CodeNotReady
-	case errors.Is(err, request.ErrOutcomeUnknown):
-		return forward.CodeOutcomeUnknown
-	case errors.Is(err, request.ErrShutdown):
-		return forward.CodeShutdown
-	case errors.Is(err, request.ErrStateMachine):
-		return forward.CodeStateMachine
-	case errors.Is(err, request.ErrDiskFull):
-		return forward.CodeDiskFull
+func newLeaderWatch(g *group.Group) *leaderWatch {
+	return &leaderWatch{g: g, moved: make(chan struct{}), started: make(chan struct{}, 1)}
+}
+
+// abandonFor returns the channel that closes when the leader moves away
+// from addr. Any goroutine.
+func (w *leaderWatch) abandonFor(addr string) <-chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.addr != addr {
+		w.next(addr)
+		select {
+		case w.started <- struct{}{}:
+		default: // run will look anyway
+		}
 	}
-	return forward.CodeFailed
+	return w.moved
+}
+
+// next ends the current epoch and starts one for calls to addr. Caller
+// holds mu.
+func (w *leaderWatch) next(addr string) {
+	close(w.moved)
+	w.addr, w.moved = addr, make(chan struct{})
+}
+
+// run ends the epoch whenever raft here learns the leader moved, until stop
+// closes. Its own goroutine.
+func (w *leaderWatch) run(stop <-chan struct{}) {
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	for {
+		changed := w.g.LeaderChanged()
+		now, _ := w.g.Leader()
+		leading := w.g.IsLeader()
+		var knowNone <-chan time.Time
+		w.mu.Lock()
+		switch {
+		case w.addr == "":
+		case leading || (now != "" && now != w.addr):
+			w.next("")
+		case now == "":
+			// raft here no longer follows addr: wait for a new leader
+			// only until this node knows there is none.
+			at := time.Until(w.g.NoLeaderKnownAt())
+			if at <= 0 {
+				w.next("")
+				break
+			}
+			timer.Reset(at)
+			knowNone = timer.C
+		}
+		w.mu.Unlock()
+		select {
+		case <-changed:
+		case <-w.started:
+		case <-knowNone: // look again: a leader may have contacted this node since
+		case <-stop:
+			return
+		}
+		if knowNone != nil && !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
 }
 
 // leaderHandler serves forwarded calls with the local group only (never
-// forwarding again), failing fast when this node does not lead.
+// forwarding again). It does not check leadership itself: the group's
+// proposer and read path do (a ready leader, or request.FailNotLeader at
+// once when another node leads), and raft refuses an entry on a node that
+// does not lead, so one check on the leader is the authoritative one.
 type leaderHandler struct {
 	n *Node
 }
 
-func (h leaderHandler) Propose(reqs []request.Request, res []request.Result) error {
-	if !h.n.group.IsLeader() {
-		return group.ErrNotLeader
+// handler is the forwarding server's Groups: this node runs group 0 only.
+func (n *Node) handler(id uint64) forward.Handler {
+	if id != groupID {
+		return nil
 	}
-	return h.n.local.Propose(reqs, res)
+	return leaderHandler{n: n}
 }
 
-func (h leaderHandler) Read(reqs []request.Request, res []request.Result) error {
-	if !h.n.group.IsLeader() {
-		return group.ErrNotLeader
-	}
-	return h.n.local.Read(reqs, res)
+func (h leaderHandler) Propose(reqs []request.Request, res []request.Result, done func(error)) {
+	h.n.local.ProposeAsync(reqs, res, done)
+}
+
+func (h leaderHandler) Read(reqs []request.Request, res []request.Result, done func(error)) {
+	h.n.local.ReadAsync(reqs, res, done)
 }
 
 func (h leaderHandler) Admin(cmd string, args []string) (string, error) {
@@ -325,7 +357,8 @@ func (h leaderHandler) Admin(cmd string, args []string) (string, error) {
 // this node or this node leads, otherwise at the leader (waiting through an
 // election up to the write timeout, but not past the moment this node knows
 // there is no leader; a removed node has none to ask).
-func (rt *router) Admin(cmd string, args []string) (string, error) {
+func (rt *router) Admin(op server.AdminOp, args []string) (string, error) {
+	cmd := string(op) // as it travels to the leader and group.Local takes it
 	if !group.LeaderOnly(cmd) {
 		return rt.local.Admin(cmd, args)
 	}
@@ -342,8 +375,8 @@ func (rt *router) Admin(cmd string, args []string) (string, error) {
 		case leading:
 			// The node that adds a member checks it can reach it (join.go);
 			// a follower leaves that to the leader it forwards to.
-			if rt.node != nil {
-				if err := rt.node.checkJoin(cmd, args); err != nil {
+			if rt.checkJoin != nil {
+				if err := rt.checkJoin(cmd, args); err != nil {
 					return "", err
 				}
 			}
@@ -352,15 +385,13 @@ func (rt *router) Admin(cmd string, args []string) (string, error) {
 				return text, err
 			}
 		case leaderAddr != "":
-			text, err = rt.fwd.Admin(leaderAddr, cmd, args, time.Until(deadline))
-			var re *forward.RemoteError
+			text, err = rt.fwd.Admin(leaderAddr, groupID, cmd, args, time.Until(deadline))
+			var f *request.Failure
 			switch {
 			case err == nil:
 				return text, nil
-			case errors.As(err, &re) && re.Code == forward.CodeFailed:
-				return "", errors.New(re.Text)
-			case errors.As(err, &re) && re.Code != forward.CodeNotLeader && re.Code != forward.CodeNoLeader:
-				return "", err
+			case errors.As(err, &f) && !errors.Is(f, request.ErrNoLeader):
+				return "", f // the leader's answer, refusals included
 			case errors.Is(err, forward.ErrLost):
 				return "", request.ErrOutcomeUnknown
 			}

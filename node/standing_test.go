@@ -15,7 +15,7 @@ const answeredAtOnce = 2 * time.Second
 // infoField reads one field of node n's INFO replication.
 func infoField(n *Node, name string) string {
 	var v string
-	n.router.Info("replication", func(k string, val any) {
+	nodeStatus{n}.Replication().Fields(func(k string, val any) {
 		if k == name {
 			v = fmt.Sprint(val)
 		}

@@ -1,36 +1,58 @@
 package server
 
 import (
+	"github.com/redcell/redcell/nodeinfo"
 	"github.com/redcell/redcell/request"
 )
 
-// Backend is everything the server needs from the node behind it: a way to
-// commit writes and to answer reads, the figures INFO shows, and the clock
-// DEBUG CLOCK moves. The server knows nothing else of the node — not Raft,
-// the state machine, the keyspace or the log store — so the same server runs
-// in front of the local Raft group (group.Local), and later in front of a
-// follower that forwards to its leader, or a test double.
+// Backend is the node behind the server, as the roles the server needs from
+// it: deciding writes (Decider), answering reads (Reader), cluster
+// administration (Administrator), the node's standing and INFO figures (Status), and
+// DEBUG CLOCK's hooks (TestClock). The server knows nothing else of the node
+// — not Raft, the state machine, the keyspace or the log store — so the same
+// server runs in front of a node's router (package node: decides locally or
+// forwards to the leader), the bare local Raft group (group.Local, in tests),
+// or a test double; each role may be a different value.
 //
-// Every type in these signatures is the server's, package request's or the
-// language's, so an implementation need not import this package, and this
-// package imports no implementation.
+// Every type in these signatures is the server's, package request's,
+// package nodeinfo's (a leaf of INFO's section types) or the language's, so
+// an implementation need not import this package (except for AdminOp), and
+// this package imports no implementation.
 //
-// Goroutines: the server calls every method from its connection goroutines,
-// any number at once, and Counters also from its once-a-second rate sampler.
-// Implementations must be safe for that concurrent use. Propose and Read block
-// until their requests are answered; every other method must return promptly
-// (no waiting on the log, the network or a lock held across either), because
-// INFO runs on every connect for some clients.
-//
-// Errors: Propose and Read fail a whole call with one of package request's
-// batch failures — request.ErrNoLeader, ErrNotReady, ErrOutcomeUnknown,
-// ErrShutdown, ErrStateMachine, ErrDiskFull, ErrRemoved — possibly wrapped (the server tests them with
-// errors.Is). Each tells the client what it may assume (see commands/errors.go
-// and DESIGN.md); any other error is answered as ErrOutcomeUnknown, because
-// the server cannot promise that nothing happened. A request that reached the
-// state machine and failed there is not an error of the call: it is a
+// Errors: Propose, Read, ReadLocal and Admin fail a whole call with a
+// *request.Failure (request/errors.go), possibly wrapped; the server answers
+// it with commands.FailureReply, the one mapping from a failure code to a
+// Redis error. Each code tells the client what it may assume; any other error
+// of a data call is answered as an unknown outcome, because the server
+// cannot promise that nothing happened. A request that reached the state
+// machine and failed there is not an error of the call: it is a
 // request.Result of kind KindError in res.
-type Backend interface {
+type Backend struct {
+	Decider
+	Reader
+	Administrator
+	Status
+	TestClock
+}
+
+// BackendOf makes a Backend whose every role is x.
+func BackendOf(x interface {
+	Decider
+	Reader
+	Administrator
+	Status
+	TestClock
+}) Backend {
+	return Backend{Decider: x, Reader: x, Administrator: x, Status: x, TestClock: x}
+}
+
+// Decider commits writes through the replicated log.
+//
+// Goroutines: the server calls Propose from its connection goroutines (one
+// per client connection; the MULTI/EXEC path too), any number at once. Each
+// call blocks its connection until answered; the implementation must be
+// safe for concurrent use and never call back into the server.
+type Decider interface {
 	// Propose commits reqs, in order, through the replicated log and fills
 	// res[i] with the answer to reqs[i]; len(res) must be at least
 	// len(reqs). The requests are of write codes, except for a transaction
@@ -49,7 +71,14 @@ type Backend interface {
 	// allocates nothing per pipeline; an implementation keeps its own
 	// per-call state pooled likewise (group.Local does).
 	Propose(reqs []request.Request, res []request.Result) error
+}
 
+// Reader answers reads.
+//
+// Goroutines: the server calls Read and ReadLocal from its connection
+// goroutines, any number at once; each blocks its connection until
+// answered.
+type Reader interface {
 	// Read answers reqs, all of read codes, linearizably — each sees every
 	// write whose Propose has returned anywhere in the cluster — and fills
 	// res as Propose does. It blocks for one leadership check per call, not
@@ -64,7 +93,17 @@ type Backend interface {
 	// state is no longer updated at all, so its lag only grows. Same
 	// contract as Read otherwise; it does not wait on the network.
 	ReadLocal(reqs []request.Request, res []request.Result) error
+}
 
+// Status is the node's standing and the figures INFO shows.
+//
+// Goroutines: the server calls every method from its connection goroutines
+// (INFO, and Loading before each command), and Counters also from its
+// once-a-second rate sampler; any number at once. Each must return promptly
+// (no waiting on the log, the network or a lock held across either),
+// because INFO runs on every connect for some clients and Loading on every
+// command.
+type Status interface {
 	// Leading reports whether this node is a leader ready to decide now
 	// (INFO's role: master when true, slave otherwise).
 	Leading() bool
@@ -75,13 +114,28 @@ type Backend interface {
 	// instantaneous rates (decisions, entries and fsyncs per second).
 	Counters() (requests, entries, fsyncs uint64)
 
-	// Info reports the backend's own fields of one INFO section by calling
-	// field once per field, in the order INFO prints them ("name:value").
-	// The server asks for "memory", "persistence", "raft" and "keyspace"
-	// after writing its own fields of the section; a backend may report
-	// nothing for a section. field must not be kept after Info returns.
-	Info(section string, field func(name string, value any))
+	// The node's figures for INFO, one typed value per section
+	// (package nodeinfo, which also names the fields). The server prints
+	// each after its own fields of the section (Replication after the role
+	// line; nil: this backend has no cluster view to add).
+	Memory() nodeinfo.Memory
+	Persistence() nodeinfo.Persistence
+	Raft() nodeinfo.Raft
+	Replication() *nodeinfo.Replication
+	Keyspace() nodeinfo.Keyspace
 
+	// Loading reports whether the node is still replaying its log or a
+	// snapshot at startup; commands then get -LOADING, as Redis answers
+	// while it loads its dataset.
+	Loading() bool
+}
+
+// TestClock is DEBUG CLOCK's view of the node's clock (a testing hook; the
+// server offers it only with EnableDebug).
+//
+// Goroutines: called from connection goroutines, any number at once; every
+// method returns promptly.
+type TestClock interface {
 	// Clock is the replicated clock: the time of the last applied log entry,
 	// Unix ns (0 on a fresh node). Bare DEBUG CLOCK answers it.
 	Clock() int64
@@ -94,21 +148,39 @@ type Backend interface {
 	SetClock(unixNS int64)
 	AdvanceClock(ns int64)
 	RealClock()
+}
 
-	// Admin runs a cluster administration command, RAFT's subcommands:
-	// "join" id addr, "remove" id, "transfer" [id] (these change the
-	// configuration and run on the leader wherever they are sent), "snapshot"
-	// (this node; answers the snapshot's index; also SAVE, BGSAVE and
-	// SHUTDOWN), "digest" (this node; answers "<applied index> <hex
-	// digest>") and "lastsave" (this node: Unix seconds of its newest
-	// snapshot, "0" if none; LASTSAVE). It returns a text answer
-	// ("OK" for the configuration changes) or an error whose text the
-	// client sees; request's batch failures keep their usual replies. It may
-	// block for as long as a write.
-	Admin(cmd string, args []string) (string, error)
+// AdminOp names a cluster administration operation. The values are RAFT's
+// subcommands (and the persistence commands' "snapshot" and "lastsave") as
+// they travel to the leader; the server passes only these.
+type AdminOp string
 
-	// Loading reports whether the node is still replaying its log or a
-	// snapshot at startup; commands then get -LOADING, as Redis answers
-	// while it loads its dataset. Must return promptly.
-	Loading() bool
+const (
+	// AdminJoin adds a node (args: id, address); AdminRemove removes one
+	// (id); AdminTransfer hands leadership over ([id]). They change the
+	// configuration and run on the leader wherever they are sent; they
+	// answer "OK" once committed.
+	AdminJoin     AdminOp = "join"
+	AdminRemove   AdminOp = "remove"
+	AdminTransfer AdminOp = "transfer"
+	// AdminSnapshot snapshots this node now (SAVE, BGSAVE, SHUTDOWN, RAFT
+	// SNAPSHOT); it answers the snapshot's index.
+	AdminSnapshot AdminOp = "snapshot"
+	// AdminDigest answers "<applied index> <hex digest>" of this node.
+	AdminDigest AdminOp = "digest"
+	// AdminLastSave answers the Unix seconds of this node's newest
+	// snapshot, "0" if none (LASTSAVE).
+	AdminLastSave AdminOp = "lastsave"
+)
+
+// Administrator runs cluster administration operations.
+//
+// Goroutines: the server calls Admin from connection goroutines (RAFT,
+// SAVE, LASTSAVE, INFO persistence, SHUTDOWN) and from BGSAVE's background
+// goroutine, any number at once. It may block for as long as a write.
+type Administrator interface {
+	// Admin runs op with its arguments and returns its text answer, or an
+	// error whose text the client sees (after "ERR "); a
+	// *request.Failure keeps its usual reply.
+	Admin(op AdminOp, args []string) (string, error)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/redcell/redcell/commands"
+	"github.com/redcell/redcell/nodeinfo"
 	"github.com/redcell/redcell/request"
 )
 
@@ -46,14 +47,18 @@ func (b *stubBackend) Read(reqs []request.Request, res []request.Result) error {
 
 func (b *stubBackend) Leading() bool                                { return true }
 func (b *stubBackend) Counters() (requests, entries, fsyncs uint64) { return 0, 0, 0 }
-func (b *stubBackend) Info(section string, field func(string, any)) {
-	field("stub_"+section, 1)
+func (b *stubBackend) Memory() nodeinfo.Memory                      { return nodeinfo.Memory{} }
+func (b *stubBackend) Persistence() nodeinfo.Persistence            { return nodeinfo.Persistence{} }
+func (b *stubBackend) Raft() nodeinfo.Raft                          { return nodeinfo.Raft{State: "stub"} }
+func (b *stubBackend) Replication() *nodeinfo.Replication {
+	return nil
 }
-func (b *stubBackend) Clock() int64          { return 42 }
-func (b *stubBackend) SetClock(unixNS int64) { b.clock = append(b.clock, fmt.Sprint("set ", unixNS)) }
-func (b *stubBackend) AdvanceClock(ns int64) { b.clock = append(b.clock, fmt.Sprint("advance ", ns)) }
-func (b *stubBackend) RealClock()            { b.clock = append(b.clock, "real") }
-func (b *stubBackend) Admin(cmd string, args []string) (string, error) {
+func (b *stubBackend) Keyspace() nodeinfo.Keyspace { return nodeinfo.Keyspace{Keys: 3, AvgTTLms: 7} }
+func (b *stubBackend) Clock() int64                { return 42 }
+func (b *stubBackend) SetClock(unixNS int64)       { b.clock = append(b.clock, fmt.Sprint("set ", unixNS)) }
+func (b *stubBackend) AdvanceClock(ns int64)       { b.clock = append(b.clock, fmt.Sprint("advance ", ns)) }
+func (b *stubBackend) RealClock()                  { b.clock = append(b.clock, "real") }
+func (b *stubBackend) Admin(op AdminOp, args []string) (string, error) {
 	return "", errors.New("no cluster here")
 }
 func (b *stubBackend) Loading() bool { return b.loading.Load() }
@@ -62,8 +67,8 @@ func (b *stubBackend) ReadLocal(reqs []request.Request, res []request.Result) er
 }
 
 // stubServer is a Server in front of backend, closed when the test ends.
-func stubServer(t testing.TB, backend Backend) *Server {
-	s := New(Config{Backend: backend, EnableDebug: true, Logger: quietLogger()})
+func stubServer(t testing.TB, backend *stubBackend) *Server {
+	s := New(Config{Backend: BackendOf(backend), EnableDebug: true, Logger: quietLogger()})
 	t.Cleanup(s.Close)
 	return s
 }
@@ -162,7 +167,9 @@ func TestBackendErrorTexts(t *testing.T) {
 		{request.ErrOutcomeUnknown, commands.ErrOutcomeUnknown},
 		{fmt.Errorf("%w: raft said something", request.ErrOutcomeUnknown), commands.ErrOutcomeUnknown},
 		{fmt.Errorf("wrapped: %w", request.ErrNoLeader), commands.ErrClusterDown},
-		{&request.RemovedError{NodeID: "n3"}, commands.Removed("n3")},
+		{request.Removed("n3"), commands.Removed("n3")},
+		{request.DiskFull("/d has 1 MiB free"), commands.DiskFull("/d has 1 MiB free")},
+		{request.ErrNotLeader, commands.ErrClusterDown},
 		{errors.New("something else"), commands.ErrOutcomeUnknown},
 	} {
 		s := stubServer(t, &stubBackend{err: tt.err})
@@ -193,7 +200,7 @@ func TestDebugClockReachesTheBackend(t *testing.T) {
 	}
 	// INFO shows the backend's fields in its sections.
 	info := runPipeline(t, s, []string{"INFO", "raft", "keyspace"})
-	for _, f := range []string{"stub_raft:1\r\n", "stub_keyspace:1\r\n", "raft_instantaneous_decisions_per_sec:"} {
+	for _, f := range []string{"raft_state:stub\r\n", "db0:keys=3,expires=3,avg_ttl=7\r\n", "raft_instantaneous_decisions_per_sec:"} {
 		if !strings.Contains(info, f) {
 			t.Errorf("INFO raft keyspace lacks %q:\n%s", f, info)
 		}

@@ -348,35 +348,9 @@ func (c *conn) writeKeys(data []byte) {
 }
 
 // backendErrText turns a batch failure (see Backend) into the Redis error
-// clients retry on.
+// the client gets; commands.FailureReply is the one mapping.
 func backendErrText(err error) string {
-	switch {
-	case errors.Is(err, request.ErrNoLeader):
-		return commands.ErrClusterDown
-	case errors.Is(err, request.ErrNotReady):
-		return commands.ErrNotReady
-	case errors.Is(err, request.ErrShutdown):
-		return commands.ErrStopped
-	case errors.Is(err, request.ErrStateMachine):
-		return commands.ErrInternal
-	case errors.Is(err, request.ErrOutcomeUnknown):
-		return commands.ErrOutcomeUnknown
-	case errors.Is(err, request.ErrRemoved):
-		var re *request.RemovedError
-		if errors.As(err, &re) {
-			return commands.Removed(re.NodeID)
-		}
-		return commands.Removed("?")
-	case errors.Is(err, request.ErrDiskFull):
-		var df *request.DiskFullError
-		if errors.As(err, &df) {
-			return commands.DiskFull(df.Detail)
-		}
-		return commands.DiskFull("the leader's log disk is full")
-	}
-	// Not a failure the Backend contract names: the server cannot tell
-	// whether a write happened, so it must not say that nothing did.
-	return commands.ErrOutcomeUnknown
+	return commands.FailureReply(request.AsFailure(err))
 }
 
 func (c *conn) setProto(p int) {

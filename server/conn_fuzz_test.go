@@ -47,7 +47,7 @@ func FuzzConn(f *testing.F) {
 		f.Add([]byte(s), true)
 	}
 	f.Fuzz(func(t *testing.T, input []byte, pass bool) {
-		cfg := Config{Backend: &stubBackend{}, Logger: quietLogger(), EnableDebug: true}
+		cfg := Config{Backend: BackendOf(&stubBackend{}), Logger: quietLogger(), EnableDebug: true}
 		if pass {
 			cfg.RequirePass = "pw"
 		}

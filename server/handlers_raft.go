@@ -49,7 +49,7 @@ func cmdRaft(c *conn, s *commands.Spec, args [][]byte) {
 	for _, a := range args[2:] {
 		words = append(words, string(a))
 	}
-	text, err := c.s.cfg.Backend.Admin(name, words)
+	text, err := c.s.cfg.Backend.Admin(AdminOp(name), words)
 	if err != nil {
 		c.fail(adminErrText(err))
 		return
@@ -77,13 +77,13 @@ func cmdRaft(c *conn, s *commands.Spec, args [][]byte) {
 	}
 }
 
-// adminErrText answers a failed administration command: the batch failures
-// as for any request, anything else as an ERR with the reason.
+// adminErrText answers a failed administration command: a batch failure as
+// for any request (a refusal as an ERR with its reason), anything else as
+// an ERR with the reason.
 func adminErrText(err error) string {
-	for _, e := range []error{request.ErrNoLeader, request.ErrNotReady, request.ErrShutdown, request.ErrStateMachine, request.ErrOutcomeUnknown, request.ErrRemoved} {
-		if errors.Is(err, e) {
-			return backendErrText(err)
-		}
+	var f *request.Failure
+	if errors.As(err, &f) {
+		return commands.FailureReply(f)
 	}
 	return "ERR " + commands.SanitizeErrorText([]byte(err.Error()))
 }

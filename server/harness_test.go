@@ -31,8 +31,17 @@ type testNode struct {
 	backend *group.Local
 }
 
-// The local group is what the server runs in front of.
-var _ Backend = (*group.Local)(nil)
+// localBackend is the local group as every role of the server's Backend:
+// group.Local takes administration verbs as the strings they travel as.
+func localBackend(l *group.Local) Backend {
+	return Backend{Decider: l, Reader: l, Administrator: localAdmin{l}, Status: l, TestClock: l}
+}
+
+type localAdmin struct{ l *group.Local }
+
+func (a localAdmin) Admin(op AdminOp, args []string) (string, error) {
+	return a.l.Admin(string(op), args)
+}
 
 // quietLogger drops the node's logs; a failing test prints what it needs.
 func quietLogger() *slog.Logger { return slog.New(slog.DiscardHandler) }
@@ -111,7 +120,7 @@ func (n *testNode) serveConfig(cfg Config) (*Server, string) {
 	if err != nil {
 		n.t.Fatalf("listen: %v", err)
 	}
-	cfg.Backend, cfg.NodeID, cfg.Addr, cfg.DataDir = n.backend, "node1", ln.Addr().String(), "/data/redcell"
+	cfg.Backend, cfg.NodeID, cfg.Addr, cfg.DataDir = localBackend(n.backend), "node1", ln.Addr().String(), "/data/redcell"
 	cfg.RedcellVer = "test"
 	if cfg.Logger == nil {
 		cfg.Logger = quietLogger()

@@ -89,7 +89,7 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 		kv("maxmemory", s.maxMemory())
 		kv("maxmemory_policy", "noeviction")
 		kv("gc_cycles", ms.NumGC)
-		s.cfg.Backend.Info(section, kv)
+		s.cfg.Backend.Memory().Fields(kv)
 	case "persistence":
 		b.WriteString("# Persistence\r\n")
 		// ioredis's ready check waits for loading:0 before it sends
@@ -107,7 +107,7 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 		kv("rdb_last_save_time", s.lastSave())
 		kv("rdb_last_bgsave_status", map[bool]string{false: "ok", true: "err"}[s.persist.lastFail.Load()])
 		kv("durability", "raft-log-fsync-per-entry")
-		s.cfg.Backend.Info(section, kv)
+		s.cfg.Backend.Persistence().Fields(kv)
 	case "stats":
 		b.WriteString("# Stats\r\n")
 		kv("total_connections_received", s.stats.connsReceived.Load())
@@ -144,12 +144,14 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 		}
 		kv("role", role)
 		// The backend's view of the cluster: leader, members, their lag.
-		s.cfg.Backend.Info(section, kv)
+		if r := s.cfg.Backend.Replication(); r != nil {
+			r.Fields(kv)
+		}
 	case "raft":
 		b.WriteString("# Raft\r\n")
 		// The backend's fields (raft_*, fsm_*), then the rates the server
 		// samples from its Counters.
-		s.cfg.Backend.Info(section, kv)
+		s.cfg.Backend.Raft().Fields(kv)
 		rv := s.rates.view()
 		kv("raft_instantaneous_decisions_per_sec", int64(rv.DecisionsPerSec))
 		kv("raft_instantaneous_entries_per_sec", int64(rv.EntriesPerSec))
@@ -157,7 +159,7 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 		kv("raft_instantaneous_ops_per_entry", fmt.Sprintf("%.2f", rv.OpsPerEntry))
 	case "keyspace":
 		b.WriteString("# Keyspace\r\n")
-		s.cfg.Backend.Info(section, kv) // db0:keys=...
+		s.cfg.Backend.Keyspace().Fields(kv) // db0:keys=...
 	}
 }
 

@@ -33,7 +33,7 @@ func cmdSave(c *conn, _ *commands.Spec, _ [][]byte) {
 		return
 	}
 	defer p.saving.Store(false)
-	if _, err := c.s.cfg.Backend.Admin("snapshot", nil); err != nil {
+	if _, err := c.s.cfg.Backend.Admin(AdminSnapshot, nil); err != nil {
 		c.s.log.Error("SAVE: snapshot failed", "err", err)
 		c.fail(adminErrText(err))
 		return
@@ -59,7 +59,7 @@ func cmdBgsave(c *conn, _ *commands.Spec, args [][]byte) {
 	go func() {
 		defer s.persist.bg.Done()
 		defer s.persist.saving.Store(false)
-		_, err := s.cfg.Backend.Admin("snapshot", nil)
+		_, err := s.cfg.Backend.Admin(AdminSnapshot, nil)
 		s.persist.lastFail.Store(err != nil)
 		if err != nil {
 			s.log.Error("BGSAVE: snapshot failed", "err", err)
@@ -78,7 +78,7 @@ func cmdLastsave(c *conn, _ *commands.Spec, _ [][]byte) { c.w.int(c.s.lastSave()
 
 // lastSave is LASTSAVE's answer.
 func (s *Server) lastSave() int64 {
-	text, err := s.cfg.Backend.Admin("lastsave", nil)
+	text, err := s.cfg.Backend.Admin(AdminLastSave, nil)
 	if err == nil {
 		if t, perr := strconv.ParseInt(text, 10, 64); perr == nil && t > 0 {
 			return t
@@ -128,7 +128,7 @@ func cmdShutdown(c *conn, _ *commands.Spec, args [][]byte) {
 		return
 	}
 	if !nosave && !s.cfg.Backend.Loading() {
-		if _, err := s.cfg.Backend.Admin("snapshot", nil); err != nil {
+		if _, err := s.cfg.Backend.Admin(AdminSnapshot, nil); err != nil {
 			s.log.Error("SHUTDOWN: snapshot failed", "err", err, "force", force)
 			if !force {
 				c.fail("ERR Errors trying to SHUTDOWN. Check logs.")

@@ -154,13 +154,19 @@ func serveStub(t *testing.T, cfg Config) string {
 }
 
 // serveBackend is serveStub with the given backend.
-func serveBackend(t *testing.T, cfg Config, backend Backend) string {
+func serveBackend(t *testing.T, cfg Config, backend interface {
+	Decider
+	Reader
+	Administrator
+	Status
+	TestClock
+}) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg.Backend, cfg.Logger = backend, quietLogger()
+	cfg.Backend, cfg.Logger = BackendOf(backend), quietLogger()
 	srv := New(cfg)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -1,0 +1,140 @@
+package group
+
+import (
+	"sync"
+
+	"github.com/redcell/redcell/request"
+)
+
+// The asynchronous entry points, for a caller that must not block per call:
+// the forwarding server's connection reader, which would otherwise need one
+// goroutine per forwarded call to wait in Propose. They queue exactly as
+// Propose does and answer through a callback instead of waking a waiter.
+//
+// Goroutines: ProposeAsync may be called from any goroutine; it returns
+// without waiting on raft (it may build and hand an entry to raft itself,
+// as Propose's caller does when a slot is free). done is called exactly
+// once: from the group's completer goroutine when the entry is applied or
+// fails, from the stopping goroutine at shutdown, or, on the slow paths
+// (not yet a ready leader, above maxmemory), from a goroutine of its own
+// that runs Propose. done must not block: the completer answers every
+// other batch of the entry after it.
+
+// ProposeAsync is Propose with a completion callback: it commits b's
+// requests through the log and calls done(nil) once Results are filled, or
+// done with the failure (a *request.Failure). b and its requests belong to
+// the group until done is called.
+func (g *Group) ProposeAsync(b *Batch, done func(error)) {
+	if len(b.Ops) == 0 {
+		done(nil)
+		return
+	}
+	if g.mem.over.Load() || !g.ready.Load() {
+		// Waiting for readiness, or reading the keyspace before the entry
+		// (memoryguard.go): rare, and each may block, so off the caller.
+		go func() { done(g.Propose(b)) }()
+		return
+	}
+	if g.refusingWrites() {
+		done(g.diskFullErr())
+		return
+	}
+	if cap(b.Results) < len(b.Ops) {
+		b.Results = make([]request.Result, len(b.Ops))
+	}
+	b.Results = b.Results[:len(b.Ops)]
+	b.err = nil
+	b.onDone = done
+	g.qmu.Lock()
+	if g.stopping.Load() {
+		g.qmu.Unlock()
+		b.onDone = nil
+		done(ErrShutdown)
+		return
+	}
+	b.queued = monoNanos()
+	g.queue = append(g.queue, b)
+	g.qmu.Unlock()
+	g.proposeQueued()
+}
+
+// finish answers the batch: its callback when it came through ProposeAsync,
+// otherwise the caller waiting in Propose.
+func (b *Batch) finish() {
+	if f := b.onDone; f != nil {
+		b.onDone = nil
+		f(b.err)
+		return
+	}
+	b.done <- struct{}{}
+}
+
+// asyncReads queues ReadAsync's calls for the goroutine that checks
+// leadership for them.
+type asyncReads struct {
+	mu      sync.Mutex
+	queue   []asyncRead
+	running bool // a runReads goroutine is draining the queue
+}
+
+type asyncRead struct {
+	reqs []request.Request
+	res  []request.Result
+	done func(error)
+}
+
+// ReadAsync answers read requests linearizably, as Read does, and calls
+// done(nil) once res is filled, or done with the failure. Calls that arrive
+// while a leadership check is in flight share the next one: one goroutine
+// runs per burst of reads (started by the call that finds none running,
+// ending when the queue is empty), and one VerifyLeader answers every read
+// queued before it began. done is called from that goroutine and must not
+// block. reqs and res belong to the group until done is called.
+func (g *Group) ReadAsync(reqs []request.Request, res []request.Result, done func(error)) {
+	if len(reqs) == 0 {
+		done(nil)
+		return
+	}
+	g.reads.mu.Lock()
+	g.reads.queue = append(g.reads.queue, asyncRead{reqs: reqs, res: res, done: done})
+	if g.reads.running {
+		g.reads.mu.Unlock()
+		return
+	}
+	g.reads.running = true
+	g.reads.mu.Unlock()
+	go g.runReads()
+}
+
+// runReads drains ReadAsync's queue: one readiness wait and one leadership
+// check per round, for every read queued before the round began (so each
+// read sees every write whose Propose returned before it arrived).
+func (g *Group) runReads() {
+	var q []asyncRead
+	for {
+		g.reads.mu.Lock()
+		q, g.reads.queue = g.reads.queue, q[:0]
+		if len(q) == 0 {
+			g.reads.running = false
+			g.reads.mu.Unlock()
+			return
+		}
+		g.reads.mu.Unlock()
+		err := g.awaitReady()
+		if err == nil {
+			err = g.verifyLeader()
+		}
+		now := g.cfg.Clock.Now()
+		for i := range q {
+			r := &q[i]
+			if err == nil {
+				g.stats.reads.Add(uint64(len(r.reqs)))
+				for j := range r.reqs {
+					g.fsm.Read(&r.reqs[j], now, &r.res[j])
+				}
+			}
+			r.done(err)
+			*r = asyncRead{}
+		}
+	}
+}
