@@ -23,7 +23,8 @@ import (
 // ProposeAsync is Propose with a completion callback: it commits b's
 // requests through the log and calls done(nil) once Results are filled, or
 // done with the failure (a *request.Failure). b and its requests belong to
-// the group until done is called.
+// the group until done is called. It queues through the same enqueue as
+// Propose.
 func (g *Group) ProposeAsync(b *Batch, done func(error)) {
 	if len(b.Ops) == 0 {
 		done(nil)
@@ -39,23 +40,11 @@ func (g *Group) ProposeAsync(b *Batch, done func(error)) {
 		done(g.diskFullErr())
 		return
 	}
-	if cap(b.Results) < len(b.Ops) {
-		b.Results = make([]request.Result, len(b.Ops))
-	}
-	b.Results = b.Results[:len(b.Ops)]
-	b.err = nil
-	b.onDone = done
-	g.qmu.Lock()
-	if g.stopping.Load() {
-		g.qmu.Unlock()
+	b.onDone = done // before enqueue: the entry may be applied before it returns
+	if err := g.enqueue(b); err != nil {
 		b.onDone = nil
-		done(ErrShutdown)
-		return
+		done(err)
 	}
-	b.queued = monoNanos()
-	g.queue = append(g.queue, b)
-	g.qmu.Unlock()
-	g.proposeQueued()
 }
 
 // finish answers the batch: its callback when it came through ProposeAsync,

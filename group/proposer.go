@@ -75,6 +75,19 @@ func (g *Group) propose(b *Batch) error {
 	if g.refusingWrites() {
 		return g.diskFullErr() // diskguard.go: refuse before the disk does
 	}
+	if err := g.enqueue(b); err != nil {
+		return err
+	}
+	<-b.done
+	return b.err
+}
+
+// enqueue readies b's results, queues it for the next entry and lets the
+// batcher decide whether to cut now. Once it returns nil, b is answered
+// through b.finish (its callback, or b.done) by whoever applies or fails
+// its entry; it fails only when the group is stopping, and then b was not
+// queued.
+func (g *Group) enqueue(b *Batch) error {
 	if cap(b.Results) < len(b.Ops) {
 		b.Results = make([]request.Result, len(b.Ops))
 	}
@@ -89,8 +102,7 @@ func (g *Group) propose(b *Batch) error {
 	g.queue = append(g.queue, b)
 	g.qmu.Unlock()
 	g.proposeQueued()
-	<-b.done
-	return b.err
+	return nil
 }
 
 // queued is the number of batches waiting in the queue.
