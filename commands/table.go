@@ -94,6 +94,10 @@ var table = []*Spec{
 	// Iterating the keyspace (scan.go).
 	scanSpec, keysSpec,
 
+	// Expiry (expire.go).
+	expireSpecs[0], expireSpecs[1], expireSpecs[2], expireSpecs[3],
+	expireSpecs[4], expireSpecs[5], expireSpecs[6], expireSpecs[7],
+
 	// Keyspace.
 	{Name: "del", Arity: -2, Code: request.Del,
 		Group: "generic", Since: "1.0.0", Complexity: "O(N) where N is the number of keys", ACL: []string{"@keyspace", "@write", "@slow"},

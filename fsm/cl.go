@@ -5,7 +5,6 @@ import (
 	"math"
 
 	"github.com/redcell/redcell/gcra"
-	"github.com/redcell/redcell/internal/expiry"
 	"github.com/redcell/redcell/request"
 	"github.com/redcell/redcell/shard"
 )
@@ -22,15 +21,18 @@ import (
 //   - B: 0 while Expire is exact (every key whose expiry falls before 2262,
 //     so the common key is bit for bit what it was before B was used);
 //     otherwise the expiry in Unix ms, which int64 ms hold for 292 million
-//     years. Same 25 bytes per key either way.
+//     years. Same 25 bytes per key either way. Expire MaxInt64 with B 0 is
+//     a key without expiry (PERSIST), which lives until the next
+//     CL.THROTTLE gives it redis-cell's expiry again.
 var clFamily = family{
 	desc: request.GCRA,
 	ops: []op{
 		{code: request.Throttle, valid: clValid, run: (*FSM).throttle},
 		{code: request.Peek, valid: clValid, run: (*FSM).clPeek},
 	},
-	check: clCheck,
-	pttl:  gcraPTTL,
+	check:  clCheck,
+	pttl:   gcraPTTL,
+	expiry: expiryRule{ms: clExpiryMs, set: clSetExpiry},
 }
 
 // clKind is the keyspace kind of a CL key.
@@ -154,13 +156,38 @@ func gcraPTTL(st shard.State, now int64) int64 {
 	if st.B != 0 {
 		return st.B - floorDiv(now, 1e6)
 	}
-	if st.Expire == math.MaxInt64 {
-		// Written by a build that saturated the expiry without keeping its
-		// millisecond (before B was used): the best left is the saturated
-		// instant.
-		return expiry.MsUp(st.Expire - now)
+	if st.Expire == noExpiry {
+		return -1 // PERSIST took its expiry away
 	}
 	return st.Expire/1e6 - 1 - floorDiv(now, 1e6)
+}
+
+// clExpiryMs is a CL key's expiry millisecond, as redis-cell's key holds it
+// (an explicit EXPIRE's included).
+func clExpiryMs(st shard.State) (int64, bool) {
+	switch {
+	case st.B != 0:
+		return st.B, true
+	case st.Expire == noExpiry:
+		return 0, false
+	}
+	return st.Expire/1e6 - 1, true
+}
+
+// clSetExpiry gives a CL key the expiry ms, or none, leaving its TAT: an
+// explicit expiry is the key's lifetime until the next CL.THROTTLE sets
+// redis-cell's again, as Redis keeps a module's string key.
+func clSetExpiry(st shard.State, ms int64, ok bool) shard.State {
+	if !ok {
+		st.Expire, st.B = noExpiry, 0
+		return st
+	}
+	if ms > math.MaxInt64/1_000_000-1 { // past 2262: keep the ms in B
+		st.Expire, st.B = noExpiry, ms
+		return st
+	}
+	st.Expire, st.B = (ms+1)*1e6, 0
+	return st
 }
 
 func floorDiv(a, b int64) int64 {

@@ -40,6 +40,14 @@ var sampleLines = map[string]string{
 	"flushdb":     "FLUSHDB",
 	"scan":        "SCAN 0",
 	"keys":        "KEYS *",
+	"expire":      "EXPIRE k 10",
+	"pexpire":     "PEXPIRE k 10 NX",
+	"expireat":    "EXPIREAT k 1 XX",
+	"pexpireat":   "PEXPIREAT k 1 GT",
+	"persist":     "PERSIST k",
+	"expiretime":  "EXPIRETIME k",
+	"pexpiretime": "PEXPIRETIME k",
+	"touch":       "TOUCH k j",
 }
 
 // TestDescriptorsHaveNoGaps walks every code 0..255, every family and every

@@ -47,6 +47,9 @@ type family struct {
 	// pttl is PTTL in ms of a live key of its kinds; nil: the common rule,
 	// expiry.MsUp(Expire - now).
 	pttl func(st shard.State, now int64) int64
+	// expiry is how EXPIRE, PERSIST and EXPIRETIME read and move its keys'
+	// expiry (expire.go); the zero value: Expire is only the key's lifetime.
+	expiry expiryRule
 }
 
 // families lists every limiter family the state machine applies.
@@ -59,6 +62,7 @@ var (
 
 func init() {
 	register(keyspaceOps, nil)
+	register(expireOps, nil)
 	for _, fam := range families {
 		register(fam.ops, fam.desc)
 		for _, k := range fam.desc.Kinds {

@@ -46,7 +46,8 @@ func (f *FSM) exists(r *request.Request, now int64, res *request.Result) {
 	res.SetInt(n)
 }
 
-// pttlMs is PTTL of r.Key in ms; live is false when it is missing.
+// pttlMs is PTTL of r.Key in ms (-1: no expiry); live is false when it is
+// missing.
 func (f *FSM) pttlMs(r *request.Request, now int64) (ms int64, live bool) {
 	st, live := f.store.Get(r.Key, now)
 	if !live {
@@ -54,6 +55,9 @@ func (f *FSM) pttlMs(r *request.Request, now int64) (ms int64, live bool) {
 	}
 	if fam := kindFamily(st.Kind); fam != nil && fam.pttl != nil {
 		return fam.pttl(st, now), true
+	}
+	if st.Expire == noExpiry && !keyExpiry(st.Kind).fixed {
+		return -1, true
 	}
 	return expiry.MsUp(st.Expire - now), true
 }
@@ -70,6 +74,10 @@ func (f *FSM) ttl(r *request.Request, now int64, res *request.Result) {
 	ms, live := f.pttlMs(r, now)
 	if !live {
 		res.SetInt(-2)
+		return
+	}
+	if ms == -1 { // no expiry
+		res.SetInt(-1)
 		return
 	}
 	res.SetInt((ms + 500) / 1000) // Redis rounds TTL to the nearest second

@@ -24,6 +24,9 @@ var slFamily = family{
 	},
 	hasValue: true,
 	check:    slCheckRecord,
+	// Expire is the newest entry + window, which the log's records and
+	// its snapshot check rely on: EXPIRE only deletes (expire.go).
+	expiry: expiryRule{fixed: true},
 }
 
 // slKind is the keyspace kind of an SL key.

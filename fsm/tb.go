@@ -19,6 +19,9 @@ var tbFamily = family{
 		{code: request.TBTake, valid: tbValid, run: (*FSM).tbTake},
 		{code: request.TBPeek, valid: tbValid, run: (*FSM).tbPeek},
 	},
+	// Expire is the bucket's state (greedy: full_at), so EXPIRE only
+	// deletes (expire.go).
+	expiry: expiryRule{fixed: true},
 }
 
 // The keyspace kinds of TB keys, one per mode.

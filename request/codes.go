@@ -31,6 +31,39 @@ const (
 	Keys Code = 73
 )
 
+// The keyspace's expiry codes (expire.go says how their Args are laid out).
+// Writes take 20..29 and reads 90..99, so that other families can append
+// below and above without colliding.
+const (
+	// Expire, PExpire, ExpireAt and PExpireAt give Key an expiry. Args:
+	// the time in ms (relative for Expire and PExpire, already converted
+	// from seconds by the parser; absolute Unix ms for the AT forms), the
+	// ExpireNX|XX|GT|LT flags. The result is 1 when the expiry was set (or
+	// the key deleted for a time at or before now), 0 when not.
+	Expire    Code = 20
+	PExpire   Code = 21
+	ExpireAt  Code = 22
+	PExpireAt Code = 23
+	// Persist removes Key's expiry: 1 when it had one.
+	Persist Code = 24
+
+	// ExpireTime and PExpireTime are Key's absolute expiry (s, ms); -1
+	// without one, -2 when missing.
+	ExpireTime  Code = 90
+	PExpireTime Code = 91
+	// Touch counts the live keys among Keys, as Exists does (Redcell keeps
+	// no access times).
+	Touch Code = 92
+)
+
+// The option flags of the expiry codes (their Args[1]).
+const (
+	ExpireNX int64 = 1 << iota
+	ExpireXX
+	ExpireGT
+	ExpireLT
+)
+
 // The limiter families' codes.
 const (
 	// Throttle is CL.THROTTLE on Key. Args: GCRA emission interval (ns),
@@ -82,6 +115,10 @@ var keyspaceErrors = []ErrText{
 	// Redis 7's text: above maxmemory new keys are refused, existing
 	// limiters keep deciding, nothing is ever evicted.
 	{ErrOOM, "OOM command not allowed when used memory > 'maxmemory'."},
+	// Redis 7's texts for a relative expiry that passes int64 ms when
+	// added to the entry's now (the only check that needs the clock).
+	{ErrExpireTime, "ERR invalid expire time in 'expire' command"},
+	{ErrPExpireTime, "ERR invalid expire time in 'pexpire' command"},
 }
 
 // keyspaceOps are the codes that work on any key.
@@ -95,6 +132,14 @@ var keyspaceOps = []Op{
 	{Code: DBSize, Name: "DBSIZE", Keys: NoKey, Reply: KindInt},
 	{Code: Scan, Name: "SCAN", Keys: KeyPattern, Reply: KindScan},
 	{Code: Keys, Name: "KEYS", Keys: KeyPattern, Reply: KindKeys},
+	{Code: Expire, Name: "EXPIRE", Keys: OneKey, Reply: KindInt},
+	{Code: PExpire, Name: "PEXPIRE", Keys: OneKey, Reply: KindInt},
+	{Code: ExpireAt, Name: "EXPIREAT", Keys: OneKey, Reply: KindInt},
+	{Code: PExpireAt, Name: "PEXPIREAT", Keys: OneKey, Reply: KindInt},
+	{Code: Persist, Name: "PERSIST", Keys: OneKey, Reply: KindInt},
+	{Code: ExpireTime, Name: "EXPIRETIME", Keys: OneKey, Reply: KindInt},
+	{Code: PExpireTime, Name: "PEXPIRETIME", Keys: OneKey, Reply: KindInt},
+	{Code: Touch, Name: "TOUCH", Keys: KeyList, Reply: KindInt},
 }
 
 func init() { describeKeyspace(keyspaceOps, keyspaceErrors) }

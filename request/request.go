@@ -88,6 +88,15 @@ const (
 	ErrOOM
 )
 
+// The expiry codes' errors, numbered apart (20..) so that other families
+// can append after ErrOOM without colliding.
+const (
+	// ErrExpireTime, ErrPExpireTime: EXPIRE's or PEXPIRE's time plus the
+	// entry's now passes int64 ms. Nothing changed.
+	ErrExpireTime  ErrCode = 20
+	ErrPExpireTime ErrCode = 21
+)
+
 // Result is the answer to one Request.
 //
 // Every reply but KEYS and SCAN is a kind and integers, so a Result of a
