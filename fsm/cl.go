@@ -138,7 +138,7 @@ func gcraExpire(now, ttlMs int64) (expire, expireMs int64) {
 // gcraWideExpiry reports whether st's B is a wide expiry gcraExpire could
 // have written: Expire saturated and the millisecond past its range.
 func gcraWideExpiry(st shard.State) bool {
-	return st.Expire == math.MaxInt64 && st.B+1 > math.MaxInt64/1_000_000
+	return st.Expire == math.MaxInt64 && st.B > math.MaxInt64/1_000_000-1 // B+1 would overflow at PEXPIREAT's MaxInt64
 }
 
 // clCheck refuses a snapshot record B could not hold: a wide expiry

@@ -53,8 +53,10 @@ func (e *expiryRule) expiryMs(st shard.State) (int64, bool) {
 	switch {
 	case e.ms != nil:
 		return e.ms(st)
-	case e.fixed: // always has one, saturated at MaxInt64 or not (TB's overflow rule)
-		return floorDiv(st.Expire-1, 1e6), true
+	case e.fixed:
+		// Always has one (saturated at MaxInt64 by TB's overflow rule or
+		// not), rounded up to the ms as its PTTL is (expiry.MsUp).
+		return -floorDiv(-st.Expire, 1e6), true
 	}
 	return lifetimeMs(st)
 }

@@ -56,8 +56,13 @@ func (f *FSM) pttlMs(r *request.Request, now int64) (ms int64, live bool) {
 	if fam := kindFamily(st.Kind); fam != nil && fam.pttl != nil {
 		return fam.pttl(st, now), true
 	}
-	if st.Expire == noExpiry && !keyExpiry(st.Kind).fixed {
-		return -1, true
+	if rule := keyExpiry(st.Kind); !rule.fixed {
+		// A lifetime in whole ms, as Redis keeps it (expire.go).
+		ms, has := rule.expiryMs(st)
+		if !has {
+			return -1, true
+		}
+		return max(ms-floorDiv(now, 1e6), 0), true
 	}
 	return expiry.MsUp(st.Expire - now), true
 }
