@@ -282,3 +282,39 @@ func TestClusterExpireThroughFollower(t *testing.T) {
 	}
 	c.compareReplicas("after the expiry commands")
 }
+
+// TestExpirySurvivesSnapshotRestart: an explicit expiry, a persisted CL key
+// and an expiry at PEXPIREAT's maximum are in the snapshot SAVE writes and
+// answer the same after SIGKILL and a restart from it; the explicit expiry
+// still ends the key at its instant.
+func TestExpirySurvivesSnapshotRestart(t *testing.T) {
+	t.Parallel()
+	n := startTestNode(t, "expire-snapshot")
+	c := mustDial(t, n.addr())
+	base := freshBase(t, c)
+	baseMs := base / 1e6
+	for _, k := range []string{"x", "p", "w"} {
+		if v, ok := mustDo(t, c, "CL.THROTTLE", k, "0", "1", "60").ints(); !ok || v[0] != 0 {
+			t.Fatalf("CL.THROTTLE %s: %v", k, v)
+		}
+	}
+	expectReply(t, c, wantInt(1), "PEXPIRE", "x", "123456")
+	expectReply(t, c, wantInt(1), "PERSIST", "p")
+	expectReply(t, c, wantInt(1), "PEXPIREAT", "w", "9223372036854775807")
+	expectReply(t, c, wantStatus("OK"), "SAVE")
+	n.kill()
+	logOffset := n.logSize()
+	n.mustRestart(t)
+	c = mustDial(t, n.addr())
+	if logs := n.logSince(logOffset); !strings.Contains(logs, "restored from snapshot") {
+		t.Errorf("the restart did not restore a snapshot; its log:\n%s", lastLines(logs, 20))
+	}
+	setClock(t, c, base)
+	expectReply(t, c, wantInt(baseMs+123456), "PEXPIRETIME", "x")
+	expectReply(t, c, wantInt(-1), "TTL", "p")
+	expectReply(t, c, wantInt(9223372036854775807), "PEXPIRETIME", "w")
+	setClock(t, c, base+123457*1e6)
+	expectReply(t, c, wantInt(0), "DEL", "nokey") // an entry at the new now
+	expectReply(t, c, wantInt(0), "EXISTS", "x")
+	expectReply(t, c, wantInt(2), "TOUCH", "p", "w")
+}
