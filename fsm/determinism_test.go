@@ -20,7 +20,8 @@ import (
 //
 // must give the same result for every op and byte-identical snapshots at
 // every sampled entry boundary. The log has CL.THROTTLE (allowed, limited,
-// peeks, refunds, expire errors), DEL and FLUSHALL over a small key pool,
+// peeks, refunds, expire errors), DEL, FLUSHALL and the expiry commands
+// (every option, deletion, PERSIST) over a small key pool,
 // stamps that mostly advance and sometimes go back, and non-command entries.
 func TestReplicasAreIdentical(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
@@ -61,6 +62,9 @@ func randomLog(seed uint64, n int) []logEntry {
 		ops := make([]request.Request, 1+g.rng.IntN(12))
 		for j := range ops {
 			ops[j] = g.op()
+			if g.rng.IntN(8) == 0 {
+				ops[j] = g.expiryOp()
+			}
 		}
 		out = append(out, logEntry{log: commandLog(index, encodeEntry(stamp, ops)), ops: len(ops)})
 	}

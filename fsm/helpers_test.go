@@ -3,6 +3,7 @@ package fsm
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"runtime"
 	"testing"
@@ -98,6 +99,35 @@ func (g *opGen) op() request.Request {
 		}
 		return request.Request{Code: request.DBSize}
 	}
+}
+
+// expiryOp is one of the expiry commands with a random option and a time
+// that may be in the past (deletion), near, far or at the ranges' ends.
+func (g *opGen) expiryOp() request.Request {
+	codes := []request.Code{request.Expire, request.PExpire, request.ExpireAt, request.PExpireAt,
+		request.Persist, request.ExpireTime, request.PExpireTime}
+	c := codes[g.rng.IntN(len(codes))]
+	switch c {
+	case request.Persist, request.ExpireTime, request.PExpireTime:
+		return request.Request{Code: c, Key: g.key()}
+	}
+	var when int64
+	switch g.rng.IntN(6) {
+	case 0:
+		when = -g.rng.Int64N(5000)
+	case 1:
+		when = math.MaxInt64 - g.rng.Int64N(2)
+	default:
+		when = g.rng.Int64N(30_000)
+	}
+	if c == request.ExpireAt || c == request.PExpireAt {
+		when += 1_700_000_000_000 // ms, near the log's stamps
+	}
+	flags := []int64{0, 0, request.ExpireNX, request.ExpireXX, request.ExpireGT, request.ExpireLT,
+		request.ExpireXX | request.ExpireGT, request.ExpireXX | request.ExpireLT}[g.rng.IntN(8)]
+	r := request.Request{Code: c, Key: g.key()}
+	r.SetArgs(when, flags)
+	return r
 }
 
 // tbReq is a TB.TAKE or TB.PEEK with small random parameters (so buckets
