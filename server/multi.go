@@ -21,7 +21,9 @@ import (
 type transaction struct {
 	active bool
 	// dirty: a command was refused while queueing (unknown, wrong arity,
-	// invalid arguments, too large, LOADING), so EXEC answers EXECABORT.
+	// too large, LOADING), so EXEC answers EXECABORT. Invalid arguments do
+	// not make it dirty: as in Redis, such a command is queued and answers
+	// its error inside EXEC's array (txItem.err).
 	dirty bool
 	items []txItem
 	reqs  []request.Request // the queued requests, in order; keys copied
@@ -32,12 +34,14 @@ type transaction struct {
 	shown atomic.Int32
 }
 
-// txItem is one queued command: a request (an index into reqs) or a
-// connection command, run by its handler when EXEC writes its reply.
+// txItem is one queued command: a request (an index into reqs), a
+// connection command, run by its handler when EXEC writes its reply, or a
+// command whose arguments were refused, which answers err there.
 type txItem struct {
 	spec *commands.Spec
-	req  int      // index into transaction.reqs; -1 for a connection command
+	req  int      // index into transaction.reqs; -1 for a connection command or an error
 	args [][]byte // a connection command's arguments, copied
+	err  string   // the refusal of a command with invalid arguments
 }
 
 // maxTransactionBytes bounds what a transaction may queue: its requests
@@ -68,8 +72,9 @@ func (t *transaction) reset() {
 }
 
 // reject answers a command refused before it runs (unknown, wrong arity,
-// invalid arguments, LOADING) and, inside MULTI, marks the transaction so
-// that EXEC discards it, as Redis does for errors at queue time.
+// LOADING; invalid arguments outside MULTI) and, inside MULTI, marks the
+// transaction so that EXEC discards it, as Redis does for errors at queue
+// time.
 func (c *conn) reject(text string) {
 	c.answerPending()
 	c.fail(text)
@@ -80,9 +85,12 @@ func (c *conn) reject(text string) {
 
 // enqueue validates a command inside MULTI and queues it, answering +QUEUED,
 // or rejects it. Limiter and keyspace commands are parsed now, exactly as
-// outside a transaction, so an invalid one aborts the transaction and none
-// reaches the log; their keys are copied, because the read buffer they alias
-// is reused before EXEC.
+// outside a transaction; their keys are copied, because the read buffer they
+// alias is reused before EXEC. One whose arguments are invalid is queued as
+// its error, as Redis 7 does (it checks only the command and its arity while
+// queueing, and a command's own argument errors come when EXEC runs it):
+// EXEC answers that error in its place and runs the others. It never reaches
+// the log.
 func (c *conn) enqueue(spec *commands.Spec, args [][]byte) {
 	switch spec.Class {
 	case commands.Write, commands.Read:
@@ -94,8 +102,8 @@ func (c *conn) enqueue(spec *commands.Spec, args [][]byte) {
 			e = commands.ParseRead(spec, args, &r)
 		}
 		if e != "" {
-			c.reject(e)
-			return
+			c.tx.items = append(c.tx.items, txItem{spec: spec, req: -1, err: e})
+			break
 		}
 		n := request.EncodedLen(&r)
 		if c.tx.bytes+n > maxTransactionBytes {
@@ -219,6 +227,10 @@ func cmdExec(c *conn, _ *commands.Spec, _ [][]byte) {
 		it := &items[i]
 		if it.req >= 0 {
 			c.writeResult(&res[it.req])
+			continue
+		}
+		if it.err != "" {
+			c.fail(it.err)
 			continue
 		}
 		handlers[it.spec.Name](c, it.spec, it.args)

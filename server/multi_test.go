@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -121,14 +122,11 @@ func TestMultiErrors(t *testing.T) {
 		}
 	}
 
-	// Errors at queue time: unknown command, wrong arity, invalid
-	// arguments. Each aborts the transaction; nothing of it is applied.
+	// Errors at queue time: an unknown command, a wrong arity. Each aborts
+	// the transaction; nothing of it is applied.
 	for _, bad := range [][]string{
 		{"NOSUCH", "x"},
 		{"PTTL"},
-		{"CL.THROTTLE", "a"},
-		{"CL.THROTTLE", "a", "x", "1", "1"},
-		{"FLUSHALL", "NOW"},
 	} {
 		c.send(encodeCmd("MULTI") + encodeCmd("CL.THROTTLE", "a", "5", "1", "10") + encodeCmd(bad...) +
 			encodeCmd("CL.THROTTLE", "a", "5", "1", "10") + encodeCmd("EXEC"))
@@ -140,6 +138,23 @@ func TestMultiErrors(t *testing.T) {
 		if got := c.do("EXISTS", "a"); got != ":0" {
 			t.Errorf("after EXECABORT (%v) EXISTS a = %s: a write of the aborted transaction was applied", bad, got)
 		}
+	}
+
+	// Invalid arguments (redis-cell checks its own arity): queued, as in
+	// Redis 7; EXEC answers the error in its place and runs the others.
+	for i, tc := range []struct {
+		bad  []string
+		want string
+	}{
+		{[]string{"CL.THROTTLE", "a"}, commands.CellUsage("cl.throttle")},
+		{[]string{"CL.THROTTLE", "a", "x", "1", "1"}, commands.CellNotInteger([]byte("x"))},
+		{[]string{"FLUSHALL", "NOW"}, commands.ErrSyntax},
+	} {
+		key := fmt.Sprintf("queued%d", i)
+		c.send(encodeCmd("MULTI") + encodeCmd("CL.THROTTLE", key, "5", "1", "10") + encodeCmd(tc.bad...) +
+			encodeCmd("CL.THROTTLE", key, "5", "1", "10") + encodeCmd("EXEC"))
+		c.expectReplies("+OK", "+QUEUED", "+QUEUED", "+QUEUED",
+			"*[*[:0 :6 :5 :-1 :10] -"+tc.want+" *[:0 :6 :4 :-1 :20]]")
 	}
 
 	// Nested MULTI and WATCH inside MULTI are errors that do not abort;

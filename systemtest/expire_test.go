@@ -140,13 +140,15 @@ var expireOracleCases = []oracleCase{
 	{"multi", false, []oracleLine{
 		ex("MULTI"), ex("EXPIRE k 100 XX"), ex("PERSIST k"), ex("EXPIRE k 10 GT"), ex("EXPIRE k 0"), ex("EXISTS k"), ex("EXEC"),
 	}},
+	// An invalid option is queued and answers its error inside EXEC's
+	// array; the rest of the transaction runs.
+	{"multi-invalid-option", false, []oracleLine{
+		ex("MULTI"), ex("EXPIRE k 100 FOO"), ex("EXPIRE k 100 NX XX"), ex("PERSIST k"), ex("EXPIRETIME k"), ex("EXEC"),
+	}},
 }
 
 // TestExpireCommandsAgainstRedis runs expireOracleCases on Redcell and
-// redis-server and compares every reply. (Inside MULTI an invalid option is
-// refused while queueing and EXEC answers EXECABORT, where Redis queues it
-// and answers the error inside EXEC's array: server/multi.go's rule for
-// every command, so the table has no such line.)
+// redis-server and compares every reply.
 func TestExpireCommandsAgainstRedis(t *testing.T) {
 	t.Parallel()
 	rd := startRedis(t)
