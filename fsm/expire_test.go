@@ -235,3 +235,26 @@ func TestExpireInOneEntry(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyspaceCountsKeysWithoutExpiry: INFO keyspace's expires counts only
+// the keys with an expiry, and avg_ttl averages over those alone (Redis's
+// rule): a key made persistent still counts as a key.
+func TestKeyspaceCountsKeysWithoutExpiry(t *testing.T) {
+	e := newEngine(4)
+	runSteps(t, e, []expireStep{
+		{0, "CL.THROTTLE a 5 1 60", "[0 6 5 -1 60]"},
+		{0, "CL.THROTTLE b 5 1 60", "[0 6 5 -1 60]"},
+		{0, "EXPIRE b 120", "1"},
+		{0, "CL.THROTTLE c 5 1 60", "[0 6 5 -1 60]"},
+		{0, "PERSIST c", "1"},
+	})
+	keys, expires, avg := e.f.Keyspace(t0)
+	// a's redis-cell expiry is its TAT, a little past 60 s; b's 120 s.
+	if keys != 3 || expires != 2 || avg < 90_000 || avg > 90_001 {
+		t.Errorf("Keyspace: %d keys, %d expiring, avg_ttl %d ms; want 3, 2, about 90000", keys, expires, avg)
+	}
+	runSteps(t, e, []expireStep{{0, "PERSIST a", "1"}, {0, "PERSIST b", "1"}})
+	if keys, expires, avg := e.f.Keyspace(t0); keys != 3 || expires != 0 || avg != 0 {
+		t.Errorf("Keyspace with no expiry left: %d keys, %d expiring, avg_ttl %d ms; want 3, 0, 0", keys, expires, avg)
+	}
+}

@@ -72,21 +72,24 @@ func (f *FSM) keys(r *request.Request, now int64, res *request.Result) {
 }
 
 // Keyspace counts the keys live at max(now, replicated clock) — the instant
-// a read at now would use — and their average remaining lifetime in whole
-// milliseconds (rounded), for INFO keyspace: a key whose lifetime has
-// passed is not counted even before the sweeper reclaims it. Every Redcell
-// key has a lifetime, so Redis's "expires" equals keys. O(keys): a
+// a read at now would use — those among them with an expiry, and the
+// average remaining lifetime of those in whole milliseconds (rounded), for
+// INFO keyspace's keys, expires and avg_ttl: a key whose lifetime has
+// passed is not counted even before the sweeper reclaims it. A key without
+// expiry (PERSIST) has Expire noExpiry; a CL key whose redis-cell expiry
+// lies past 2262 has it too (its instant is in B) and is counted as one
+// without expiry, which only INFO can tell. O(keys): a
 // sequential scan of the arenas, which holds one stripe's read lock at a
 // time and never applyMu (INFO, which some clients send on every connect,
 // must not hold up apply for a whole scan; a count needs no cut across
 // stripes). Any goroutine.
-func (f *FSM) Keyspace(now int64) (keys int, avgTTLms int64) {
+func (f *FSM) Keyspace(now int64) (keys, expires int, avgTTLms int64) {
 	f.applyMu.RLock()
 	store, clock := f.store, f.clock.Load() // Restore swaps the store
 	f.applyMu.RUnlock()
-	keys, sum := store.LiveStats(max(now, clock))
-	if keys == 0 {
-		return 0, 0
+	keys, expires, sum := store.LiveStats(max(now, clock), noExpiry)
+	if expires == 0 {
+		return keys, 0, 0
 	}
-	return keys, int64(math.Round(sum / float64(keys) / 1e6))
+	return keys, expires, int64(math.Round(sum / float64(expires) / 1e6))
 }

@@ -124,9 +124,9 @@ func TestScanAndKeys(t *testing.T) {
 	if got := keysOf(t, e, now, "user:1[0-3]"); !slices.Equal(got, []string{"user:10", "user:11", "user:12", "user:13"}) {
 		t.Errorf("KEYS user:1[0-3]: %v", got)
 	}
-	n, avg := e.f.Keyspace(now)
-	if n != len(want) {
-		t.Errorf("Keyspace counts %d keys, want %d (lapsed keys not counted)", n, len(want))
+	n, expires, avg := e.f.Keyspace(now)
+	if n != len(want) || expires != n {
+		t.Errorf("Keyspace counts %d keys, %d expiring, want %d of each (lapsed keys not counted)", n, expires, len(want))
 	}
 	// CL keys: 6 s − 2 s (GCRA 1/3600 s with burst 5: TAT = t0 + 3600 s);
 	// all others 3600 s − 2 s. All near 3598 s.

@@ -195,11 +195,11 @@ func (l *Local) Raft() nodeinfo.Raft {
 }
 
 // Keyspace is INFO keyspace's db0 figures: live keys (lapsed ones are not
-// counted, even before the sweeper reclaims them) and their average
-// remaining lifetime in ms.
+// counted, even before the sweeper reclaims them), those with an expiry,
+// and their average remaining lifetime in ms.
 func (l *Local) Keyspace() nodeinfo.Keyspace {
-	n, avg := l.g.fsm.Keyspace(l.g.cfg.Clock.Now())
-	return nodeinfo.Keyspace{Keys: int64(n), AvgTTLms: int64(avg)}
+	n, expires, avg := l.g.fsm.Keyspace(l.g.cfg.Clock.Now())
+	return nodeinfo.Keyspace{Keys: int64(n), Expires: int64(expires), AvgTTLms: avg}
 }
 
 // Replication is nil: the bare group has no cluster view to add (package

@@ -178,16 +178,16 @@ func entryOpsHistogram(h []uint64) string {
 }
 
 // Keyspace is INFO keyspace's db0 line, as Redis's: present once the
-// keyspace has a live key; every key has a lifetime (expires = keys), and
-// AvgTTLms is their average remaining lifetime.
+// keyspace has a live key; Expires counts the keys with an expiry, and
+// AvgTTLms is their average remaining lifetime (0 when none has one).
 type Keyspace struct {
-	Keys, AvgTTLms int64
+	Keys, Expires, AvgTTLms int64
 }
 
 // Fields writes k in INFO's order (nothing for an empty keyspace).
 func (k Keyspace) Fields(f Field) {
 	if k.Keys > 0 {
-		f("db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=%d", k.Keys, k.Keys, k.AvgTTLms))
+		f("db0", fmt.Sprintf("keys=%d,expires=%d,avg_ttl=%d", k.Keys, k.Expires, k.AvgTTLms))
 	}
 }
 

@@ -120,10 +120,12 @@ func (s *Store) RangeLive(now int64, fn func(key []byte, st State) bool) {
 	}
 }
 
-// LiveStats counts the entries live at now and sums their remaining
-// lifetimes (Expire − now, ns), for INFO keyspace: an O(entries) sequential
-// scan, like Len. Any goroutine.
-func (s *Store) LiveStats(now int64) (keys int, ttlSum float64) {
+// LiveStats counts the entries live at now, and among them those that
+// expire (whose Expire is not never, the instant the caller's families use
+// for "no expiry"), and sums the remaining lifetimes (ns) of those that
+// expire: INFO keyspace's keys, expires and avg_ttl. A sequential scan of
+// the arenas, one stripe's read lock at a time.
+func (s *Store) LiveStats(now, never int64) (keys, expiring int, ttlSum float64) {
 	for i := range s.stripes {
 		st := &s.stripes[i]
 		st.mu.RLock()
@@ -133,12 +135,15 @@ func (s *Store) LiveStats(now int64) (keys int, ttlSum float64) {
 			if !dead {
 				if e := readExpire(a, off); e > now {
 					keys++
-					ttlSum += float64(e - now)
+					if e != never {
+						expiring++
+						ttlSum += float64(e - now)
+					}
 				}
 			}
 			off = end
 		}
 		st.mu.RUnlock()
 	}
-	return keys, ttlSum
+	return keys, expiring, ttlSum
 }

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"testing"
 )
@@ -130,9 +131,17 @@ func TestRangeLiveAndLiveStats(t *testing.T) {
 		got++
 		return true
 	})
-	keys, sum := s.LiveStats(15)
-	if got != 25 || keys != 25 || sum != 25*5 {
-		t.Errorf("RangeLive %d keys, LiveStats %d keys, ttl sum %v; want 25, 25, 125", got, keys, sum)
+	keys, expiring, sum := s.LiveStats(15, math.MaxInt64)
+	if got != 25 || keys != 25 || expiring != 25 || sum != 25*5 {
+		t.Errorf("RangeLive %d keys, LiveStats %d keys (%d expiring), ttl sum %v; want 25, 25, 125", got, keys, expiring, sum)
+	}
+	// Keys that never expire count as keys, not among the expiring.
+	for i := range 5 {
+		s.Update([]byte(fmt.Sprint("forever", i)), 0, putState(State{Kind: kindA, Expire: math.MaxInt64}))
+	}
+	keys, expiring, sum = s.LiveStats(15, math.MaxInt64)
+	if keys != 30 || expiring != 25 || sum != 25*5 {
+		t.Errorf("with 5 keys that never expire: LiveStats %d keys (%d expiring), ttl sum %v; want 30, 25, 125", keys, expiring, sum)
 	}
 }
 
