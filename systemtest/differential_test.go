@@ -1,0 +1,335 @@
+package systemtest
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The differential test sends the same generated command sequences to a
+// redcell node and to a real redis-server 7 and compares the replies byte for
+// byte, except where a step's comparer says otherwise (order Redis leaves
+// unspecified, time, SCAN cursors). The generators live in
+// differential_gen_test.go; DESIGN.md "Differential test against Redis"
+// explains the whole.
+
+var (
+	differentialSeed = flag.Uint64("differential.seed", 0, "TestDifferential: run only the sequence with this seed (as printed by a failure)")
+	differentialN    = flag.Int("differential.n", 3000, "TestDifferential: number of generated sequences")
+)
+
+// TestDifferential compares redcell with redis-server on generated command
+// sequences. A failure prints the seed and the whole sequence with both
+// servers' replies; -differential.seed N reruns exactly that sequence.
+func TestDifferential(t *testing.T) {
+	redisAddr := startRedisServer(t)
+	n := startTestNode(t, "differential")
+	rc := mustDial(t, n.addr())
+	freshBase(t, rc) // frozen for the whole test: no redcell key ever ages
+
+	seeds := make([]uint64, 0, *differentialN)
+	if *differentialSeed != 0 {
+		seeds = append(seeds, *differentialSeed)
+	} else {
+		base := uint64(time.Now().UnixNano())
+		t.Logf("base seed %d (sequence i has seed base+i)", base)
+		for i := 0; i < *differentialN; i++ {
+			seeds = append(seeds, base+uint64(i))
+		}
+	}
+	start := time.Now()
+	steps, failures := 0, 0
+	for _, seed := range seeds {
+		seq := generateSequence(seed)
+		steps += len(seq)
+		report, err := runDifferential(seq, redisAddr, n.addr())
+		if err != nil {
+			t.Fatalf("seed %d: %v\n%s", seed, err, report)
+		}
+		if report != "" {
+			failures++
+			t.Errorf("seed %d: replies differ (rerun: go test ./systemtest -run TestDifferential -v -differential.seed %d)\n%s", seed, seed, report)
+			if failures >= 3 {
+				t.Fatalf("stopping after %d differing sequences", failures)
+			}
+		}
+	}
+	t.Logf("%d sequences, %d steps compared in %v", len(seeds), steps, time.Since(start).Round(time.Millisecond))
+}
+
+// runDifferential runs one sequence on fresh connections to both servers
+// (after a FLUSHALL and a return to RESP2 that are not compared) and returns
+// "" when every step compared equal, or the sequence with both replies up to
+// and including the first difference. An error means a server could not be
+// talked to at all.
+func runDifferential(seq []step, redisAddr, redcellAddr string) (string, error) {
+	var conns [2]*respConn
+	for i, addr := range []string{redisAddr, redcellAddr} {
+		c, err := dialRESP(addr)
+		if err != nil {
+			return "", err
+		}
+		defer c.close()
+		if _, err := c.do("FLUSHALL"); err != nil {
+			return "", fmt.Errorf("FLUSHALL on %s: %w", addr, err)
+		}
+		conns[i] = c
+	}
+	var out strings.Builder
+	for i, s := range seq {
+		var got [2]rawValue
+		for side, c := range conns {
+			v, err := s.run(c)
+			if err != nil {
+				return out.String(), fmt.Errorf("step %d %s on %s: %w", i, s, []string{"redis", "redcell"}[side], err)
+			}
+			got[side] = v
+		}
+		cmp := s.compare
+		if cmp == nil {
+			cmp = sameBytes
+		}
+		same := cmp(got[0], got[1])
+		fmt.Fprintf(&out, "%3d %s\n      redis:   %s\n      redcell: %s\n", i, s, got[0].quoted(), got[1].quoted())
+		if !same {
+			fmt.Fprintf(&out, "      ^^^ differs (%s)\n", s.compareName())
+			return out.String(), nil
+		}
+	}
+	return "", nil
+}
+
+// step is one entry of a sequence: a command sent as is, or a whole SCAN
+// iteration (scanAll) whose pages are merged into one value.
+type step struct {
+	args []string
+	// scanAll iterates SCAN from cursor 0 with args[2:] as options until
+	// the cursor is 0 again; the step's value is the sorted union of the
+	// keys (or the first error).
+	scanAll bool
+	// compare decides equality of redis's and redcell's values; nil is
+	// sameBytes. cmpName names it for failure reports.
+	compare func(redis, redcell rawValue) bool
+	cmpName string
+}
+
+func (s step) String() string {
+	if s.scanAll {
+		return "SCAN-ALL " + quoteArgs(s.args[2:])
+	}
+	return quoteArgs(s.args)
+}
+
+func (s step) compareName() string {
+	if s.cmpName != "" {
+		return s.cmpName
+	}
+	return "bytes"
+}
+
+// run sends the step on c and reads its value.
+func (s step) run(c *respConn) (rawValue, error) {
+	if !s.scanAll {
+		return doRaw(c, s.args...)
+	}
+	keys := map[string]bool{}
+	cursor := "0"
+	for pages := 0; ; pages++ {
+		if pages > 10000 {
+			return rawValue{}, errors.New("SCAN did not finish within 10000 pages")
+		}
+		args := append([]string{"SCAN", cursor}, s.args[2:]...)
+		v, err := doRaw(c, args...)
+		if err != nil {
+			return v, err
+		}
+		if len(v.elems) != 2 || v.kind != '*' {
+			return v, nil // an error (or anything unexpected) is the value
+		}
+		for _, k := range v.elems[1].elems {
+			keys[k.str] = true
+		}
+		cursor = v.elems[0].str
+		if cursor == "0" {
+			break
+		}
+	}
+	sorted := make([]string, 0, len(keys))
+	for k := range keys {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	return rawValue{kind: 'U', raw: []byte("keys: " + quoteArgs(sorted)), str: strings.Join(sorted, "\x00")}, nil
+}
+
+// doRaw sends one command and reads one reply with its exact bytes.
+func doRaw(c *respConn, args ...string) (rawValue, error) {
+	_ = c.nc.SetDeadline(time.Now().Add(opTimeout))
+	c.send(args...)
+	if err := c.bw.Flush(); err != nil {
+		return rawValue{}, err
+	}
+	var raw bytes.Buffer
+	v, err := readRaw(c.br, &raw)
+	v.raw = raw.Bytes()
+	return v, err
+}
+
+// rawValue is one RESP2 or RESP3 reply: its exact bytes and enough of its
+// structure for the comparers (aggregates keep their elements).
+type rawValue struct {
+	kind  byte   // the type byte: + - : $ * % ~ _ , # ( = ! > |, or 'U' for a SCAN union
+	raw   []byte // the exact bytes on the wire (for an element: its own bytes)
+	str   string // a simple/bulk/verbatim string, error text, number text
+	null  bool   // $-1, *-1 or _
+	elems []rawValue
+}
+
+func (v rawValue) quoted() string { return strconv.Quote(string(v.raw)) }
+
+// readRaw reads one value, copying every byte it consumes into raw.
+func readRaw(br *bufio.Reader, raw *bytes.Buffer) (rawValue, error) {
+	start := raw.Len()
+	line, err := br.ReadString('\n')
+	raw.WriteString(line)
+	if err != nil {
+		return rawValue{}, err
+	}
+	if len(line) < 3 || !strings.HasSuffix(line, "\r\n") {
+		return rawValue{}, fmt.Errorf("malformed reply line %q", line)
+	}
+	v := rawValue{kind: line[0], str: line[1 : len(line)-2]}
+	switch v.kind {
+	case '+', '-', ':', ',', '#', '(':
+	case '_':
+		v.null = true
+	case '$', '=', '!':
+		n, err := strconv.Atoi(v.str)
+		if err != nil {
+			return v, fmt.Errorf("bad length in %q", line)
+		}
+		if n < 0 {
+			v.null, v.str = true, ""
+			break
+		}
+		buf := make([]byte, n+2)
+		if _, err := io.ReadFull(br, buf); err != nil {
+			return v, err
+		}
+		raw.Write(buf)
+		v.str = string(buf[:n])
+	case '*', '~', '>', '%', '|':
+		n, err := strconv.Atoi(v.str)
+		if err != nil {
+			return v, fmt.Errorf("bad length in %q", line)
+		}
+		if n < 0 {
+			v.null = true
+			break
+		}
+		if v.kind == '%' || v.kind == '|' {
+			n *= 2
+		}
+		for i := 0; i < n; i++ {
+			e, err := readRaw(br, raw)
+			if err != nil {
+				return v, err
+			}
+			v.elems = append(v.elems, e)
+		}
+	default:
+		return v, fmt.Errorf("unknown reply type in %q", line)
+	}
+	v.raw = append([]byte(nil), raw.Bytes()[start:]...)
+	return v, nil
+}
+
+// startRedisServer starts redis-server 7 on a free loopback port with its own
+// temporary directory, no persistence, and stops it by PID at the end of the
+// test. redis-server is required in CI and skips the test elsewhere.
+func startRedisServer(t *testing.T) string {
+	t.Helper()
+	bin := requireTool(t, "redis-server")
+	dir := t.TempDir()
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		port, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		logPath := fmt.Sprintf("%s/redis-%d.log", dir, attempt)
+		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+			"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", logPath)
+		if err := cmd.Start(); err != nil {
+			t.Fatalf("starting redis-server: %v", err)
+		}
+		exited := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(exited) }() // the only waiter on this process
+		pid := cmd.Process.Pid
+		stop := func() {
+			_ = syscall.Kill(pid, syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(stopTimeout):
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+				<-exited
+			}
+		}
+		if lastErr = waitRedisReady(addr, exited); lastErr == nil {
+			t.Cleanup(stop)
+			t.Cleanup(func() {
+				if t.Failed() {
+					if b, err := os.ReadFile(logPath); err == nil {
+						t.Logf("redis-server log:\n%s", lastLines(string(b), 50))
+					}
+				}
+			})
+			return addr
+		}
+		stop() // most likely the port was taken in between: try another
+	}
+	t.Fatalf("redis-server did not start: %v", lastErr)
+	return ""
+}
+
+// waitRedisReady polls PING until redis-server answers PONG, exits, or
+// readyTimeout passes.
+func waitRedisReady(addr string, exited <-chan struct{}) error {
+	deadline := time.Now().Add(readyTimeout)
+	var lastErr error
+	for time.Now().Before(deadline) {
+		if c, err := dialRESP(addr); err == nil {
+			v, err := doRaw(c, "PING")
+			c.close()
+			if err == nil && string(v.raw) == "+PONG\r\n" {
+				return nil
+			}
+			lastErr = fmt.Errorf("PING: %q %v", v.raw, err)
+		} else {
+			lastErr = err
+		}
+		select {
+		case <-exited:
+			return fmt.Errorf("redis-server exited (last probe: %v)", lastErr)
+		case <-time.After(pollEvery):
+		}
+	}
+	return fmt.Errorf("redis-server not ready after %v: %v", readyTimeout, lastErr)
+}
+
+// newSeqRand is the generator's random source for one seed.
+func newSeqRand(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x5eed)) }
