@@ -92,7 +92,7 @@ func runDifferential(seq []step, redisAddr, redcellAddr string) (string, error) 
 	for i, s := range seq {
 		var got [2]rawValue
 		for side, c := range conns {
-			v, err := s.run(c)
+			v, err := s.runOn(c, side)
 			if err != nil {
 				return out.String(), fmt.Errorf("step %d %s on %s: %w", i, s, []string{"redis", "redcell"}[side], err)
 			}
@@ -120,6 +120,11 @@ type step struct {
 	// the cursor is 0 again; the step's value is the sorted union of the
 	// keys (or the first error).
 	scanAll bool
+	// perSide, when set, replaces args: perSide[0] goes to redis,
+	// perSide[1] to redcell, and the replies are not compared. It builds
+	// the same key state through different commands (keyspaceFamily's
+	// "CL key").
+	perSide *[2][]string
 	// compare decides equality of redis's and redcell's values; nil is
 	// sameBytes. cmpName names it for failure reports.
 	compare func(redis, redcell rawValue) bool
@@ -127,6 +132,9 @@ type step struct {
 }
 
 func (s step) String() string {
+	if s.perSide != nil {
+		return "redis: " + quoteArgs(s.perSide[0]) + " | redcell: " + quoteArgs(s.perSide[1])
+	}
 	if s.scanAll {
 		return "SCAN-ALL " + quoteArgs(s.args[2:])
 	}
@@ -140,8 +148,12 @@ func (s step) compareName() string {
 	return "bytes"
 }
 
-// run sends the step on c and reads its value.
-func (s step) run(c *respConn) (rawValue, error) {
+// runOn sends the step on c, the connection to side 0 (redis) or 1
+// (redcell), and reads its value.
+func (s step) runOn(c *respConn, side int) (rawValue, error) {
+	if s.perSide != nil {
+		return doRaw(c, s.perSide[side]...)
+	}
 	if !s.scanAll {
 		return doRaw(c, s.args...)
 	}
