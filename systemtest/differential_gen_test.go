@@ -62,6 +62,17 @@ var excludedToFix = []string{
 	// … (issue 33 point 3 brings WATCH). UNWATCH: Redis +OK; redcell
 	// -ERR UNWATCH is not supported by Redcell: …
 	"WATCH and UNWATCH outside MULTI",
+	// Inside MULTI, Redis refuses a container command's unknown
+	// subcommand or a subcommand's wrong arity when queueing (-ERR unknown
+	// subcommand 'nosuch'. Try CLIENT HELP. / -ERR wrong number of
+	// arguments for 'client|setname' command, then EXECABORT); redcell
+	// answers +QUEUED.
+	"CLIENT/CONFIG/COMMAND subcommand errors inside MULTI (MULTI; CLIENT nosuch; EXEC)",
+	// The empty key "": after CL.THROTTLE "" 0 1 1000 1 (redcell) /
+	// SET "" tat EX 1000 (Redis), DBSIZE is 1 on both and EXISTS "" is 1,
+	// but KEYS * answers *1 $0 in Redis and *0 in redcell, and a SCAN
+	// iteration does not return it either.
+	"the empty key in KEYS and SCAN",
 }
 
 // family is a named set of command generators.
@@ -91,7 +102,8 @@ const clCellPeriod = 1000
 
 // keyPool is small so that commands collide on keys; names include glob
 // metacharacters and a hash tag so that KEYS/SCAN patterns are exercised.
-var keyPool = []string{"a", "b", "user:1", "user:2", "rl:{x}", "h*llo"}
+// The empty key "" is left out: a known difference to fix (excludedToFix).
+var keyPool = []string{"a", "b", "user:1", "user:2", "rl:{x}", "h*llo", "bin\x00\xff"}
 
 // patterns for KEYS and SCAN MATCH.
 var patternPool = []string{"*", "a", "user:*", "user:?", "*:*", "[ab]", "[^a]*", `h\*llo`, "h*", "rl:{*}", "[a-c]*", "", "nokey*", "?", "*1", `[\]`}
@@ -186,6 +198,15 @@ var connectionFamily = family{name: "connection", gens: []gen{
 	{name: "SELECT", weight: 1, inMulti: true, make: func(g *seqGen) step {
 		return cmd("SELECT", g.pick("0", "x", "16", "-1", "00", "1.5"))
 	}},
+	{name: "CLIENT names", weight: 2, inMulti: true, make: func(g *seqGen) step {
+		return cmd(g.pickArgs([]string{"CLIENT", "SETNAME", "diff"}, []string{"CLIENT", "GETNAME"},
+			[]string{"CLIENT", "SETNAME", "a b"}, []string{"CLIENT", "SETNAME", ""}, []string{"CLIENT"})...)
+	}},
+	// Not queued inside MULTI: a known difference to fix (excludedToFix).
+	{name: "subcommand errors", weight: 2, make: func(g *seqGen) step {
+		return cmd(g.pickArgs([]string{"CLIENT", "SETNAME"}, []string{"CLIENT", "nosuch"}, []string{"CONFIG", "nosuch"},
+			[]string{"COMMAND", "nosuch"}, []string{"CLIENT", "GETNAME", "x"}, []string{"CONFIG", "GET"})...)
+	}},
 	{name: "RESET", weight: 1, make: func(g *seqGen) step { return cmd("RESET") }},
 	// WATCH and UNWATCH outside MULTI: weight 0 (never drawn) until
 	// issue 33 brings WATCH; see excludedToFix.
@@ -265,7 +286,7 @@ func generateSequence(seed uint64) []step {
 		n := g.r.IntN(sum)
 		for _, x := range from {
 			if n < x.weight {
-				return x.make(g)
+				return g.vary(x.make(g))
 			}
 			n -= x.weight
 		}
@@ -285,6 +306,38 @@ func generateSequence(seed uint64) []step {
 		}
 	}
 	return seq
+}
+
+// vary sends some commands with their name in another case, and some plain
+// ones as inline commands: both servers must parse them alike.
+func (g *seqGen) vary(s step) step {
+	if s.perSide != nil || s.scanAll {
+		return s
+	}
+	if g.chance(15) {
+		s.args = append([]string(nil), s.args...)
+		s.args[0] = g.pick(strings.ToLower(s.args[0]), strings.ToUpper(s.args[0]), strings.ToUpper(s.args[0][:1])+strings.ToLower(s.args[0][1:]))
+	}
+	if g.chance(10) && plainWords(s.args) {
+		s.inline = true
+	}
+	return s
+}
+
+// plainWords: every argument is a non-empty run of printable non-blank
+// bytes without quotes, so an inline line carries it unchanged.
+func plainWords(args []string) bool {
+	for _, a := range args {
+		if a == "" {
+			return false
+		}
+		for i := 0; i < len(a); i++ {
+			if c := a[i]; c <= ' ' || c >= 0x7f || c == '"' || c == '\'' {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // multiBlock is MULTI, some queued commands (sometimes a command refused at

@@ -125,6 +125,9 @@ type step struct {
 	// the same key state through different commands (keyspaceFamily's
 	// "CL key").
 	perSide *[2][]string
+	// inline sends args as an inline command line (words separated by
+	// spaces) instead of a RESP array; only for plain words.
+	inline bool
 	// compare decides equality of redis's and redcell's values; nil is
 	// sameBytes. cmpName names it for failure reports.
 	compare func(redis, redcell rawValue) bool
@@ -134,6 +137,9 @@ type step struct {
 func (s step) String() string {
 	if s.perSide != nil {
 		return "redis: " + quoteArgs(s.perSide[0]) + " | redcell: " + quoteArgs(s.perSide[1])
+	}
+	if s.inline {
+		return "inline: " + quoteArgs(s.args)
 	}
 	if s.scanAll {
 		return "SCAN-ALL " + quoteArgs(s.args[2:])
@@ -153,6 +159,17 @@ func (s step) compareName() string {
 func (s step) runOn(c *respConn, side int) (rawValue, error) {
 	if s.perSide != nil {
 		return doRaw(c, s.perSide[side]...)
+	}
+	if s.inline {
+		_ = c.nc.SetDeadline(time.Now().Add(opTimeout))
+		c.bw.WriteString(strings.Join(s.args, " ") + "\r\n")
+		if err := c.bw.Flush(); err != nil {
+			return rawValue{}, err
+		}
+		var raw bytes.Buffer
+		v, err := readRaw(c.br, &raw)
+		v.raw = raw.Bytes()
+		return v, err
 	}
 	if !s.scanAll {
 		return doRaw(c, s.args...)
