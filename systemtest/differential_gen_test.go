@@ -267,8 +267,9 @@ func (s step) trimEmpty() step {
 }
 
 // generateSequence builds the sequence of one seed: 5 to 40 steps drawn from
-// the families, MULTI blocks, HELLO switches and transaction misuse.
-func generateSequence(seed uint64) []step {
+// the families, MULTI blocks, HELLO switches and transaction misuse; and
+// whether it is sent pipelined (one in four).
+func generateSequence(seed uint64) ([]step, bool) {
 	g := &seqGen{r: newSeqRand(seed)}
 	var all, queueable []gen
 	total, totalQ := 0, 0
@@ -292,6 +293,7 @@ func generateSequence(seed uint64) []step {
 		}
 		panic("unreachable")
 	}
+	pipelined := g.chance(25)
 	var seq []step
 	for n := 5 + g.r.IntN(36); len(seq) < n; {
 		switch p := g.r.IntN(100); {
@@ -305,7 +307,7 @@ func generateSequence(seed uint64) []step {
 			seq = append(seq, draw(all, total))
 		}
 	}
-	return seq
+	return seq, pipelined
 }
 
 // vary sends some commands with their name in another case, and some plain
@@ -374,7 +376,9 @@ func (g *seqGen) multiBlock(queueable []gen, sum int, draw func([]gen, int) step
 func (g *seqGen) hello() step {
 	s := cmd(g.pickArgs([]string{"HELLO", "3"}, []string{"HELLO", "2"}, []string{"HELLO", "3"}, []string{"HELLO"},
 		[]string{"HELLO", "4"}, []string{"HELLO", "1"}, []string{"HELLO", "x"}, []string{"HELLO", "3", "BOGUS"},
-		[]string{"HELLO", "-1"})...)
+		[]string{"HELLO", "-1"}, []string{"HELLO", "3", "SETNAME", "diff"}, []string{"HELLO", "2", "SETNAME", "a b"},
+		[]string{"HELLO", "3", "AUTH", "default", "x"}, []string{"HELLO", "3", "AUTH", "default"},
+		[]string{"AUTH", "x"}, []string{"AUTH", "default", "x"}, []string{"AUTH"}, []string{"AUTH", "a", "b", "c"})...)
 	s.compare, s.cmpName = helloShape, "HELLO shape"
 	return s
 }

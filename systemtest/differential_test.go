@@ -53,15 +53,15 @@ func TestDifferential(t *testing.T) {
 	start := time.Now()
 	steps, failures := 0, 0
 	for _, seed := range seeds {
-		seq := generateSequence(seed)
+		seq, pipelined := generateSequence(seed)
 		steps += len(seq)
-		report, err := runDifferential(seq, redisAddr, n.addr())
+		report, err := runDifferential(seq, pipelined, redisAddr, n.addr())
 		if err != nil {
 			t.Fatalf("seed %d: %v\n%s", seed, err, report)
 		}
 		if report != "" {
 			failures++
-			t.Errorf("seed %d: replies differ (rerun: go test ./systemtest -run TestDifferential -v -differential.seed %d)\n%s", seed, seed, report)
+			t.Errorf("seed %d (pipelined: %v): replies differ (rerun: go test ./systemtest -run TestDifferential -v -differential.seed %d)\n%s", seed, pipelined, seed, report)
 			if failures >= 3 {
 				t.Fatalf("stopping after %d differing sequences", failures)
 			}
@@ -70,46 +70,93 @@ func TestDifferential(t *testing.T) {
 	t.Logf("%d sequences, %d steps compared in %v", len(seeds), steps, time.Since(start).Round(time.Millisecond))
 }
 
-// runDifferential runs one sequence on fresh connections to both servers
-// (after a FLUSHALL and a return to RESP2 that are not compared) and returns
-// "" when every step compared equal, or the sequence with both replies up to
-// and including the first difference. An error means a server could not be
-// talked to at all.
-func runDifferential(seq []step, redisAddr, redcellAddr string) (string, error) {
-	var conns [2]*respConn
-	for i, addr := range []string{redisAddr, redcellAddr} {
+// runDifferential runs one sequence on a fresh connection to each server
+// (after a FLUSHALL that is not compared) and returns "" when every step
+// compared equal, or the sequence with both replies up to and including the
+// first difference. Pipelined, the sequence's plain steps are written in
+// batches (up to the next SCAN iteration) before their replies are read. An
+// error means a server could not be talked to at all.
+func runDifferential(seq []step, pipelined bool, redisAddr, redcellAddr string) (string, error) {
+	var got [2][]rawValue
+	for side, addr := range []string{redisAddr, redcellAddr} {
 		c, err := dialRESP(addr)
 		if err != nil {
 			return "", err
 		}
-		defer c.close()
 		if _, err := c.do("FLUSHALL"); err != nil {
+			c.close()
 			return "", fmt.Errorf("FLUSHALL on %s: %w", addr, err)
 		}
-		conns[i] = c
-	}
-	var out strings.Builder
-	for i, s := range seq {
-		var got [2]rawValue
-		for side, c := range conns {
-			v, err := s.runOn(c, side)
-			if err != nil {
-				return out.String(), fmt.Errorf("step %d %s on %s: %w", i, s, []string{"redis", "redcell"}[side], err)
-			}
-			got[side] = v
+		got[side], err = runSequence(c, side, seq, pipelined)
+		c.close()
+		if err != nil {
+			return describeSequence(seq, got, -1), fmt.Errorf("on %s, step %d: %w", []string{"redis", "redcell"}[side], len(got[side]), err)
 		}
+	}
+	for i, s := range seq {
 		cmp := s.compare
 		if cmp == nil {
 			cmp = sameBytes
 		}
-		same := cmp(got[0], got[1])
-		fmt.Fprintf(&out, "%3d %s\n      redis:   %s\n      redcell: %s\n", i, s, got[0].quoted(), got[1].quoted())
-		if !same {
-			fmt.Fprintf(&out, "      ^^^ differs (%s)\n", s.compareName())
-			return out.String(), nil
+		if !cmp(got[0][i], got[1][i]) {
+			return describeSequence(seq, got, i), nil
 		}
 	}
 	return "", nil
+}
+
+// runSequence sends seq on c, the connection to side 0 (redis) or 1
+// (redcell), and returns one value per step (fewer on an error).
+func runSequence(c *respConn, side int, seq []step, pipelined bool) ([]rawValue, error) {
+	var vals []rawValue
+	for i := 0; i < len(seq); {
+		if !pipelined || seq[i].scanAll {
+			v, err := seq[i].runOn(c, side)
+			if err != nil {
+				return vals, err
+			}
+			vals = append(vals, v)
+			i++
+			continue
+		}
+		j := i
+		_ = c.nc.SetDeadline(time.Now().Add(opTimeout))
+		for ; j < len(seq) && !seq[j].scanAll; j++ {
+			seq[j].write(c, side)
+		}
+		if err := c.bw.Flush(); err != nil {
+			return vals, err
+		}
+		for ; i < j; i++ {
+			v, err := readValue(c)
+			if err != nil {
+				return vals, err
+			}
+			vals = append(vals, v)
+		}
+	}
+	return vals, nil
+}
+
+// describeSequence prints every step with both replies, up to and including
+// step last (all steps replied to when last is -1), marking last.
+func describeSequence(seq []step, got [2][]rawValue, last int) string {
+	var out strings.Builder
+	for i, s := range seq {
+		if last >= 0 && i > last {
+			break
+		}
+		fmt.Fprintf(&out, "%3d %s\n", i, s)
+		for side, name := range []string{"redis:  ", "redcell:"} {
+			if i < len(got[side]) {
+				fmt.Fprintf(&out, "      %s %s\n", name, got[side][i].quoted())
+			}
+		}
+		if i == last {
+			fmt.Fprintf(&out, "      ^^^ differs (%s)\n", s.compareName())
+		}
+	}
+	return out.String()
 }
 
 // step is one entry of a sequence: a command sent as is, or a whole SCAN
@@ -154,25 +201,29 @@ func (s step) compareName() string {
 	return "bytes"
 }
 
+// write buffers the step's command for side 0 (redis) or 1 (redcell); not
+// for a SCAN iteration.
+func (s step) write(c *respConn, side int) {
+	switch {
+	case s.perSide != nil:
+		c.send(s.perSide[side]...)
+	case s.inline:
+		c.bw.WriteString(strings.Join(s.args, " ") + "\r\n")
+	default:
+		c.send(s.args...)
+	}
+}
+
 // runOn sends the step on c, the connection to side 0 (redis) or 1
 // (redcell), and reads its value.
 func (s step) runOn(c *respConn, side int) (rawValue, error) {
-	if s.perSide != nil {
-		return doRaw(c, s.perSide[side]...)
-	}
-	if s.inline {
+	if !s.scanAll {
 		_ = c.nc.SetDeadline(time.Now().Add(opTimeout))
-		c.bw.WriteString(strings.Join(s.args, " ") + "\r\n")
+		s.write(c, side)
 		if err := c.bw.Flush(); err != nil {
 			return rawValue{}, err
 		}
-		var raw bytes.Buffer
-		v, err := readRaw(c.br, &raw)
-		v.raw = raw.Bytes()
-		return v, err
-	}
-	if !s.scanAll {
-		return doRaw(c, s.args...)
+		return readValue(c)
 	}
 	keys := map[string]bool{}
 	cursor := "0"
@@ -211,6 +262,11 @@ func doRaw(c *respConn, args ...string) (rawValue, error) {
 	if err := c.bw.Flush(); err != nil {
 		return rawValue{}, err
 	}
+	return readValue(c)
+}
+
+// readValue reads one reply with its exact bytes.
+func readValue(c *respConn) (rawValue, error) {
 	var raw bytes.Buffer
 	v, err := readRaw(c.br, &raw)
 	v.raw = raw.Bytes()
