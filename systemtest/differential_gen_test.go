@@ -307,7 +307,23 @@ func generateSequence(seed uint64) ([]step, bool) {
 			seq = append(seq, draw(all, total))
 		}
 	}
+	if g.chance(5) {
+		seq = append(seq, step{protocolError: g.pick(protocolErrors...)})
+	}
 	return seq, pipelined
+}
+
+// protocolErrors are byte strings that break RESP or the inline protocol:
+// both servers answer an error and close the connection.
+var protocolErrors = []string{
+	"*1\r\n$abc\r\n",
+	"*abc\r\n",
+	"*1\r\n+PING\r\n",
+	"PING \"unbalanced\r\n",
+	"ECHO 'x'y\r\n",
+	"*3000000000\r\n",
+	"*1\r\n$600000000\r\n",
+	"*1\r\n$-5\r\n",
 }
 
 // vary sends some commands with their name in another case, and some plain

@@ -110,7 +110,7 @@ func runDifferential(seq []step, pipelined bool, redisAddr, redcellAddr string) 
 func runSequence(c *respConn, side int, seq []step, pipelined bool) ([]rawValue, error) {
 	var vals []rawValue
 	for i := 0; i < len(seq); {
-		if !pipelined || seq[i].scanAll {
+		if !pipelined || seq[i].scanAll || seq[i].protocolError != "" {
 			v, err := seq[i].runOn(c, side)
 			if err != nil {
 				return vals, err
@@ -121,7 +121,7 @@ func runSequence(c *respConn, side int, seq []step, pipelined bool) ([]rawValue,
 		}
 		j := i
 		_ = c.nc.SetDeadline(time.Now().Add(opTimeout))
-		for ; j < len(seq) && !seq[j].scanAll; j++ {
+		for ; j < len(seq) && !seq[j].scanAll && seq[j].protocolError == ""; j++ {
 			seq[j].write(c, side)
 		}
 		if err := c.bw.Flush(); err != nil {
@@ -175,6 +175,10 @@ type step struct {
 	// inline sends args as an inline command line (words separated by
 	// spaces) instead of a RESP array; only for plain words.
 	inline bool
+	// protocolError, when set, is sent as raw bytes that break the
+	// protocol; the value is the reply followed by whether the server then
+	// closed the connection. Only as a sequence's last step.
+	protocolError string
 	// compare decides equality of redis's and redcell's values; nil is
 	// sameBytes. cmpName names it for failure reports.
 	compare func(redis, redcell rawValue) bool
@@ -182,6 +186,9 @@ type step struct {
 }
 
 func (s step) String() string {
+	if s.protocolError != "" {
+		return "raw bytes " + strconv.Quote(s.protocolError)
+	}
 	if s.perSide != nil {
 		return "redis: " + quoteArgs(s.perSide[0]) + " | redcell: " + quoteArgs(s.perSide[1])
 	}
@@ -209,6 +216,8 @@ func (s step) write(c *respConn, side int) {
 		c.send(s.perSide[side]...)
 	case s.inline:
 		c.bw.WriteString(strings.Join(s.args, " ") + "\r\n")
+	case s.protocolError != "":
+		c.bw.WriteString(s.protocolError)
 	default:
 		c.send(s.args...)
 	}
@@ -217,6 +226,9 @@ func (s step) write(c *respConn, side int) {
 // runOn sends the step on c, the connection to side 0 (redis) or 1
 // (redcell), and reads its value.
 func (s step) runOn(c *respConn, side int) (rawValue, error) {
+	if s.protocolError != "" {
+		return s.runProtocolError(c)
+	}
 	if !s.scanAll {
 		_ = c.nc.SetDeadline(time.Now().Add(opTimeout))
 		s.write(c, side)
@@ -254,6 +266,33 @@ func (s step) runOn(c *respConn, side int) (rawValue, error) {
 	sort.Strings(sorted)
 	return rawValue{kind: 'U', raw: []byte("keys: " + quoteArgs(sorted)), str: strings.Join(sorted, "\x00")}, nil
 }
+
+// runProtocolError sends the step's broken bytes and reads the reply, then
+// whether the connection is closed (EOF within closeWait) or open.
+func (s step) runProtocolError(c *respConn) (rawValue, error) {
+	_ = c.nc.SetDeadline(time.Now().Add(opTimeout))
+	c.bw.WriteString(s.protocolError)
+	if err := c.bw.Flush(); err != nil {
+		return rawValue{}, err
+	}
+	v, err := readValue(c)
+	if err != nil {
+		return v, err
+	}
+	_ = c.nc.SetReadDeadline(time.Now().Add(closeWait))
+	state := " [connection open]"
+	if _, err := c.br.ReadByte(); errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) {
+		state = " [connection closed]"
+	} else if err == nil {
+		state = " [more bytes]"
+	}
+	v.raw = append(v.raw, state...)
+	return v, nil
+}
+
+// closeWait bounds the wait for a server to close the connection after a
+// protocol error (both close at once; an open one costs this much).
+const closeWait = 2 * time.Second
 
 // doRaw sends one command and reads one reply with its exact bytes.
 func doRaw(c *respConn, args ...string) (rawValue, error) {
