@@ -38,7 +38,9 @@ import (
 //     database, commands.md). SELECT 0 and SELECT's errors are generated.
 //   - HELLO's reply names the server (server, version, id, mode, role):
 //     compared by shape (reply type, field names, proto).
-//   - INFO, CLIENT, CONFIG, COMMAND, TIME, LASTSAVE: server-specific.
+//   - INFO, CLIENT ID/LIST/INFO, CONFIG GET values, COMMAND's tables, TIME,
+//     LASTSAVE: server-specific. (CLIENT SETNAME/GETNAME and subcommand
+//     errors are generated.)
 //
 // KNOWN DIFFERENCES TO FIX in redcell, excluded until fixed (see the
 // excludedToFix list below).

@@ -40,6 +40,8 @@ func TestDifferential(t *testing.T) {
 	rc := mustDial(t, n.addr())
 	freshBase(t, rc) // frozen for the whole test: no redcell key ever ages
 
+	t.Logf("known differences excluded until fixed (differential_gen_test.go excludedToFix): %q", excludedToFix)
+
 	seeds := make([]uint64, 0, *differentialN)
 	if *differentialSeed != 0 {
 		seeds = append(seeds, *differentialSeed)
