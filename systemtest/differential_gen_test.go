@@ -56,10 +56,6 @@ var differentialFamilies = []family{
 // redcell bugs to fix; the generators below do not produce these commands.
 // Remove an entry (and re-enable its generator) when it is fixed.
 var excludedToFix = []string{
-	// Redis queues SCAN with bad options (+QUEUED) and answers the error
-	// inside EXEC's array; redcell refuses it at queue time (-ERR syntax
-	// error), which then aborts the EXEC (EXECABORT).
-	"SCAN with an option error inside MULTI (MULTI; SCAN 0 MATCH; EXEC)",
 	// WATCH k: Redis +OK; redcell -ERR WATCH is not supported by Redcell:
 	// … (issue 33 point 3 brings WATCH). UNWATCH: Redis +OK; redcell
 	// -ERR UNWATCH is not supported by Redcell: …
@@ -239,8 +235,7 @@ var errorFamily = family{name: "errors", gens: []gen{
 		}
 		return cmd(args...)
 	}},
-	// Not queued inside MULTI: a known difference to fix (excludedToFix).
-	{name: "SCAN syntax", weight: 3, make: func(g *seqGen) step {
+	{name: "SCAN syntax", weight: 3, inMulti: true, make: func(g *seqGen) step {
 		s := cmd(g.pickArgs(
 			[]string{"SCAN", "0", "MATCH"}, []string{"SCAN", "0", "COUNT"}, []string{"SCAN", "0", "COUNT", "0"},
 			[]string{"SCAN", "0", "COUNT", "-1"}, []string{"SCAN", "0", "COUNT", "abc"}, []string{"SCAN", "0", "COUNT", "1.5"},
