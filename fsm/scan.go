@@ -48,7 +48,7 @@ func (f *FSM) scan(r *request.Request, now int64, res *request.Result) {
 	filter, match := r.Args[2], r.Args[3] == 1
 	var data []byte
 	next := f.store.Scan(uint64(r.Args[0]), int(min(r.Args[1], maxScanCount)), now, func(key []byte, st shard.State) {
-		if request.ScanMatches(filter, request.KeyKind(st.Kind)) && (!match || glob.Match(r.Key, key, false)) {
+		if request.ScanMatches(filter, request.KeyKind(st.Kind)) && (!match || matches(r.Key, key)) {
 			data = request.AppendItem(data, key)
 		}
 	})
@@ -62,7 +62,7 @@ func (f *FSM) scan(r *request.Request, now int64, res *request.Result) {
 func (f *FSM) keys(r *request.Request, now int64, res *request.Result) {
 	var data []byte
 	f.store.RangeLive(now, func(key []byte, _ shard.State) bool {
-		if glob.Match(r.Key, key, false) {
+		if matches(r.Key, key) {
 			data = request.AppendItem(data, key)
 		}
 		return true
@@ -92,4 +92,12 @@ func (f *FSM) Keyspace(now int64) (keys, expires int, avgTTLms int64) {
 		return keys, 0, 0
 	}
 	return keys, expires, int64(math.Round(sum / float64(expires) / 1e6))
+}
+
+// matches is KEYS's and SCAN MATCH's test of key against pattern, as Redis
+// makes it: the pattern "*" alone takes every key without matching (so it
+// lists the empty key, which Redis's glob matcher never matches against a
+// non-empty pattern: its loop needs both strings non-empty).
+func matches(pattern, key []byte) bool {
+	return len(pattern) == 1 && pattern[0] == '*' || glob.Match(pattern, key, false)
 }
