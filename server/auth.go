@@ -111,16 +111,28 @@ func (c *conn) authError(spec *commands.Spec, args [][]byte) string {
 	if !c.authRequired() || spec.HasFlag("no_auth") {
 		return ""
 	}
-	if len(spec.Subs) > 0 && len(args) > 1 {
-		sub := spec.Sub(args[1])
-		if sub == nil {
-			return commands.UnknownSubcommand(args[1], strings.ToUpper(spec.Name))
-		}
-		if !sub.CheckArity(len(args)) {
-			return commands.WrongArgs(sub.Name)
-		}
+	if e := subcommandError(spec, args); e != "" {
+		return e
 	}
 	return commands.ErrNoAuth
+}
+
+// subcommandError is Redis's refusal of a container command's unknown
+// subcommand or of a subcommand's wrong number of arguments, or "": what
+// Redis checks with the command and its arity, before authentication and
+// before queueing inside MULTI (the handlers check the same when they run).
+func subcommandError(spec *commands.Spec, args [][]byte) string {
+	if len(spec.Subs) == 0 || len(args) < 2 {
+		return ""
+	}
+	sub := spec.Sub(args[1])
+	if sub == nil {
+		return commands.UnknownSubcommand(args[1], strings.ToUpper(spec.Name))
+	}
+	if !sub.CheckArity(len(args)) {
+		return commands.WrongArgs(sub.Name)
+	}
+	return ""
 }
 
 // AUTH [username] password

@@ -115,6 +115,10 @@ func (c *conn) enqueue(spec *commands.Spec, args [][]byte) {
 		c.tx.items = append(c.tx.items, txItem{spec: spec, req: len(c.tx.reqs)})
 		c.tx.reqs = append(c.tx.reqs, r)
 	default:
+		if e := subcommandError(spec, args); e != "" { // auth.go
+			c.reject(e)
+			return
+		}
 		if spec.HasFlag("no_multi") { // SAVE, SHUTDOWN: Redis refuses them here
 			c.reject("ERR Command not allowed inside a transaction")
 			return

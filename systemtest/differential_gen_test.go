@@ -60,12 +60,6 @@ var excludedToFix = []string{
 	// … (issue 33 point 3 brings WATCH). UNWATCH: Redis +OK; redcell
 	// -ERR UNWATCH is not supported by Redcell: …
 	"WATCH and UNWATCH outside MULTI",
-	// Inside MULTI, Redis refuses a container command's unknown
-	// subcommand or a subcommand's wrong arity when queueing (-ERR unknown
-	// subcommand 'nosuch'. Try CLIENT HELP. / -ERR wrong number of
-	// arguments for 'client|setname' command, then EXECABORT); redcell
-	// answers +QUEUED.
-	"CLIENT/CONFIG/COMMAND subcommand errors inside MULTI (MULTI; CLIENT nosuch; EXEC)",
 }
 
 // family is a named set of command generators.
@@ -194,8 +188,7 @@ var connectionFamily = family{name: "connection", gens: []gen{
 		return cmd(g.pickArgs([]string{"CLIENT", "SETNAME", "diff"}, []string{"CLIENT", "GETNAME"},
 			[]string{"CLIENT", "SETNAME", "a b"}, []string{"CLIENT", "SETNAME", ""}, []string{"CLIENT"})...)
 	}},
-	// Not queued inside MULTI: a known difference to fix (excludedToFix).
-	{name: "subcommand errors", weight: 2, make: func(g *seqGen) step {
+	{name: "subcommand errors", weight: 2, inMulti: true, make: func(g *seqGen) step {
 		return cmd(g.pickArgs([]string{"CLIENT", "SETNAME"}, []string{"CLIENT", "nosuch"}, []string{"CONFIG", "nosuch"},
 			[]string{"COMMAND", "nosuch"}, []string{"CLIENT", "GETNAME", "x"}, []string{"CONFIG", "GET"})...)
 	}},
