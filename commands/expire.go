@@ -47,6 +47,14 @@ var expireSpecs = []*Spec{
 		Group: "generic", Since: "3.2.1", Complexity: "O(N) where N is the number of keys", ACL: []string{"@keyspace", "@read", "@fast"},
 		Summary: "Counts the arguments that exist (Redcell keeps no access times).",
 		Args:    []Arg{{Name: "key", Type: "key", Multiple: true}}, Parse: parseTouch},
+	{Name: "rename", Arity: 3, Code: request.Rename,
+		Group: "generic", Since: "1.0.0", Complexity: "O(1)", ACL: []string{"@keyspace", "@write", "@slow"},
+		Summary: "Renames a key, its value and expiry moving with it, and replaces the new name's key; ERR no such key when it is missing.",
+		Args:    []Arg{{Name: "key", Type: "key"}, {Name: "newkey", Type: "key"}}, Parse: parseRename},
+	{Name: "renamenx", Arity: 3, Flags: []string{"fast"}, Code: request.RenameNX,
+		Group: "generic", Since: "1.0.0", Complexity: "O(1)", ACL: []string{"@keyspace", "@write", "@fast"},
+		Summary: "Renames a key only when the new name does not exist: 1 when renamed, 0 when not.",
+		Args:    []Arg{{Name: "key", Type: "key"}, {Name: "newkey", Type: "key"}}, Parse: parseRename},
 }
 
 // Redis 7.0's option errors of the expiry commands.
@@ -133,4 +141,14 @@ func parseExpireTime(args [][]byte) (request.Request, string) {
 
 func parseTouch(args [][]byte) (request.Request, string) {
 	return request.Request{Code: request.Touch, Keys: args[1:]}, ""
+}
+
+// parseRename builds Rename or RenameNX (by args[0]): the source and the
+// destination, in Keys.
+func parseRename(args [][]byte) (request.Request, string) {
+	code := request.Rename
+	if len(args[0]) == len("renamenx") {
+		code = request.RenameNX
+	}
+	return request.Request{Code: code, Keys: args[1:3]}, ""
 }

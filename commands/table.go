@@ -97,6 +97,8 @@ var table = []*Spec{
 	// Expiry (expire.go).
 	expireSpecs[0], expireSpecs[1], expireSpecs[2], expireSpecs[3],
 	expireSpecs[4], expireSpecs[5], expireSpecs[6], expireSpecs[7],
+	// Renaming (expire.go: RENAME, RENAMENX).
+	expireSpecs[8], expireSpecs[9],
 
 	// Keyspace.
 	{Name: "del", Arity: -2, Code: request.Del,

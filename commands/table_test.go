@@ -169,7 +169,7 @@ func TestCheckArity(t *testing.T) {
 func TestSpecArities(t *testing.T) {
 	want := map[string]int{
 		"cl.throttle": -5, "cl.peek": -5, "del": -2, "unlink": -2, "exists": -2, "pttl": 2, "ttl": 2,
-		"expire": -3, "pexpire": -3, "expireat": -3, "pexpireat": -3, "persist": 2, "expiretime": 2, "pexpiretime": 2, "touch": -2,
+		"expire": -3, "pexpire": -3, "expireat": -3, "pexpireat": -3, "persist": 2, "expiretime": 2, "pexpiretime": 2, "touch": -2, "rename": 3, "renamenx": 3,
 		"type": 2, "dbsize": 1, "flushall": -1, "flushdb": -1, "ping": -1, "echo": 2, "quit": -1,
 		"reset": 1, "hello": -1, "auth": -2, "select": 2, "client": -2, "info": -1, "time": 1,
 		"command": -1, "config": -2, "debug": -2, "cluster": -2, "raft": -2, "readonly": 1, "readwrite": 1,

@@ -34,6 +34,8 @@ var expireOps = []op{
 	{code: request.ExpireTime, run: (*FSM).expireTime},
 	{code: request.PExpireTime, run: (*FSM).expireTime},
 	{code: request.Touch, run: (*FSM).exists},
+	{code: request.Rename, valid: renameValid, run: (*FSM).rename},
+	{code: request.RenameNX, valid: renameValid, run: (*FSM).rename},
 }
 
 // expiryRule is how the expiry commands read and move one family's keys'

@@ -258,3 +258,28 @@ func TestKeyspaceCountsKeysWithoutExpiry(t *testing.T) {
 		t.Errorf("Keyspace with no expiry left: %d keys, %d expiring, avg_ttl %d ms; want 3, 0, 0", keys, expires, avg)
 	}
 }
+
+// TestRenameMovesTheWholeKey: a limiter key goes on deciding under its new
+// name (its state, value and expiry move), the old name is a fresh key,
+// RENAME replaces a key of another family, RENAMENX leaves a live one.
+func TestRenameMovesTheWholeKey(t *testing.T) {
+	e := newEngine(4)
+	runSteps(t, e, []expireStep{
+		{0, "CL.THROTTLE k 5 1 60", "[0 6 5 -1 60]"},
+		{0, "RENAME k j", "+OK"},
+		{0, "EXISTS k", "0"},
+		{0, "CL.THROTTLE j 5 1 60", "[0 6 4 -1 120]"},
+		{0, "CL.THROTTLE k 5 1 60", "[0 6 5 -1 60]"},
+		{0, "SL.HIT s 3 60000", "[0 3 2 -1 60000]"},
+		{0, "SL.HIT s 3 60000", "[0 3 1 -1 60000]"},
+		{0, "RENAMENX s j", "0"},
+		{0, "RENAME s j", "+OK"},
+		{0, "TYPE j", "+slidinglog"},
+		{0, "SL.HIT j 3 60000", "[0 3 0 -1 60000]"},
+		{0, "RENAME s j", "-ERR no such key"},
+		{0, "RENAMENX j j", "0"},
+		{0, "RENAME j j", "+OK"},
+		{0, "RENAMENX j fresh", "1"},
+		{0, "SL.HIT fresh 3 60000", "[1 3 0 60000 60000]"},
+	})
+}

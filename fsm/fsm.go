@@ -68,6 +68,8 @@ type FSM struct {
 	origin []byte
 	unread Results
 	logBuf []byte // the new sliding log of the call being applied (sl.go)
+	// renameBuf holds the value a RENAME moves (rename.go).
+	renameBuf []byte
 
 	entries atomic.Uint64
 	ops     atomic.Uint64

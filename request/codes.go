@@ -46,6 +46,12 @@ const (
 	PExpireAt Code = 23
 	// Persist removes Key's expiry: 1 when it had one.
 	Persist Code = 24
+	// Rename moves Keys[0]'s value and expiry to Keys[1], replacing
+	// whatever Keys[1] held (RENAME: +OK); RenameNX only when Keys[1] does
+	// not exist (RENAMENX: 1, or 0 and nothing changes). A missing
+	// Keys[0] answers ErrNoSuchKey.
+	Rename   Code = 25
+	RenameNX Code = 26
 
 	// ExpireTime and PExpireTime are Key's absolute expiry (s, ms); -1
 	// without one, -2 when missing.
@@ -119,6 +125,8 @@ var keyspaceErrors = []ErrText{
 	// added to the entry's now (the only check that needs the clock).
 	{ErrExpireTime, "ERR invalid expire time in 'expire' command"},
 	{ErrPExpireTime, "ERR invalid expire time in 'pexpire' command"},
+	// Redis 7's text for RENAME and RENAMENX of a missing key.
+	{ErrNoSuchKey, "ERR no such key"},
 }
 
 // keyspaceOps are the codes that work on any key.
@@ -140,6 +148,8 @@ var keyspaceOps = []Op{
 	{Code: ExpireTime, Name: "EXPIRETIME", Keys: OneKey, Reply: KindInt},
 	{Code: PExpireTime, Name: "PEXPIRETIME", Keys: OneKey, Reply: KindInt},
 	{Code: Touch, Name: "TOUCH", Keys: KeyList, Reply: KindInt},
+	{Code: Rename, Name: "RENAME", Keys: KeyList, Reply: KindOK},
+	{Code: RenameNX, Name: "RENAMENX", Keys: KeyList, Reply: KindInt},
 }
 
 func init() { describeKeyspace(keyspaceOps, keyspaceErrors) }

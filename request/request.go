@@ -95,6 +95,9 @@ const (
 	// entry's now passes int64 ms. Nothing changed.
 	ErrExpireTime  ErrCode = 20
 	ErrPExpireTime ErrCode = 21
+	// ErrNoSuchKey: RENAME or RENAMENX of a key that does not exist.
+	// Nothing changed.
+	ErrNoSuchKey ErrCode = 30
 )
 
 // Result is the answer to one Request.

@@ -140,6 +140,15 @@ var expireOracleCases = []oracleCase{
 	{"multi", false, []oracleLine{
 		ex("MULTI"), ex("EXPIRE k 100 XX"), ex("PERSIST k"), ex("EXPIRE k 10 GT"), ex("EXPIRE k 0"), ex("EXISTS k"), ex("EXEC"),
 	}},
+	// RENAME and RENAMENX: the expiry moves with the key; a missing source
+	// is an error whatever the destination; a key renamed to itself.
+	{"rename", false, []oracleLine{
+		ex("RENAME k j"), ex("EXISTS k"), {"TTL j", inS}, {"PTTL j", inMs}, ex("RENAME k j"), ex("RENAMENX k j"),
+		ex("RENAME j j"), ex("RENAMENX j j"), ex("RENAMENX j k"), ex("EXISTS j"), {"TTL k", inS},
+		ex("PERSIST k"), ex("RENAME k j"), ex("TTL j"), ex("RENAME nokey nokey"), ex("RENAMENX nokey j"),
+		ex("RENAME k"), ex("RENAMENX k j x"),
+		ex("MULTI"), ex("RENAME j k"), ex("RENAMENX k j"), ex("RENAME nokey k"), ex("EXEC"),
+	}},
 	// An invalid option is queued and answers its error inside EXEC's
 	// array; the rest of the transaction runs.
 	{"multi-invalid-option", false, []oracleLine{
