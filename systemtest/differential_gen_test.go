@@ -48,6 +48,7 @@ import (
 // differentialFamilies is where every family registers its generators.
 var differentialFamilies = []family{
 	keyspaceFamily,
+	expiryFamily,
 	connectionFamily,
 	errorFamily,
 }
@@ -81,6 +82,9 @@ type gen struct {
 // seqGen is the state of one sequence's generation: its random source.
 type seqGen struct {
 	r *rand.Rand
+	// expiries counts the expiry times handed out (expirySeconds), so
+	// that no two in a sequence are equal.
+	expiries int
 }
 
 // clCellPeriod is the period, in seconds, of the CL keys keyspaceFamily
@@ -123,11 +127,13 @@ var keyspaceFamily = family{name: "keyspace", gens: []gen{
 	// compared (different commands); every later keyspace command is. The
 	// limiter allows one request per clCellPeriod seconds with no burst,
 	// so its key lives clCellPeriod seconds after the request (and never
-	// expires in redcell, whose clock is frozen).
+	// expires in redcell, whose clock is frozen). A second call on a live
+	// key is limited and, as in redis-cell, changes nothing (not even an
+	// expiry that EXPIRE or PERSIST changed): SET … NX does the same.
 	{name: "CL key", weight: 6, make: func(g *seqGen) step {
 		k := g.key()
 		return step{perSide: &[2][]string{
-			{"SET", k, "tat", "EX", strconv.Itoa(clCellPeriod)},
+			{"SET", k, "tat", "EX", strconv.Itoa(clCellPeriod), "NX"},
 			{"CL.THROTTLE", k, "0", "1", strconv.Itoa(clCellPeriod), "1"},
 		}, compare: func(a, b rawValue) bool { return true }, cmpName: "setup, not compared"}
 	}},
