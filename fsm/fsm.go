@@ -68,6 +68,7 @@ type FSM struct {
 	origin []byte
 	unread Results
 	logBuf []byte // the new sliding log of the call being applied (sl.go)
+	strBuf []byte // the new string of the call being applied (strings.go)
 
 	entries atomic.Uint64
 	ops     atomic.Uint64
