@@ -49,8 +49,8 @@ type Op struct {
 	Name string
 	Keys KeyShape
 	// Creates: a request creates its Key when it is missing (a limiter's
-	// first call). Above maxmemory the leader refuses it (ErrOOM) unless
-	// the key is live.
+	// first call), or for KeyPairs its keys (MSET). Above maxmemory the
+	// leader refuses it (ErrOOM) unless every key it names is live.
 	Creates bool
 	// Reply is the Kind of its result when it does not fail.
 	Reply Kind
@@ -279,7 +279,7 @@ func describeOp(op Op) {
 		panic(fmt.Sprintf("request: code %d (%q) is incompletely described", op.Code, op.Name))
 	case op.Reply < KindThrottle || op.Reply > KindBulks || op.Reply == KindError || op.Reply == KindNil:
 		panic(fmt.Sprintf("request: code %d has reply kind %d", op.Code, op.Reply))
-	case op.Creates && (op.Keys != OneKey && op.Keys != KeyValue || !op.Code.IsWrite()):
+	case op.Creates && (op.Keys != OneKey && op.Keys != KeyValue && op.Keys != KeyPairs || !op.Code.IsWrite()):
 		panic(fmt.Sprintf("request: code %d creates a key but is not a single-key write", op.Code))
 	}
 	ops[op.Code] = op

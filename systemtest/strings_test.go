@@ -203,3 +203,39 @@ func TestStringsSurviveSnapshotRestart(t *testing.T) {
 	expectReply(t, c, wantStatus("string"), "TYPE", "empty")
 	expectReply(t, c, wantInt(8), "INCR", "n")
 }
+
+// TestMaxmemoryRefusesNewStrings: above maxmemory every string command that
+// would create a key answers OOM (MSET when any of its keys is new), while
+// writes to existing strings go on.
+func TestMaxmemoryRefusesNewStrings(t *testing.T) {
+	t.Parallel()
+	n := startTestNode(t, "strings-maxmemory")
+	c := mustDial(t, n.addr())
+	freshBase(t, c)
+	expectReply(t, c, wantStatus("OK"), "SET", "old", "v")
+	expectReply(t, c, wantInt(1), "INCR", "count")
+	expectReply(t, c, wantStatus("OK"), "CONFIG", "SET", "maxmemory", "1mb")
+	const oom = "OOM command not allowed when used memory > 'maxmemory'."
+	for deadline := time.Now().Add(5 * time.Second); ; {
+		r := mustDo(t, c, "SET", "new", "v")
+		if r.kind == '-' {
+			if r.str != oom {
+				t.Fatalf("SET of a new key above maxmemory: %q", r.str)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("new strings still accepted 5 s after maxmemory went below used memory: %v", r)
+		}
+		expectReply(t, c, wantInt(1), "DEL", "new")
+	}
+	for _, args := range [][]string{{"SETNX", "new", "v"}, {"SETEX", "new", "10", "v"}, {"GETSET", "new", "v"}, {"APPEND", "new", "v"},
+		{"INCR", "new"}, {"DECRBY", "new", "2"}, {"MSET", "old", "w", "new", "v"}, {"MSETNX", "new", "v"}} {
+		expectReply(t, c, wantErr(oom), args...)
+	}
+	expectReply(t, c, wantStatus("OK"), "SET", "old", "w")
+	expectReply(t, c, wantInt(2), "INCR", "count")
+	expectReply(t, c, wantStatus("OK"), "MSET", "old", "x", "count", "5")
+	expectReply(t, c, wantInt(0), "EXISTS", "new")
+	expectReply(t, c, wantStatus("OK"), "CONFIG", "SET", "maxmemory", "0")
+}
