@@ -50,6 +50,7 @@ var stringSpecs = []*Spec{
 	strSpec("decr", 2, request.IncrBy, "@write", "1.0.0", "Subtracts 1 from key's integer value: the new value.", parseIncr, keyArg),
 	strSpec("incrby", 3, request.IncrBy, "@write", "1.0.0", "Adds increment to key's integer value: the new value.", parseIncr, keyArg, Arg{Name: "increment", Type: "integer"}),
 	strSpec("decrby", 3, request.IncrBy, "@write", "1.0.0", "Subtracts decrement from key's integer value: the new value.", parseIncr, keyArg, Arg{Name: "decrement", Type: "integer"}),
+	strSpec("incrbyfloat", 3, request.IncrByFloat, "@write", "2.6.0", "Adds increment to key's value as a long double: the new value.", parseIncrByFloat, keyArg, Arg{Name: "increment", Type: "double"}),
 	strSpec("mget", -2, request.MGet, "@read", "1.0.0", "The values of the keys; nil for a missing key or one that is not a string.", parseMGet,
 		Arg{Name: "key", Type: "key", Multiple: true}),
 	strSpec("mset", -3, request.MSet, "@write", "1.0.1", "Sets each key to its value.", parseMSet,
@@ -212,6 +213,12 @@ func parseIncr(args [][]byte) (request.Request, string) {
 	r := request.Request{Code: request.IncrBy, Key: args[1]}
 	r.SetArgs(incr)
 	return r, ""
+}
+
+// parseIncrByFloat leaves the increment to the state machine, which parses
+// it after the type check as Redis does.
+func parseIncrByFloat(args [][]byte) (request.Request, string) {
+	return request.Request{Code: request.IncrByFloat, Key: args[1], Keys: args[2:3]}, ""
 }
 
 func parseMGet(args [][]byte) (request.Request, string) {

@@ -94,7 +94,7 @@ var table = []*Spec{
 	// Strings (strings.go).
 	stringSpecs[0], stringSpecs[1], stringSpecs[2], stringSpecs[3], stringSpecs[4], stringSpecs[5],
 	stringSpecs[6], stringSpecs[7], stringSpecs[8], stringSpecs[9], stringSpecs[10], stringSpecs[11],
-	stringSpecs[12], stringSpecs[13], stringSpecs[14], stringSpecs[15], stringSpecs[16],
+	stringSpecs[12], stringSpecs[13], stringSpecs[14], stringSpecs[15], stringSpecs[16], stringSpecs[17],
 
 	// Iterating the keyspace (scan.go).
 	scanSpec, keysSpec,

@@ -177,7 +177,7 @@ func TestSpecArities(t *testing.T) {
 		"tb.take": -5, "tb.peek": -5, "sl.hit": -4, "sl.peek": -4, "scan": -2, "keys": 2,
 		"save": 1, "bgsave": -1, "lastsave": 1, "shutdown": -1,
 		"get": 2, "set": -3, "setnx": 3, "setex": 4, "psetex": 4, "getset": 3, "getdel": 2, "getex": -2,
-		"strlen": 2, "append": 3, "incr": 2, "decr": 2, "incrby": 3, "decrby": 3, "mget": -2, "mset": -3, "msetnx": -3,
+		"strlen": 2, "append": 3, "incr": 2, "decr": 2, "incrby": 3, "decrby": 3, "mget": -2, "mset": -3, "msetnx": -3, "incrbyfloat": 3,
 	}
 	for _, s := range All() {
 		w, ok := want[s.Name]

@@ -65,6 +65,7 @@ var sampleLines = map[string]string{
 	"mget":        "MGET k j",
 	"mset":        "MSET k v j w",
 	"msetnx":      "MSETNX k v j w",
+	"incrbyfloat": "INCRBYFLOAT k 1.5",
 }
 
 // TestDescriptorsHaveNoGaps walks every code 0..255, every family and every

@@ -30,7 +30,7 @@ var familyCommands = map[string][]string{
 	"SL": {"SL.HIT k 5 60000", "SL.PEEK k 5 60000", "SL.HIT k 5 60000 DENIED COUNT MINGAP 5", "SL.PEEK k 5 60000 MINGAP 1"},
 	// Strings: SET replaces a key of any kind (as in Redis), so the key is
 	// made by stringCreate and the commands here are the others.
-	"string": {"GET k", "INCR k", "APPEND k x", "STRLEN k", "GETDEL k", "SET k v GET", "GETSET k v", "GETEX k PERSIST"},
+	"string": {"GET k", "INCR k", "APPEND k x", "STRLEN k", "GETDEL k", "SET k v GET", "GETSET k v", "GETEX k PERSIST", "INCRBYFLOAT k 1"},
 }
 
 var familyTypes = map[string]string{"CL": "+string", "TB": "+tokenbucket", "TI": "+tokenbucket", "SL": "+slidinglog", "string": "+string"}

@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"math"
+	"math/big"
 	"strconv"
 
 	"github.com/redcell/redcell/request"
@@ -29,6 +30,7 @@ var stringFamily = family{
 		{code: request.MSet, valid: pairsValid, run: (*FSM).mset},
 		{code: request.MSetNX, valid: pairsValid, run: (*FSM).mset},
 		{code: request.GetEx, valid: getExValid, run: (*FSM).getEx},
+		{code: request.IncrByFloat, valid: oneValue, run: (*FSM).incrByFloat},
 		{code: request.Get, run: (*FSM).get},
 		{code: request.StrLen, run: (*FSM).strLen},
 		{code: request.MGet, run: (*FSM).mget},
@@ -298,6 +300,44 @@ func (f *FSM) incrBy(r *request.Request, now int64, res *request.Result) {
 		}
 		res.SetInt(old + incr)
 		f.strBuf = strconv.AppendInt(f.strBuf[:0], old+incr, 10)
+		if !live {
+			return shard.State{Kind: strKind, Expire: noExpiry, Val: f.strBuf}, shard.Put
+		}
+		return asString(cur, f.strBuf), shard.Put
+	})
+}
+
+// incrByFloat is INCRBYFLOAT: the type check, then the value, then the
+// increment, as Redis 7.0 (longdouble.go). The key keeps its expiry.
+func (f *FSM) incrByFloat(r *request.Request, now int64, res *request.Result) {
+	f.store.Update(r.Key, now, func(cur shard.State, live bool) (shard.State, shard.Action) {
+		value, vinf := new(big.Float).SetPrec(longDoublePrec), 0
+		if live {
+			v, ok := stringOf(cur)
+			if !ok {
+				res.SetErr(request.ErrWrongType)
+				return cur, shard.Keep
+			}
+			if value, vinf, ok = parseLongDouble(v); !ok {
+				res.SetErr(request.ErrNotFloat)
+				return cur, shard.Keep
+			}
+		}
+		incr, iinf, ok := parseLongDouble(r.Keys[0])
+		if !ok {
+			res.SetErr(request.ErrNotFloat)
+			return cur, shard.Keep
+		}
+		var sum *big.Float
+		if vinf == 0 && iinf == 0 {
+			sum, ok = addLongDouble(value, incr)
+		}
+		if !ok || sum == nil {
+			res.SetErr(request.ErrFloatNaNOrInf)
+			return cur, shard.Keep
+		}
+		f.strBuf = formatLongDouble(f.strBuf[:0], sum)
+		setBulk(res, f.strBuf)
 		if !live {
 			return shard.State{Kind: strKind, Expire: noExpiry, Val: f.strBuf}, shard.Put
 		}

@@ -109,6 +109,10 @@ const (
 	ErrGetExExpire   ErrCode = 26
 	// ErrStringTooLong: APPEND would make a string longer than 512 MiB.
 	ErrStringTooLong ErrCode = 27
+	// ErrNotFloat, ErrFloatNaNOrInf: INCRBYFLOAT's value or increment is
+	// not a long double, or the sum is NaN or infinite.
+	ErrNotFloat      ErrCode = 28
+	ErrFloatNaNOrInf ErrCode = 29
 )
 
 // Result is the answer to one Request.

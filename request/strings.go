@@ -32,6 +32,9 @@ const (
 	// the time in ms, and the ErrCode to answer instead when the key is a
 	// string (an invalid time, which Redis checks after the lookup).
 	GetEx Code = 14
+	// IncrByFloat is INCRBYFLOAT with the increment as given in Keys[0]
+	// (Redis parses it after the type check): the new value.
+	IncrByFloat Code = 15
 
 	// Get is GET: the value, nil when missing.
 	Get Code = 74
@@ -70,6 +73,7 @@ var Strings = describeFamily(&Family{
 		{Code: MSet, Name: "MSET", Keys: KeyPairs, Creates: true, Reply: KindOK},
 		{Code: MSetNX, Name: "MSETNX", Keys: KeyPairs, Creates: true, Reply: KindInt},
 		{Code: GetEx, Name: "GETEX", Keys: OneKey, Reply: KindBulk, Nullable: true},
+		{Code: IncrByFloat, Name: "INCRBYFLOAT", Keys: KeyValue, Creates: true, Reply: KindBulk},
 		{Code: Get, Name: "GET", Keys: OneKey, Reply: KindBulk, Nullable: true},
 		{Code: StrLen, Name: "STRLEN", Keys: OneKey, Reply: KindInt},
 		{Code: MGet, Name: "MGET", Keys: KeyList, Reply: KindBulks},
@@ -81,6 +85,8 @@ var Strings = describeFamily(&Family{
 		{ErrSetExExpire, "ERR invalid expire time in 'setex' command"},
 		{ErrPSetExExpire, "ERR invalid expire time in 'psetex' command"},
 		{ErrGetExExpire, "ERR invalid expire time in 'getex' command"},
+		{ErrNotFloat, "ERR value is not a valid float"},
+		{ErrFloatNaNOrInf, "ERR increment would produce NaN or Infinity"},
 		{ErrStringTooLong, "ERR string exceeds maximum allowed size (proto-max-bulk-len)"},
 	},
 })
