@@ -13,7 +13,8 @@ import (
 // The string family in the state machine (Redis 7.0's t_string.c at the
 // entry's now). A key is a shard.State of KindString whose value (Val) is
 // the string's bytes (empty for ""), whose Expire is its lifetime (noExpiry
-// without one) and whose A and B are 0. A CL key reads as a string too
+// without one), whose A is 0 and whose B is 0 but for an expiry past 2262
+// (strExpiry). A CL key reads as a string too
 // (stringOf): its TAT in decimal ns, as redis-cell stores it; a write that
 // changes it makes it a plain string with the same expiry. SET replaces a
 // key of any kind, as in Redis; every other command answers WRONGTYPE on a
@@ -38,7 +39,14 @@ var stringFamily = family{
 	hasValue:   true,
 	emptyValue: true,
 	check:      stringCheckRecord,
+	pttl:       gcraPTTL,
+	expiry:     strExpiry,
 }
+
+// strExpiry is CL's expiry rule: Expire is the lifetime, and an expiry
+// past 2262 (where int64 ns end) keeps its millisecond in B, so that SET …
+// PXAT and PEXPIRETIME are exact up to MaxInt64 ms as in Redis.
+var strExpiry = expiryRule{ms: clExpiryMs, set: clSetExpiry}
 
 // maxString is Redis's proto-max-bulk-len, the longest string APPEND makes
 // (within what a snapshot record holds).
@@ -64,10 +72,10 @@ func stringOf(st shard.State) (v []byte, ok bool) {
 // expiry (INCR, APPEND and KEEPTTL keep it).
 func asString(cur shard.State, v []byte) shard.State {
 	if cur.Kind == strKind {
-		return shard.State{Kind: strKind, Expire: cur.Expire, Val: v}
+		return shard.State{Kind: strKind, Expire: cur.Expire, B: cur.B, Val: v}
 	}
 	ms, has := keyExpiry(cur.Kind).expiryMs(cur)
-	return setLifetime(shard.State{Kind: strKind, Val: v}, ms, has)
+	return strExpiry.with(shard.State{Kind: strKind, Val: v}, ms, has)
 }
 
 func setBulk(res *request.Result, v []byte) {
@@ -78,8 +86,8 @@ func setBulk(res *request.Result, v []byte) {
 func setNil(res *request.Result) { res.Kind = request.KindNil }
 
 func stringCheckRecord(_ *recordReader, st shard.State, _ byte) error {
-	if st.A != 0 || st.B != 0 {
-		return fmt.Errorf("string with fixed fields %d, %d", st.A, st.B)
+	if st.A != 0 || st.B != 0 && (st.Expire != noExpiry || st.B <= math.MaxInt64/1_000_000-1) {
+		return fmt.Errorf("string with fixed fields %d, %d (expire %d)", st.A, st.B, st.Expire)
 	}
 	return nil
 }
@@ -216,9 +224,9 @@ func (f *FSM) set(r *request.Request, now int64, res *request.Result) {
 		switch {
 		case fl&request.SetKeepTTL != 0 && live:
 			ms, has := keyExpiry(cur.Kind).expiryMs(cur)
-			next = setLifetime(next, ms, has)
+			next = strExpiry.with(next, ms, has)
 		case fl&setTimes != 0:
-			next = setLifetime(next, when, true)
+			next = strExpiry.with(next, when, true)
 		}
 		if !getOld {
 			res.Kind = request.KindOK

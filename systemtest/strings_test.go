@@ -41,6 +41,9 @@ var stringOracleCases = []oracleCase{
 		ex("SET k v PX 5000"), {"PTTL k", inMs}, ex("SET k v EXAT {s+100}"), {"TTL k", inS},
 		ex("SET k v PXAT {ms+100000}"), {"PTTL k", inMs}, {"PEXPIRETIME k", atMs},
 		ex("SET k v EX 10 EX 20"), {"TTL k", inS}, ex("set k v nx nx"), ex("SET k v xx KeepTTL get"), {"TTL k", inS},
+		ex("SET k v PXAT 9223372036854775807"), ex("PEXPIRETIME k"), ex("EXPIRETIME k"), ex("APPEND k w"), ex("PEXPIRETIME k"),
+		ex("SET k v EXAT 9223372036854775"), ex("PEXPIRETIME k"), {"TTL k", inSAbs}, ex("SET k v KEEPTTL"), ex("PEXPIRETIME k"),
+		ex("INCRBY j 1"), ex("SET j 2 KEEPTTL"), ex("GETEX j PXAT 9223372036854775807"), ex("PEXPIRETIME j"), ex("DEL j"),
 		ex("SET k v EXAT 1"), ex("EXISTS k"), ex("SET j w PXAT 1 GET"), ex("EXISTS j"),
 	}},
 	{"set errors", false, []oracleLine{
@@ -189,7 +192,7 @@ func TestClusterStringsThroughFollower(t *testing.T) {
 }
 
 // TestStringsSurviveSnapshotRestart: strings (an empty one, one with an
-// expiry, a counter) are in the snapshot SAVE writes and read the same after
+// expiry, one at PXAT's maximum, a counter) are in the snapshot SAVE writes and read the same after
 // SIGKILL and a restart from it.
 func TestStringsSurviveSnapshotRestart(t *testing.T) {
 	t.Parallel()
@@ -200,6 +203,7 @@ func TestStringsSurviveSnapshotRestart(t *testing.T) {
 	expectReply(t, c, wantStatus("OK"), "SET", "empty", "")
 	expectReply(t, c, wantStatus("OK"), "SET", "x", "later", "PX", "123456")
 	expectReply(t, c, wantInt(7), "INCRBY", "n", "7")
+	expectReply(t, c, wantStatus("OK"), "SET", "w", "far", "PXAT", "9223372036854775807")
 	expectReply(t, c, wantStatus("OK"), "SAVE")
 	n.kill()
 	logOffset := n.logSize()
@@ -213,6 +217,7 @@ func TestStringsSurviveSnapshotRestart(t *testing.T) {
 		t.Errorf("MGET after the restart: %s", got)
 	}
 	expectReply(t, c, wantInt(base/1e6+123456), "PEXPIRETIME", "x")
+	expectReply(t, c, wantInt(9223372036854775807), "PEXPIRETIME", "w")
 	expectReply(t, c, wantStatus("string"), "TYPE", "empty")
 	expectReply(t, c, wantInt(8), "INCR", "n")
 }
