@@ -2,6 +2,8 @@ package commands
 
 import (
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/redcell/redcell/request"
 )
@@ -15,9 +17,16 @@ import (
 // value are the state machine's (fsm/strings.go). GETEX checks its time
 // only after the lookup, so its parser passes the error on (Args[2]).
 
+// strSpec is a string command's spec; acl is its ACL categories besides
+// @string ("@read @fast": Redis 7.0 lists @string second), and @fast makes
+// it a "fast" command too.
 func strSpec(name string, arity int, code request.Code, acl, since, summary string, parse func([][]byte) (request.Request, string), args ...Arg) *Spec {
-	return &Spec{Name: name, Arity: arity, Code: code, Group: "string", Since: since, Complexity: "O(1)",
-		ACL: []string{"@string", acl}, Summary: summary, Args: args, Parse: parse}
+	s := &Spec{Name: name, Arity: arity, Code: code, Group: "string", Since: since, Complexity: "O(1)",
+		ACL: append([]string{acl[:strings.IndexByte(acl, ' ')], "@string"}, strings.Fields(acl)[1:]...), Summary: summary, Args: args, Parse: parse}
+	if slices.Contains(s.ACL, "@fast") {
+		s.Flags = []string{"fast"}
+	}
+	return s
 }
 
 var (
@@ -26,36 +35,36 @@ var (
 )
 
 var stringSpecs = []*Spec{
-	strSpec("get", 2, request.Get, "@read", "1.0.0", "The value of key; nil when missing. A CL key reads as its TAT in ns.", parseGet, keyArg),
-	strSpec("set", -3, request.Set, "@write", "1.0.0", "Sets key to value (EX|PX|EXAT|PXAT|KEEPTTL, NX|XX, GET as Redis 7.0).", parseSet, keyArg, valueArg,
+	strSpec("get", 2, request.Get, "@read @fast", "1.0.0", "The value of key; nil when missing. A CL key reads as its TAT in ns.", parseGet, keyArg),
+	strSpec("set", -3, request.Set, "@write @slow", "1.0.0", "Sets key to value (EX|PX|EXAT|PXAT|KEEPTTL, NX|XX, GET as Redis 7.0).", parseSet, keyArg, valueArg,
 		Arg{Name: "condition", Type: "oneof", Optional: true, Args: []Arg{{Name: "nx", Type: "pure-token", Token: "NX"}, {Name: "xx", Type: "pure-token", Token: "XX"}}},
 		Arg{Name: "get", Type: "pure-token", Token: "GET", Optional: true},
 		Arg{Name: "expiration", Type: "oneof", Optional: true, Args: []Arg{
 			{Name: "seconds", Type: "integer", Token: "EX"}, {Name: "milliseconds", Type: "integer", Token: "PX"},
 			{Name: "unix-time-seconds", Type: "unix-time", Token: "EXAT"}, {Name: "unix-time-milliseconds", Type: "unix-time", Token: "PXAT"},
 			{Name: "keepttl", Type: "pure-token", Token: "KEEPTTL"}}}),
-	strSpec("setnx", 3, request.SetNX, "@write", "1.0.0", "Sets key to value when it is missing: 1 when set, 0 when not.", parseSetNX, keyArg, valueArg),
-	strSpec("setex", 4, request.Set, "@write", "2.0.0", "Sets key to value with an expiry in seconds.", parseSetEx, keyArg, Arg{Name: "seconds", Type: "integer"}, valueArg),
-	strSpec("psetex", 4, request.Set, "@write", "2.6.0", "Sets key to value with an expiry in milliseconds.", parseSetEx, keyArg, Arg{Name: "milliseconds", Type: "integer"}, valueArg),
-	strSpec("getset", 3, request.SetGet, "@write", "1.0.0", "Sets key to value and answers the old value (nil when missing).", parseGetSet, keyArg, valueArg),
-	strSpec("getdel", 2, request.GetDel, "@write", "6.2.0", "Answers the value of key and deletes it.", parseGetDel, keyArg),
-	strSpec("getex", -2, request.GetEx, "@write", "6.2.0", "Answers the value of key and sets or removes its expiry (EX|PX|EXAT|PXAT|PERSIST).", parseGetEx, keyArg,
+	strSpec("setnx", 3, request.SetNX, "@write @fast", "1.0.0", "Sets key to value when it is missing: 1 when set, 0 when not.", parseSetNX, keyArg, valueArg),
+	strSpec("setex", 4, request.Set, "@write @slow", "2.0.0", "Sets key to value with an expiry in seconds.", parseSetEx, keyArg, Arg{Name: "seconds", Type: "integer"}, valueArg),
+	strSpec("psetex", 4, request.Set, "@write @slow", "2.6.0", "Sets key to value with an expiry in milliseconds.", parseSetEx, keyArg, Arg{Name: "milliseconds", Type: "integer"}, valueArg),
+	strSpec("getset", 3, request.SetGet, "@write @fast", "1.0.0", "Sets key to value and answers the old value (nil when missing).", parseGetSet, keyArg, valueArg),
+	strSpec("getdel", 2, request.GetDel, "@write @fast", "6.2.0", "Answers the value of key and deletes it.", parseGetDel, keyArg),
+	strSpec("getex", -2, request.GetEx, "@write @fast", "6.2.0", "Answers the value of key and sets or removes its expiry (EX|PX|EXAT|PXAT|PERSIST).", parseGetEx, keyArg,
 		Arg{Name: "expiration", Type: "oneof", Optional: true, Args: []Arg{
 			{Name: "seconds", Type: "integer", Token: "EX"}, {Name: "milliseconds", Type: "integer", Token: "PX"},
 			{Name: "unix-time-seconds", Type: "unix-time", Token: "EXAT"}, {Name: "unix-time-milliseconds", Type: "unix-time", Token: "PXAT"},
 			{Name: "persist", Type: "pure-token", Token: "PERSIST"}}}),
-	strSpec("strlen", 2, request.StrLen, "@read", "2.2.0", "The length of the value of key; 0 when missing.", parseStrLen, keyArg),
-	strSpec("append", 3, request.StrAppend, "@write", "2.0.0", "Appends value to key's value: the new length.", parseAppend, keyArg, valueArg),
-	strSpec("incr", 2, request.IncrBy, "@write", "1.0.0", "Adds 1 to key's integer value: the new value.", parseIncr, keyArg),
-	strSpec("decr", 2, request.IncrBy, "@write", "1.0.0", "Subtracts 1 from key's integer value: the new value.", parseIncr, keyArg),
-	strSpec("incrby", 3, request.IncrBy, "@write", "1.0.0", "Adds increment to key's integer value: the new value.", parseIncr, keyArg, Arg{Name: "increment", Type: "integer"}),
-	strSpec("decrby", 3, request.IncrBy, "@write", "1.0.0", "Subtracts decrement from key's integer value: the new value.", parseIncr, keyArg, Arg{Name: "decrement", Type: "integer"}),
-	strSpec("incrbyfloat", 3, request.IncrByFloat, "@write", "2.6.0", "Adds increment to key's value as a long double: the new value.", parseIncrByFloat, keyArg, Arg{Name: "increment", Type: "double"}),
-	strSpec("mget", -2, request.MGet, "@read", "1.0.0", "The values of the keys; nil for a missing key or one that is not a string.", parseMGet,
+	strSpec("strlen", 2, request.StrLen, "@read @fast", "2.2.0", "The length of the value of key; 0 when missing.", parseStrLen, keyArg),
+	strSpec("append", 3, request.StrAppend, "@write @fast", "2.0.0", "Appends value to key's value: the new length.", parseAppend, keyArg, valueArg),
+	strSpec("incr", 2, request.IncrBy, "@write @fast", "1.0.0", "Adds 1 to key's integer value: the new value.", parseIncr, keyArg),
+	strSpec("decr", 2, request.IncrBy, "@write @fast", "1.0.0", "Subtracts 1 from key's integer value: the new value.", parseIncr, keyArg),
+	strSpec("incrby", 3, request.IncrBy, "@write @fast", "1.0.0", "Adds increment to key's integer value: the new value.", parseIncr, keyArg, Arg{Name: "increment", Type: "integer"}),
+	strSpec("decrby", 3, request.IncrBy, "@write @fast", "1.0.0", "Subtracts decrement from key's integer value: the new value.", parseIncr, keyArg, Arg{Name: "decrement", Type: "integer"}),
+	strSpec("incrbyfloat", 3, request.IncrByFloat, "@write @fast", "2.6.0", "Adds increment to key's value as a long double: the new value.", parseIncrByFloat, keyArg, Arg{Name: "increment", Type: "double"}),
+	strSpec("mget", -2, request.MGet, "@read @fast", "1.0.0", "The values of the keys; nil for a missing key or one that is not a string.", parseMGet,
 		Arg{Name: "key", Type: "key", Multiple: true}),
-	strSpec("mset", -3, request.MSet, "@write", "1.0.1", "Sets each key to its value.", parseMSet,
+	strSpec("mset", -3, request.MSet, "@write @slow", "1.0.1", "Sets each key to its value.", parseMSet,
 		Arg{Name: "data", Type: "block", Multiple: true, Args: []Arg{keyArg, valueArg}}),
-	strSpec("msetnx", -3, request.MSetNX, "@write", "1.0.1", "Sets each key to its value when none exists: 1 when set, 0 when not.", parseMSet,
+	strSpec("msetnx", -3, request.MSetNX, "@write @slow", "1.0.1", "Sets each key to its value when none exists: 1 when set, 0 when not.", parseMSet,
 		Arg{Name: "data", Type: "block", Multiple: true, Args: []Arg{keyArg, valueArg}}),
 }
 
