@@ -91,6 +91,11 @@ var table = []*Spec{
 	// Token bucket (tb.go) and sliding log (sl.go).
 	tbTake, tbPeek, slHit, slPeek,
 
+	// Strings (strings.go).
+	stringSpecs[0], stringSpecs[1], stringSpecs[2], stringSpecs[3], stringSpecs[4], stringSpecs[5],
+	stringSpecs[6], stringSpecs[7], stringSpecs[8], stringSpecs[9], stringSpecs[10], stringSpecs[11],
+	stringSpecs[12], stringSpecs[13], stringSpecs[14], stringSpecs[15], stringSpecs[16], stringSpecs[17],
+
 	// Iterating the keyspace (scan.go).
 	scanSpec, keysSpec,
 
@@ -307,8 +312,10 @@ func fromDescriptor(s *Spec) {
 	}
 	s.Flags = append(flags, s.Flags...)
 	switch d.Keys {
-	case request.OneKey:
+	case request.OneKey, request.KeyValue:
 		s.FirstKey, s.LastKey, s.Step = 1, 1, 1
+	case request.KeyPairs:
+		s.FirstKey, s.LastKey, s.Step = 1, -1, 2
 	case request.KeyList:
 		s.FirstKey, s.LastKey, s.Step = 1, -1, 1
 	}

@@ -3,6 +3,7 @@ package fsm
 import (
 	"fmt"
 	"math"
+	"strconv"
 
 	"github.com/redcell/redcell/gcra"
 	"github.com/redcell/redcell/request"
@@ -74,11 +75,12 @@ func setThrottle(res *request.Result, rep gcra.Reply) {
 func (f *FSM) throttle(r *request.Request, now int64, res *request.Result) {
 	p := gcraParams(r)
 	f.store.Update(r.Key, now, func(cur shard.State, live bool) (shard.State, shard.Action) {
-		if live && cur.Kind != clKind {
+		tat, ok := clTAT(cur, live)
+		if !ok {
 			res.SetErr(request.ErrWrongType)
 			return cur, shard.Keep
 		}
-		d := gcra.Decide(uint64(cur.A), live, now, p)
+		d := gcra.Decide(uint64(tat), live, now, p)
 		switch d.Outcome {
 		case gcra.Store:
 			setThrottle(res, d.Reply)
@@ -103,17 +105,36 @@ func (f *FSM) throttle(r *request.Request, now int64, res *request.Result) {
 }
 
 func (f *FSM) clPeek(r *request.Request, now int64, res *request.Result) {
-	st, live := f.store.Get(r.Key, now)
-	if live && st.Kind != clKind {
+	st, live := f.store.GetValue(r.Key, now, nil)
+	tat, ok := clTAT(st, live)
+	if !ok {
 		res.SetErr(request.ErrWrongType)
 		return
 	}
-	rep, err := gcra.Peek(st.A, live, now, gcraParams(r))
+	rep, err := gcra.Peek(tat, live, now, gcraParams(r))
 	if err != nil {
 		res.SetErr(request.ErrExpire)
 		return
 	}
 	setThrottle(res, rep)
+}
+
+// clTAT is the TAT a live key holds for CL.THROTTLE and CL.PEEK: a CL
+// key's, or a plain string's that parses as an int64 (CL keys are strings,
+// as in redis-cell); ok false for any other key (WRONGTYPE).
+func clTAT(cur shard.State, live bool) (tat int64, ok bool) {
+	switch {
+	case !live:
+		return 0, true
+	case cur.Kind == clKind:
+		return cur.A, true
+	case cur.Kind == strKind:
+		// redis-cell parses its TAT with Rust's i64 parse, which takes a
+		// '+' and leading zeros as ParseInt does.
+		v, err := strconv.ParseInt(string(cur.Val), 10, 64)
+		return v, err == nil
+	}
+	return 0, false
 }
 
 // gcraExpire is when a CL key written at now with a TTL of ttlMs whole

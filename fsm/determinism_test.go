@@ -62,8 +62,11 @@ func randomLog(seed uint64, n int) []logEntry {
 		ops := make([]request.Request, 1+g.rng.IntN(12))
 		for j := range ops {
 			ops[j] = g.op()
-			if g.rng.IntN(8) == 0 {
+			switch g.rng.IntN(8) {
+			case 0:
 				ops[j] = g.expiryOp()
+			case 1, 2:
+				ops[j] = g.stringOp()
 			}
 		}
 		out = append(out, logEntry{log: commandLog(index, encodeEntry(stamp, ops)), ops: len(ops)})
@@ -152,22 +155,23 @@ func checkReplicas(t *testing.T, seed uint64, n int) {
 	}
 
 	// The log must have exercised what it is meant to.
-	var kinds [8]int
+	var kinds [16]int
 	errs := 0
 	for _, rs := range resultsA {
 		for _, r := range rs {
 			kinds[r.Kind]++
 			if r.Kind == request.KindThrottle && r.Ints[0] == 1 {
-				kinds[7]++ // limited
+				kinds[15]++ // limited
 			}
 			if r.Kind == request.KindError {
 				errs++
 			}
 		}
 	}
-	if kinds[request.KindThrottle] == 0 || kinds[7] == 0 || kinds[request.KindInt] == 0 || kinds[request.KindOK] == 0 || errs == 0 {
+	if kinds[request.KindThrottle] == 0 || kinds[15] == 0 || kinds[request.KindInt] == 0 || kinds[request.KindOK] == 0 || errs == 0 ||
+		kinds[request.KindBulk] == 0 || kinds[request.KindNil] == 0 || kinds[request.KindBulks] == 0 {
 		t.Errorf("seed %d: the log is too tame: throttle %d (limited %d), int %d, ok %d, errors %d",
-			seed, kinds[request.KindThrottle], kinds[7], kinds[request.KindInt], kinds[request.KindOK], errs)
+			seed, kinds[request.KindThrottle], kinds[15], kinds[request.KindInt], kinds[request.KindOK], errs)
 	}
 }
 

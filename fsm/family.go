@@ -40,6 +40,9 @@ type family struct {
 	// hasValue: its keys carry a variable-length value (shard.State.Val);
 	// other families' keys never do.
 	hasValue bool
+	// emptyValue: its value may be empty (an empty string); otherwise a
+	// key of a hasValue family always carries one.
+	emptyValue bool
 	// check refuses a snapshot record of its kinds that apply could never
 	// have written, beyond the rules every record follows (a known kind, a
 	// value exactly when the family has one); nil: nothing more to check.
@@ -53,7 +56,7 @@ type family struct {
 }
 
 // families lists every limiter family the state machine applies.
-var families = []*family{&clFamily, &tbFamily, &slFamily}
+var families = []*family{&clFamily, &tbFamily, &slFamily, &stringFamily}
 
 var (
 	handlers [256]op

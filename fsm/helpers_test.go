@@ -6,10 +6,12 @@ import (
 	"math"
 	"math/rand/v2"
 	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/hashicorp/raft"
 
+	"github.com/redcell/redcell/commands"
 	"github.com/redcell/redcell/gcra"
 	"github.com/redcell/redcell/request"
 	"github.com/redcell/redcell/slidinglog"
@@ -262,4 +264,52 @@ func allocatedBytes(fn func()) uint64 {
 
 func quietFSM(stripes int) *FSM {
 	return New(Config{Stripes: stripes, Logger: discardLogger()})
+}
+
+// stringOp is a random string command over the key pool, parsed as the
+// command layer parses it: values that are integers, floats or not,
+// expiry options near the log's stamps, NX/XX/GET, multi-key MSET and MGET.
+func (g *opGen) stringOp() request.Request {
+	k := string(g.key())
+	val := []string{"1", "-7", "0.5", "abc", "9223372036854775807", ""}[g.rng.IntN(6)]
+	var line []string
+	switch g.rng.IntN(10) {
+	case 0, 1:
+		line = []string{"SET", k, val}
+		switch g.rng.IntN(5) {
+		case 0:
+			line = append(line, "PX", strconv.Itoa(1+g.rng.IntN(20_000)))
+		case 1:
+			line = append(line, "EXAT", strconv.Itoa(1_700_000_000+g.rng.IntN(60)))
+		case 2:
+			line = append(line, "KEEPTTL")
+		}
+		line = append(line, [][]string{nil, {"NX"}, {"XX"}, {"GET"}, {"XX", "GET"}}[g.rng.IntN(5)]...)
+	case 2:
+		line = []string{"INCRBY", k, strconv.Itoa(g.rng.IntN(200) - 100)}
+	case 3:
+		line = []string{"APPEND", k, val}
+	case 4:
+		line = []string{"GETDEL", k}
+	case 5:
+		line = []string{"GETEX", k, "PX", strconv.Itoa(1 + g.rng.IntN(20_000))}
+	case 6:
+		line = []string{"MSET", k, val, string(g.key()), "2"}
+	case 7:
+		line = []string{"INCRBYFLOAT", k, "0.25"}
+	case 8:
+		line = []string{"MGET", k, string(g.key())}
+	default:
+		line = []string{"SETNX", k, val}
+	}
+	var scratch []byte
+	args := make([][]byte, len(line))
+	for i, a := range line {
+		args[i] = []byte(a)
+	}
+	r, text := commands.Lookup(args[0], &scratch).Parse(args)
+	if text != "" {
+		panic(fmt.Sprintf("%q: %s", line, text)) // a bug in this generator
+	}
+	return r
 }

@@ -284,7 +284,7 @@ func (rr *recordReader) check(st shard.State, version byte) error {
 	if fam == nil {
 		return fmt.Errorf("unknown key kind %d", st.Kind)
 	}
-	if fam.hasValue != (len(st.Val) > 0) {
+	if len(st.Val) > 0 && !fam.hasValue || len(st.Val) == 0 && fam.hasValue && !fam.emptyValue {
 		return fmt.Errorf("key kind %d with a value of %d bytes", st.Kind, len(st.Val))
 	}
 	if fam.check != nil {

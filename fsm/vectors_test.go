@@ -3,6 +3,7 @@ package fsm_test
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -145,6 +146,23 @@ func resultAsExpected(res request.Result) vectors.Expected {
 		return vectors.Expected{Str: &s}
 	case request.KindOK:
 		s := "OK"
+		return vectors.Expected{Str: &s}
+	case request.KindBulk:
+		s := strconv.Quote(string(res.Data))
+		return vectors.Expected{Str: &s}
+	case request.KindNil:
+		s := "(nil)"
+		return vectors.Expected{Str: &s}
+	case request.KindBulks:
+		var parts []string
+		request.Items(res.Data, func(item []byte) {
+			if b, ok := request.BulkItem(item); ok {
+				parts = append(parts, strconv.Quote(string(b)))
+			} else {
+				parts = append(parts, "(nil)")
+			}
+		})
+		s := "[" + strings.Join(parts, " ") + "]"
 		return vectors.Expected{Str: &s}
 	}
 	s := commands.ResultErrText(res.Err)

@@ -51,10 +51,8 @@ func (f *FSM) written(r *request.Request) {
 		f.watchFlushed = true
 		clear(f.watchKeys)
 		f.watchKeys = f.watchKeys[:0]
-	case r.Code.MultiKey():
-		f.watchKeys = append(f.watchKeys, r.Keys...)
-	case r.Key != nil:
-		f.watchKeys = append(f.watchKeys, r.Key)
+	default:
+		r.ForEachKey(func(k []byte) { f.watchKeys = append(f.watchKeys, k) })
 	}
 }
 

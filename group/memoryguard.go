@@ -66,8 +66,12 @@ func (g *Group) proposeWithinMemory(b *Batch) error {
 	refused := make([]bool, len(b.Ops))
 	any := false
 	for i := range b.Ops {
-		if op := &b.Ops[i]; op.Code.CreatesKey() && !g.isLive(op.Key, now) {
-			refused[i], any = true, true
+		if op := &b.Ops[i]; op.Code.CreatesKey() {
+			op.ForEachKey(func(k []byte) {
+				if !refused[i] && !g.isLive(k, now) {
+					refused[i], any = true, true
+				}
+			})
 		}
 	}
 	if !any {

@@ -37,7 +37,7 @@ var ErrUnknownCode = errors.New("request: unknown code")
 // KeyShape; a pattern is encoded as one key).
 func keyShape(c Code) int {
 	switch Describe(c).Keys {
-	case KeyList:
+	case KeyList, KeyValue, KeyPairs:
 		return -1
 	case NoKey:
 		return 0
@@ -50,7 +50,12 @@ func Append(b []byte, r *Request) []byte {
 	b = append(b, byte(r.Code))
 	switch keyShape(r.Code) {
 	case -1:
-		b = binary.AppendUvarint(b, uint64(len(r.Keys)))
+		if Describe(r.Code).Keys == KeyValue {
+			b = binary.AppendUvarint(b, uint64(1+len(r.Keys)))
+			b = appendBytes(b, r.Key)
+		} else {
+			b = binary.AppendUvarint(b, uint64(len(r.Keys)))
+		}
 		for _, k := range r.Keys {
 			b = appendBytes(b, k)
 		}
@@ -73,7 +78,11 @@ func EncodedLen(r *Request) int {
 	n := 1
 	switch keyShape(r.Code) {
 	case -1:
-		n += varint.UvarintLen(uint64(len(r.Keys)))
+		if Describe(r.Code).Keys == KeyValue {
+			n += varint.UvarintLen(uint64(1+len(r.Keys))) + bytesLen(r.Key)
+		} else {
+			n += varint.UvarintLen(uint64(len(r.Keys)))
+		}
 		for _, k := range r.Keys {
 			n += bytesLen(k)
 		}
@@ -123,6 +132,12 @@ func (d *Decoder) Decode(data []byte, r *Request) ([]byte, error) {
 			d.keys, data = append(d.keys, k), rest
 		}
 		r.Keys = d.keys
+		if Describe(r.Code).Keys == KeyValue {
+			if len(d.keys) == 0 {
+				return nil, fmt.Errorf("request: code %d takes a key, none given", r.Code)
+			}
+			r.Key, r.Keys = d.keys[0], d.keys[1:]
+		}
 	case n != uint64(shape):
 		return nil, fmt.Errorf("request: code %d takes %d keys, not %d", r.Code, shape, n)
 	case n == 1:
@@ -151,7 +166,7 @@ func AppendResult(b []byte, r *Result) []byte {
 	for _, v := range r.Ints[:resultInts(r.Kind)] {
 		b = binary.AppendVarint(b, v)
 	}
-	if r.Kind == KindKeys || r.Kind == KindScan {
+	if resultHasData(r.Kind) {
 		b = appendBytes(b, r.Data)
 	}
 	return b
@@ -163,7 +178,7 @@ func DecodeResult(data []byte, r *Result) ([]byte, error) {
 		return nil, errors.New("request: truncated result")
 	}
 	*r = Result{Kind: Kind(data[0]), Err: ErrCode(data[1])}
-	if r.Kind < KindThrottle || r.Kind > KindScan {
+	if r.Kind < KindThrottle || r.Kind > KindBulks {
 		return nil, fmt.Errorf("request: unknown result kind %d", data[0])
 	}
 	data = data[2:]
@@ -174,15 +189,21 @@ func DecodeResult(data []byte, r *Result) ([]byte, error) {
 		}
 		r.Ints[i], data = v, data[w:]
 	}
-	if r.Kind == KindKeys || r.Kind == KindScan {
+	if resultHasData(r.Kind) {
 		list, rest, err := readBytes(data)
-		if err != nil || !validItems(list) {
+		if err != nil || (r.Kind != KindBulk && !validItems(list)) {
 			return nil, errors.New("request: corrupt result list")
 		}
 		// Copied: a result outlives the frame it came in.
 		r.Data, data = append([]byte(nil), list...), rest
 	}
 	return data, nil
+}
+
+// resultHasData: the kinds whose Data travels (a list of items, or
+// KindBulk's bytes).
+func resultHasData(k Kind) bool {
+	return k == KindKeys || k == KindScan || k == KindBulk || k == KindBulks
 }
 
 func resultInts(k Kind) int {

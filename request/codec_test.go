@@ -7,7 +7,8 @@ import (
 	"testing"
 )
 
-var allCodes = []Code{Throttle, Del, FlushAll, TBTake, SLHit, Peek, Exists, PTTL, TTL, Type, DBSize, TBPeek, SLPeek}
+var allCodes = []Code{Throttle, Del, FlushAll, TBTake, SLHit, Peek, Exists, PTTL, TTL, Type, DBSize, TBPeek, SLPeek,
+	Set, StrAppend, MSet, Get, MGet}
 
 var edgeInts = []int64{0, 1, -1, 127, 128, -129, math.MaxInt64, math.MinInt64, math.MaxInt32, math.MinInt32}
 
@@ -30,6 +31,9 @@ func randomRequest(rng *rand.Rand) Request {
 		r.Keys = make([][]byte, n)
 		for i := range r.Keys {
 			r.Keys[i] = key(false)
+		}
+		if Describe(r.Code).Keys == KeyValue {
+			r.Key = key(true) // the key, then the values
 		}
 	case 1:
 		r.Key = key(true)
@@ -148,6 +152,10 @@ func TestResultsRoundTrip(t *testing.T) {
 		{Kind: KindKeys, Data: AppendItem(AppendItem(nil, []byte("a")), []byte{})},
 		{Kind: KindScan, Ints: [5]int64{-1}, Data: AppendItem(nil, bytes.Repeat([]byte{0, '\r', '\n'}, 100))},
 		{Kind: KindScan, Ints: [5]int64{12345}},
+		{Kind: KindBulk, Data: []byte("value\r\n")},
+		{Kind: KindBulk},
+		{Kind: KindNil},
+		{Kind: KindBulks, Data: AppendBulkItem(AppendBulkItem(AppendBulkItem(nil, []byte("a"), false), nil, true), []byte{}, false)},
 	}
 	var buf []byte
 	for i := range cases {
@@ -166,6 +174,22 @@ func TestResultsRoundTrip(t *testing.T) {
 	// A list whose items overrun it is corrupt.
 	if _, err := DecodeResult([]byte{byte(KindKeys), 0, 2, 5, 'a'}, new(Result)); err == nil {
 		t.Error("a corrupt key list decoded")
+	}
+}
+
+// TestBulkItems: an MGET array keeps nils apart from empty strings.
+func TestBulkItems(t *testing.T) {
+	data := AppendBulkItem(AppendBulkItem(AppendBulkItem(nil, []byte("a"), false), nil, true), []byte{}, false)
+	var got []string
+	Items(data, func(item []byte) {
+		if b, ok := BulkItem(item); ok {
+			got = append(got, "'"+string(b)+"'")
+		} else {
+			got = append(got, "nil")
+		}
+	})
+	if len(got) != 3 || got[0] != "'a'" || got[1] != "nil" || got[2] != "''" {
+		t.Errorf("bulk items: %v", got)
 	}
 }
 

@@ -99,13 +99,14 @@ const (
 	KeyTokenGreedy   KeyKind = 2 // TB.* greedy
 	KeyTokenInterval KeyKind = 3 // TB.* INTERVAL
 	KeySlidingLog    KeyKind = 4 // SL.*
+	KeyString        KeyKind = 5 // a string (SET, INCR, …)
 )
 
 // The TYPE filter of a Scan request (Args[2]): ScanTypeAny, ScanTypeNone or
 // a family's ScanType.
 const (
 	ScanTypeAny         int64 = 0 // no TYPE option
-	ScanTypeString      int64 = 1 // CL keys
+	ScanTypeString      int64 = 1 // CL keys and strings
 	ScanTypeTokenBucket int64 = 2 // TB keys, greedy and INTERVAL
 	ScanTypeSlidingLog  int64 = 3 // SL keys
 	ScanTypeNone        int64 = 4 // a type no key has (list, hash, … or unknown): matches nothing

@@ -32,6 +32,13 @@ const (
 	// KeyPattern: Key is a glob pattern, not a key (SCAN's MATCH, KEYS). It
 	// is encoded as one key but names none.
 	KeyPattern
+	// KeyValue: Key names one key, which the request looks up, as OneKey;
+	// Keys holds the values it writes there (SET's value), not keys.
+	// Encoded as a list: the key, then the values.
+	KeyValue
+	// KeyPairs: Keys alternates keys and the values written to them
+	// (MSET). Encoded as a list.
+	KeyPairs
 )
 
 // Op describes one request code. Whether it writes is its number (IsWrite):
@@ -42,11 +49,17 @@ type Op struct {
 	Name string
 	Keys KeyShape
 	// Creates: a request creates its Key when it is missing (a limiter's
-	// first call). Above maxmemory the leader refuses it (ErrOOM) unless
-	// the key is live.
+	// first call), or for KeyPairs its keys (MSET). Above maxmemory the
+	// leader refuses it (ErrOOM) unless every key it names is live.
 	Creates bool
 	// Reply is the Kind of its result when it does not fail.
 	Reply Kind
+	// Nullable: the result may also be KindNil (GET of a missing key, SET
+	// NX on a present one).
+	Nullable bool
+	// AlsoReply is a second Kind some of its requests answer (SET … GET
+	// answers the old value, KindBulk, where SET answers KindOK); 0: none.
+	AlsoReply Kind
 	// Family is the family whose keys it works on; nil for the keyspace's
 	// own codes, which work on any key.
 	Family *Family
@@ -112,7 +125,27 @@ func (c Code) MultiKey() bool { return ops[c].Keys == KeyList }
 
 // LooksUpKey reports whether a request with this code looks its Key up in
 // the keyspace (Scan and Keys take a pattern there instead).
-func (c Code) LooksUpKey() bool { return ops[c].Keys == OneKey }
+func (c Code) LooksUpKey() bool { return ops[c].Keys == OneKey || ops[c].Keys == KeyValue }
+
+// ForEachKey calls fn with each key r names (a KeyValue request's values
+// and a KeyPairs request's values are not keys; a pattern is not one).
+func (r *Request) ForEachKey(fn func(key []byte)) {
+	switch ops[r.Code].Keys {
+	case KeyPattern, NoKey:
+	case KeyPairs:
+		for i := 0; i < len(r.Keys); i += 2 {
+			fn(r.Keys[i])
+		}
+	case KeyList:
+		for _, k := range r.Keys {
+			fn(k)
+		}
+	default:
+		if r.Key != nil {
+			fn(r.Key)
+		}
+	}
+}
 
 // CreatesKey reports whether a request with this code creates its Key when
 // it is missing (a limiter's first call): what maxmemory refuses.
@@ -242,11 +275,11 @@ func describeOp(op Op) {
 	switch {
 	case ops[op.Code].Keys != 0:
 		panic(fmt.Sprintf("request: code %d described twice", op.Code))
-	case op.Code == 0 || op.Name == "" || op.Keys < NoKey || op.Keys > KeyPattern:
+	case op.Code == 0 || op.Name == "" || op.Keys < NoKey || op.Keys > KeyPairs:
 		panic(fmt.Sprintf("request: code %d (%q) is incompletely described", op.Code, op.Name))
-	case op.Reply < KindThrottle || op.Reply > KindScan || op.Reply == KindError:
+	case op.Reply < KindThrottle || op.Reply > KindBulks || op.Reply == KindError || op.Reply == KindNil:
 		panic(fmt.Sprintf("request: code %d has reply kind %d", op.Code, op.Reply))
-	case op.Creates && (op.Keys != OneKey || !op.Code.IsWrite()):
+	case op.Creates && (op.Keys != OneKey && op.Keys != KeyValue && op.Keys != KeyPairs || !op.Code.IsWrite()):
 		panic(fmt.Sprintf("request: code %d creates a key but is not a single-key write", op.Code))
 	}
 	ops[op.Code] = op

@@ -34,6 +34,19 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		{71, "SL.PEEK", OneKey, false, KindThrottle, SlidingLog},
 		{72, "SCAN", KeyPattern, false, KindScan, nil},
 		{73, "KEYS", KeyPattern, false, KindKeys, nil},
+		{6, "SET", KeyValue, true, KindOK, Strings},
+		{7, "GETSET", KeyValue, true, KindBulk, Strings},
+		{8, "SETNX", KeyValue, true, KindInt, Strings},
+		{9, "GETDEL", OneKey, false, KindBulk, Strings},
+		{10, "APPEND", KeyValue, true, KindInt, Strings},
+		{11, "INCRBY", OneKey, true, KindInt, Strings},
+		{12, "MSET", KeyPairs, true, KindOK, Strings},
+		{13, "MSETNX", KeyPairs, true, KindInt, Strings},
+		{14, "GETEX", OneKey, false, KindBulk, Strings},
+		{15, "INCRBYFLOAT", KeyValue, true, KindBulk, Strings},
+		{74, "GET", OneKey, false, KindBulk, Strings},
+		{75, "STRLEN", OneKey, false, KindInt, Strings},
+		{76, "MGET", KeyList, false, KindBulks, Strings},
 	} {
 		d := Describe(tt.code)
 		if !tt.code.Known() || d.Code != tt.code || d.Name != tt.name || d.Keys != tt.keys || d.Creates != tt.creates || d.Reply != tt.reply || d.Family != tt.family {
@@ -52,10 +65,15 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		{GCRA, "string", 1, []KeyKind{1}},
 		{TokenBucket, "tokenbucket", 2, []KeyKind{2, 3}},
 		{SlidingLog, "slidinglog", 3, []KeyKind{4}},
+		{Strings, "string", 1, []KeyKind{5}},
 	} {
 		if tt.fam.TypeName != tt.typeName || tt.fam.ScanType != tt.scanType || !slices.Equal(tt.fam.Kinds, tt.kinds) {
 			t.Errorf("family %s: TYPE %q, SCAN TYPE %d, kinds %v", tt.fam.Name, tt.fam.TypeName, tt.fam.ScanType, tt.fam.Kinds)
 		}
+	}
+	// Result kinds travel in forwarding frames.
+	if KindScan != 7 || KindBulk != 8 || KindNil != 9 || KindBulks != 10 {
+		t.Errorf("result kinds renumbered: scan %d, bulk %d, nil %d, bulks %d", KindScan, KindBulk, KindNil, KindBulks)
 	}
 	if ScanTypeAny != 0 || ScanTypeNone != 4 {
 		t.Errorf("SCAN TYPE any %d, none %d", ScanTypeAny, ScanTypeNone)

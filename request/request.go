@@ -59,6 +59,9 @@ const (
 	KindError                    // Err
 	KindKeys                     // an array of keys, in Data (KEYS)
 	KindScan                     // a cursor (a uint64's bits) in Ints[0] and an array of keys in Data (SCAN)
+	KindBulk                     // a bulk string, the bytes of Data (GET)
+	KindNil                      // a nil bulk: RESP2 $-1, RESP3 _ (GET of a missing key)
+	KindBulks                    // an array of bulk strings or nils, in Data (MGET): items of AppendBulkItem
 )
 
 // ErrCode is a deterministic failure of one request in the state machine:
@@ -88,13 +91,29 @@ const (
 	ErrOOM
 )
 
-// The expiry codes' errors, numbered apart (20..) so that other families
-// can append after ErrOOM without colliding.
+// The errors of the keyspace's expiry and rename codes and of the string
+// family, numbered from 20 (never renumber: they travel in forwarded
+// results).
 const (
 	// ErrExpireTime, ErrPExpireTime: EXPIRE's or PEXPIRE's time plus the
 	// entry's now passes int64 ms. Nothing changed.
 	ErrExpireTime  ErrCode = 20
 	ErrPExpireTime ErrCode = 21
+
+	// The string family's (strings.go): an INCR past int64, a relative
+	// expiry of SET, SETEX, PSETEX or GETEX that passes int64 ms at the
+	// entry's now.
+	ErrOverflow      ErrCode = 22
+	ErrSetExpireTime ErrCode = 23
+	ErrSetExExpire   ErrCode = 24
+	ErrPSetExExpire  ErrCode = 25
+	ErrGetExExpire   ErrCode = 26
+	// ErrStringTooLong: APPEND would make a string longer than 512 MiB.
+	ErrStringTooLong ErrCode = 27
+	// ErrNotFloat, ErrFloatNaNOrInf: INCRBYFLOAT's value or increment is
+	// not a long double, or the sum is NaN or infinite.
+	ErrNotFloat      ErrCode = 28
+	ErrFloatNaNOrInf ErrCode = 29
 	// ErrNoSuchKey: RENAME or RENAMENX of a key that does not exist.
 	// Nothing changed.
 	ErrNoSuchKey ErrCode = 30
@@ -140,6 +159,25 @@ func Items(data []byte, fn func(item []byte)) int {
 		n++
 	}
 	return n
+}
+
+// AppendBulkItem appends one element of a KindBulks array to data: an item
+// holding 0 for nil, or 1 followed by the bytes.
+func AppendBulkItem(data, b []byte, isNil bool) []byte {
+	if isNil {
+		return AppendItem(data, []byte{0})
+	}
+	data = binary.AppendUvarint(data, uint64(len(b)+1))
+	data = append(data, 1)
+	return append(data, b...)
+}
+
+// BulkItem splits an item of a KindBulks array: the bytes, or nil ok false.
+func BulkItem(item []byte) (b []byte, ok bool) {
+	if len(item) == 0 || item[0] == 0 {
+		return nil, false
+	}
+	return item[1:], true
 }
 
 // validItems reports whether data is a list in Data's encoding.

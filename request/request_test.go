@@ -9,7 +9,7 @@ import (
 func TestTypeName(t *testing.T) {
 	for v, want := range map[int64]string{
 		int64(KeyNone): "none", int64(KeyGCRA): "string", int64(KeyTokenGreedy): "tokenbucket",
-		int64(KeyTokenInterval): "tokenbucket", int64(KeySlidingLog): "slidinglog", 5: "none", -1: "none", 1000: "none",
+		int64(KeyTokenInterval): "tokenbucket", int64(KeySlidingLog): "slidinglog", int64(KeyString): "string", 6: "none", -1: "none", 1000: "none",
 	} {
 		if got := TypeName(v); got != want {
 			t.Errorf("TypeName(%d) = %q, want %q", v, got, want)
@@ -44,7 +44,7 @@ func TestSetArgsDoesNotAllocate(t *testing.T) {
 // LooksUpKey is true exactly for the known codes whose Key names one key
 // (not a list, not a pattern, not absent).
 func TestLooksUpKey(t *testing.T) {
-	noKey := map[Code]bool{Del: true, Exists: true, Touch: true, Rename: true, RenameNX: true, FlushAll: true, DBSize: true, Scan: true, Keys: true}
+	noKey := map[Code]bool{Del: true, Exists: true, Touch: true, Rename: true, RenameNX: true, FlushAll: true, DBSize: true, Scan: true, Keys: true, MSet: true, MSetNX: true, MGet: true}
 	for c := Code(0); c < 255; c++ {
 		want := c.Known() && !noKey[c]
 		if got := c.LooksUpKey(); got != want {

@@ -333,6 +333,19 @@ func (c *conn) writeResult(r *request.Result) {
 		c.w.array(2)
 		c.w.bulkString(strconv.FormatUint(uint64(r.Ints[0]), 10))
 		c.writeKeys(r.Data)
+	case request.KindBulk:
+		c.w.bulk(r.Data)
+	case request.KindNil:
+		c.w.null()
+	case request.KindBulks:
+		c.w.array(request.Items(r.Data, nil))
+		request.Items(r.Data, func(item []byte) {
+			if b, ok := request.BulkItem(item); ok {
+				c.w.bulk(b)
+			} else {
+				c.w.null()
+			}
+		})
 	case request.KindError:
 		c.fail(commands.ResultErrText(r.Err))
 	default:

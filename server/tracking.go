@@ -229,12 +229,7 @@ func (t *tracker) deliver(tc *trackClient, keys [][]byte, null bool) {
 func (t *tracker) remember(tc *trackClient, r *request.Request) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if r.Key != nil {
-		t.rememberKey(tc.c.id, r.Key)
-	}
-	for _, k := range r.Keys {
-		t.rememberKey(tc.c.id, k)
-	}
+	r.ForEachKey(func(k []byte) { t.rememberKey(tc.c.id, k) })
 }
 
 func (t *tracker) rememberKey(id int64, k []byte) {
@@ -320,12 +315,7 @@ func (c *conn) noloopBegin(reqs []request.Request) bool {
 		if !r.Code.IsWrite() {
 			continue
 		}
-		if r.Key != nil {
-			c.trk.window = append(c.trk.window, string(r.Key))
-		}
-		for _, k := range r.Keys {
-			c.trk.window = append(c.trk.window, string(k))
-		}
+		r.ForEachKey(func(k []byte) { c.trk.window = append(c.trk.window, string(k)) })
 	}
 	for _, k := range c.trk.window {
 		tc.own[k]++

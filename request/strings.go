@@ -1,0 +1,92 @@
+package request
+
+import "github.com/redcell/redcell/internal/arg"
+
+// The string family (strings.md of the spec, Redis 7.0's t_string.c): a key
+// holds bytes. Codes take writes 6..19 and reads 74..89.
+const (
+	// Set is SET, SETEX and PSETEX on Key with the value Keys[0]. Args:
+	// the SetNX|SetXX|SetKeepTTL|Set{EX,PX,EXAT,PXAT} flags, the time in ms
+	// (relative or absolute, already converted from seconds), the ErrCode
+	// to answer when a relative time passes int64 ms at the entry's now.
+	// The result is OK, or nil when NX or XX refused it; with SetGetFlag
+	// SetGet's.
+	Set Code = 6
+	// SetGet is GETSET (SET … GET is Set with SetGetFlag): Set's Args; the
+	// result is the old value (nil when missing), WRONGTYPE when it is not
+	// a string.
+	SetGet Code = 7
+	// SetNX is SETNX: 1 when it set, 0 when the key exists.
+	SetNX Code = 8
+	// GetDel is GETDEL: the value (nil when missing), and the key is gone.
+	GetDel Code = 9
+	// StrAppend is APPEND of Keys[0]: the new length.
+	StrAppend Code = 10
+	// IncrBy is INCR, INCRBY, DECR and DECRBY. Args: the increment.
+	IncrBy Code = 11
+	// MSet is MSET: Keys alternates keys and values.
+	MSet Code = 12
+	// MSetNX is MSETNX: 1 when every key was missing and all were set.
+	MSetNX Code = 13
+	// GetEx is GETEX. Args: GetEx's flags (SetEX … SetPXAT, SetPersist),
+	// the time in ms, and the ErrCode to answer instead when the key is a
+	// string (an invalid time, which Redis checks after the lookup).
+	GetEx Code = 14
+	// IncrByFloat is INCRBYFLOAT with the increment as given in Keys[0]
+	// (Redis parses it after the type check): the new value.
+	IncrByFloat Code = 15
+
+	// Get is GET: the value, nil when missing.
+	Get Code = 74
+	// StrLen is STRLEN: the value's length, 0 when missing.
+	StrLen Code = 75
+	// MGet is MGET: per key its value, nil when missing or not a string.
+	MGet Code = 76
+)
+
+// The flags of Set, SetGet and GetEx (their Args[0]).
+const (
+	SetNXFlag int64 = 1 << iota
+	SetXXFlag
+	SetKeepTTL
+	SetEX   // Args[1] is relative ms
+	SetPX   // Args[1] is relative ms
+	SetEXAT // Args[1] is absolute Unix ms
+	SetPXAT // Args[1] is absolute Unix ms
+	SetPersist
+	SetGetFlag // SET … GET: the result is the old value (Set only)
+)
+
+// Strings is the string family.
+var Strings = describeFamily(&Family{
+	Name:     "string",
+	TypeName: "string",
+	ScanType: ScanTypeString, // CL keys are strings too
+	Kinds:    []KeyKind{KeyString},
+	Ops: []Op{
+		{Code: Set, Name: "SET", Keys: KeyValue, Creates: true, Reply: KindOK, Nullable: true, AlsoReply: KindBulk},
+		{Code: SetGet, Name: "GETSET", Keys: KeyValue, Creates: true, Reply: KindBulk, Nullable: true},
+		{Code: SetNX, Name: "SETNX", Keys: KeyValue, Creates: true, Reply: KindInt},
+		{Code: GetDel, Name: "GETDEL", Keys: OneKey, Reply: KindBulk, Nullable: true},
+		{Code: StrAppend, Name: "APPEND", Keys: KeyValue, Creates: true, Reply: KindInt},
+		{Code: IncrBy, Name: "INCRBY", Keys: OneKey, Creates: true, Reply: KindInt},
+		{Code: MSet, Name: "MSET", Keys: KeyPairs, Creates: true, Reply: KindOK},
+		{Code: MSetNX, Name: "MSETNX", Keys: KeyPairs, Creates: true, Reply: KindInt},
+		{Code: GetEx, Name: "GETEX", Keys: OneKey, Reply: KindBulk, Nullable: true},
+		{Code: IncrByFloat, Name: "INCRBYFLOAT", Keys: KeyValue, Creates: true, Reply: KindBulk},
+		{Code: Get, Name: "GET", Keys: OneKey, Reply: KindBulk, Nullable: true},
+		{Code: StrLen, Name: "STRLEN", Keys: OneKey, Reply: KindInt},
+		{Code: MGet, Name: "MGET", Keys: KeyList, Reply: KindBulks},
+	},
+	Errors: []ErrText{
+		{ErrNotInteger, string(arg.ErrNotInteger)},
+		{ErrOverflow, "ERR increment or decrement would overflow"},
+		{ErrSetExpireTime, "ERR invalid expire time in 'set' command"},
+		{ErrSetExExpire, "ERR invalid expire time in 'setex' command"},
+		{ErrPSetExExpire, "ERR invalid expire time in 'psetex' command"},
+		{ErrGetExExpire, "ERR invalid expire time in 'getex' command"},
+		{ErrNotFloat, "ERR value is not a valid float"},
+		{ErrFloatNaNOrInf, "ERR increment would produce NaN or Infinity"},
+		{ErrStringTooLong, "ERR string exceeds maximum allowed size (proto-max-bulk-len)"},
+	},
+})
