@@ -19,7 +19,7 @@ var expiryFamily = family{name: "expiry", gens: []gen{
 		if g.chance(85) {
 			t = strconv.Itoa(g.expirySeconds() * unit)
 		}
-		args := []string{name, g.key(), t}
+		args := []string{name, g.anyKey(), t}
 		if g.chance(50) {
 			args = append(args, g.pick("NX", "XX", "GT", "LT", "nx", "gt"))
 		}
@@ -31,10 +31,10 @@ var expiryFamily = family{name: "expiry", gens: []gen{
 			[]string{"EXPIRE", g.key(), "9223372036854775807"}, []string{"EXPIRE", g.key(), "+100"},
 			[]string{"EXPIRE", g.key()}, []string{"PERSIST"})...)
 	}},
-	{name: "PERSIST", weight: 2, inMulti: true, make: func(g *seqGen) step { return cmd("PERSIST", g.key()) }},
+	{name: "PERSIST", weight: 2, inMulti: true, make: func(g *seqGen) step { return cmd("PERSIST", g.anyKey()) }},
 	{name: "TOUCH", weight: 1, inMulti: true, make: func(g *seqGen) step { return cmd(with("TOUCH", g.keys(3)...)...) }},
 	{name: "RENAME", weight: 3, inMulti: true, make: func(g *seqGen) step {
-		return cmd(g.pick("RENAME", "RENAMENX", "rename"), g.key(), g.key())
+		return cmd(g.pick("RENAME", "RENAMENX", "rename"), g.anyKey(), g.key())
 	}},
 }}
 

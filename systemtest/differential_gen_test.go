@@ -49,6 +49,7 @@ import (
 var differentialFamilies = []family{
 	keyspaceFamily,
 	expiryFamily,
+	stringFamily,
 	connectionFamily,
 	errorFamily,
 }
@@ -91,6 +92,12 @@ type seqGen struct {
 // creates: their TTL in both servers.
 const clCellPeriod = 1000
 
+// differentialClock is the instant (Unix ns) Redcell's clock is frozen at
+// for the whole of TestDifferential, set before any sequence is generated:
+// a CL key created then holds the arrival time differentialClock +
+// clCellPeriod s, which GET reads as a decimal (CL keys are strings).
+var differentialClock int64
+
 // keyPool is small so that commands collide on keys; names include glob
 // metacharacters and a hash tag so that KEYS/SCAN patterns are exercised.
 var keyPool = []string{"a", "b", "user:1", "user:2", "rl:{x}", "h*llo", "bin\x00\xff", ""}
@@ -100,12 +107,27 @@ var patternPool = []string{"*", "a", "user:*", "user:?", "*:*", "[ab]", "[^a]*",
 
 func (g *seqGen) key() string { return keyPool[g.r.IntN(len(keyPool))] }
 
+// clKeyPool holds the keys only CL.THROTTLE creates (the "CL key" step):
+// commands that read a key, delete it, move it away or change its expiry
+// take them too (anyKey), so that CL keys are read as the strings they are;
+// commands that write a value never do, so a CL key only ever holds a
+// limiter's state, and the step's Redis side (SET … NX) stays its mirror.
+var clKeyPool = []string{"cl:1", "cl:2"}
+
+// anyKey is a key of keyPool or, one time in four, of clKeyPool.
+func (g *seqGen) anyKey() string {
+	if g.chance(25) {
+		return clKeyPool[g.r.IntN(len(clKeyPool))]
+	}
+	return g.key()
+}
+
 // keys returns 1..max keys of the pool, possibly repeated.
 func (g *seqGen) keys(max int) []string {
 	n := 1 + g.r.IntN(max)
 	ks := make([]string, n)
 	for i := range ks {
-		ks[i] = g.key()
+		ks[i] = g.anyKey()
 	}
 	return ks
 }
@@ -121,33 +143,33 @@ func cmd(args ...string) step { return step{args: args} }
 func with(cmdName string, rest ...string) []string { return append([]string{cmdName}, rest...) }
 
 var keyspaceFamily = family{name: "keyspace", gens: []gen{
-	// Until redcell has SET, the only key both servers can hold is a
-	// string: a CL key in redcell (data-types.md: CL keys are strings), a
-	// SET with the same remaining time in Redis. The two replies are not
-	// compared (different commands); every later keyspace command is. The
+	// A CL key (clKeyPool) in redcell is a string holding its arrival
+	// time in ns (data-types.md: CL keys are strings); Redis gets a SET of
+	// the same decimal with the same remaining time. The two replies are
+	// not compared (different commands); every later command is. The
 	// limiter allows one request per clCellPeriod seconds with no burst,
 	// so its key lives clCellPeriod seconds after the request (and never
 	// expires in redcell, whose clock is frozen). A second call on a live
 	// key is limited and, as in redis-cell, changes nothing (not even an
 	// expiry that EXPIRE or PERSIST changed): SET … NX does the same.
 	{name: "CL key", weight: 6, make: func(g *seqGen) step {
-		k := g.key()
+		k := clKeyPool[g.r.IntN(len(clKeyPool))]
 		return step{perSide: &[2][]string{
-			{"SET", k, "tat", "EX", strconv.Itoa(clCellPeriod), "NX"},
+			{"SET", k, strconv.FormatInt(differentialClock+clCellPeriod*1e9, 10), "EX", strconv.Itoa(clCellPeriod), "NX"},
 			{"CL.THROTTLE", k, "0", "1", strconv.Itoa(clCellPeriod), "1"},
 		}, compare: func(a, b rawValue) bool { return true }, cmpName: "setup, not compared"}
 	}},
 	{name: "DEL", weight: 4, inMulti: true, make: func(g *seqGen) step { return cmd(with("DEL", g.keys(3)...)...) }},
 	{name: "UNLINK", weight: 2, inMulti: true, make: func(g *seqGen) step { return cmd(with("UNLINK", g.keys(3)...)...) }},
 	{name: "EXISTS", weight: 4, inMulti: true, make: func(g *seqGen) step { return cmd(with("EXISTS", g.keys(4)...)...) }},
-	{name: "TYPE", weight: 4, inMulti: true, make: func(g *seqGen) step { return cmd("TYPE", g.key()) }},
+	{name: "TYPE", weight: 4, inMulti: true, make: func(g *seqGen) step { return cmd("TYPE", g.anyKey()) }},
 	{name: "TTL", weight: 3, inMulti: true, make: func(g *seqGen) step {
-		s := cmd("TTL", g.key())
+		s := cmd("TTL", g.anyKey())
 		s.compare, s.cmpName = ttlWithin(2), "TTL within 2 s"
 		return s
 	}},
 	{name: "PTTL", weight: 3, inMulti: true, make: func(g *seqGen) step {
-		s := cmd("PTTL", g.key())
+		s := cmd("PTTL", g.anyKey())
 		s.compare, s.cmpName = ttlWithin(2000), "PTTL within 2000 ms"
 		return s
 	}},

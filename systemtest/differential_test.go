@@ -38,7 +38,7 @@ func TestDifferential(t *testing.T) {
 	redisAddr := startRedisServer(t)
 	n := startTestNode(t, "differential")
 	rc := mustDial(t, n.addr())
-	freshBase(t, rc) // frozen for the whole test: no redcell key ever ages
+	differentialClock = freshBase(t, rc) // frozen for the whole test: no redcell key ever ages
 
 	t.Logf("known differences excluded until fixed (differential_gen_test.go excludedToFix): %q", excludedToFix)
 
