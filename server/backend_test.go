@@ -53,11 +53,13 @@ func (b *stubBackend) Raft() nodeinfo.Raft                          { return nod
 func (b *stubBackend) Replication() *nodeinfo.Replication {
 	return nil
 }
-func (b *stubBackend) Keyspace() nodeinfo.Keyspace { return nodeinfo.Keyspace{Keys: 3, Expires: 3, AvgTTLms: 7} }
-func (b *stubBackend) Clock() int64                { return 42 }
-func (b *stubBackend) SetClock(unixNS int64)       { b.clock = append(b.clock, fmt.Sprint("set ", unixNS)) }
-func (b *stubBackend) AdvanceClock(ns int64)       { b.clock = append(b.clock, fmt.Sprint("advance ", ns)) }
-func (b *stubBackend) RealClock()                  { b.clock = append(b.clock, "real") }
+func (b *stubBackend) Keyspace() nodeinfo.Keyspace {
+	return nodeinfo.Keyspace{Keys: 3, Expires: 3, AvgTTLms: 7}
+}
+func (b *stubBackend) Clock() int64          { return 42 }
+func (b *stubBackend) SetClock(unixNS int64) { b.clock = append(b.clock, fmt.Sprint("set ", unixNS)) }
+func (b *stubBackend) AdvanceClock(ns int64) { b.clock = append(b.clock, fmt.Sprint("advance ", ns)) }
+func (b *stubBackend) RealClock()            { b.clock = append(b.clock, "real") }
 func (b *stubBackend) Admin(op AdminOp, args []string) (string, error) {
 	return "", errors.New("no cluster here")
 }
