@@ -87,7 +87,9 @@ func parseExpire(args [][]byte) (request.Request, string) {
 		case EqualFold(o, "lt"):
 			flags |= request.ExpireLT
 		default:
-			return request.Request{}, "ERR Unsupported option " + string(o)
+			// Redis formats the option as a C string into the whole
+			// message, then trims and maps its CR/LF (addReplyErrorFormat).
+			return request.Request{}, SanitizeErrorText(append([]byte("ERR Unsupported option "), o...))
 		}
 	}
 	if flags&request.ExpireNX != 0 && flags != request.ExpireNX {
