@@ -259,14 +259,18 @@ func FuzzDecodeResult(f *testing.F) {
 	r = Result{}
 	r.SetErr(ErrInvalidOp)
 	f.Add(AppendResult(AppendResult(nil, &r), &r))
-	f.Add([]byte{byte(KindScan) + 1, 0})
+	r = Result{Kind: KindNil}
+	f.Add(AppendResult(nil, &r))
+	r = Result{Kind: KindBulks, Data: AppendBulkItem(AppendBulkItem(nil, []byte("v"), true), nil, false)}
+	f.Add(AppendResult(nil, &r))
+	f.Add([]byte{byte(KindBulks) + 1, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var got Result
 		rest, err := DecodeResult(data, &got)
 		if err != nil {
 			return
 		}
-		if got.Kind < KindThrottle || got.Kind > KindScan {
+		if got.Kind < KindThrottle || got.Kind > KindBulks {
 			t.Fatalf("kind %d accepted", got.Kind)
 		}
 		if len(rest) > len(data)-2 || !bytes.Equal(rest, data[len(data)-len(rest):]) {
