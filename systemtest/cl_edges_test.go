@@ -93,13 +93,7 @@ func TestCLThrottleEdgesOverRESP(t *testing.T) {
 	run(before)
 
 	expectReply(t, c, wantStatus("OK"), "SAVE")
-	n.kill()
-	logOffset := n.logSize()
-	n.mustRestart(t)
-	c = mustDial(t, n.addr())
-	if logs := n.logSince(logOffset); !strings.Contains(logs, "restored from snapshot") {
-		t.Errorf("the restart did not restore a snapshot; its log:\n%s", lastLines(logs, 20))
-	}
+	c = killAndRestoreSnapshot(t, n)
 	run(after)
 }
 

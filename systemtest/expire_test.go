@@ -313,13 +313,7 @@ func TestExpirySurvivesSnapshotRestart(t *testing.T) {
 	expectReply(t, c, wantInt(1), "PERSIST", "p")
 	expectReply(t, c, wantInt(1), "PEXPIREAT", "w", "9223372036854775807")
 	expectReply(t, c, wantStatus("OK"), "SAVE")
-	n.kill()
-	logOffset := n.logSize()
-	n.mustRestart(t)
-	c = mustDial(t, n.addr())
-	if logs := n.logSince(logOffset); !strings.Contains(logs, "restored from snapshot") {
-		t.Errorf("the restart did not restore a snapshot; its log:\n%s", lastLines(logs, 20))
-	}
+	c = killAndRestoreSnapshot(t, n)
 	setClock(t, c, base)
 	expectReply(t, c, wantInt(baseMs+123456), "PEXPIRETIME", "x")
 	expectReply(t, c, wantInt(-1), "TTL", "p")

@@ -51,14 +51,7 @@ func TestRestartFromSnapshot(t *testing.T) {
 		expectReply(t, c, wantInts(0, 5, 5-j, -1, 100*j), "CL.THROTTLE", "after-snapshot", "4", "1", "100")
 	}
 
-	n.kill()
-	logOffset := n.logSize()
-	n.mustRestart(t)
-	c = mustDial(t, n.addr())
-	// hashicorp/raft logs this once the FSM has restored a snapshot at startup.
-	if logs := n.logSince(logOffset); !strings.Contains(logs, "restored from snapshot") {
-		t.Errorf("the restart did not restore a snapshot; its log:\n%s", lastLines(logs, 20))
-	}
+	c = killAndRestoreSnapshot(t, n)
 	if clk := replicatedClock(t, c); clk != origin {
 		t.Errorf("replicated clock after restart: got %d, want %d", clk, origin)
 	}
@@ -81,4 +74,20 @@ func TestRestartFromSnapshot(t *testing.T) {
 		t.Errorf("after restart raft_last_snapshot_index %d < %d taken before the kill", v, snapIndex)
 	}
 	n.mustStop(t)
+}
+
+// killAndRestoreSnapshot kills n with SIGKILL, restarts it on its data dir
+// and fails t unless the restart restored a snapshot (hashicorp/raft logs
+// "restored from snapshot" once the FSM has restored one at startup); it
+// returns a connection to the restarted node.
+func killAndRestoreSnapshot(t *testing.T, n *node) *respConn {
+	t.Helper()
+	n.kill()
+	logOffset := n.logSize()
+	n.mustRestart(t)
+	c := mustDial(t, n.addr())
+	if logs := n.logSince(logOffset); !strings.Contains(logs, "restored from snapshot") {
+		t.Errorf("the restart did not restore a snapshot; its log:\n%s", lastLines(logs, 20))
+	}
+	return c
 }

@@ -205,13 +205,7 @@ func TestStringsSurviveSnapshotRestart(t *testing.T) {
 	expectReply(t, c, wantInt(7), "INCRBY", "n", "7")
 	expectReply(t, c, wantStatus("OK"), "SET", "w", "far", "PXAT", "9223372036854775807")
 	expectReply(t, c, wantStatus("OK"), "SAVE")
-	n.kill()
-	logOffset := n.logSize()
-	n.mustRestart(t)
-	c = mustDial(t, n.addr())
-	if logs := n.logSince(logOffset); !strings.Contains(logs, "restored from snapshot") {
-		t.Errorf("the restart did not restore a snapshot; its log:\n%s", lastLines(logs, 20))
-	}
+	c = killAndRestoreSnapshot(t, n)
 	setClock(t, c, base)
 	if got := wire(mustDo(t, c, "MGET", "v", "empty", "x", "n")); got != `*[$"value" $"" $"later" $"7"]` {
 		t.Errorf("MGET after the restart: %s", got)
