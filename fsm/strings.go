@@ -248,13 +248,8 @@ func (f *FSM) setNX(r *request.Request, now int64, res *request.Result) {
 
 func (f *FSM) getDel(r *request.Request, now int64, res *request.Result) {
 	f.store.Update(r.Key, now, func(cur shard.State, live bool) (shard.State, shard.Action) {
-		if !live {
-			setNil(res)
-			return cur, shard.Keep
-		}
-		v, ok := stringOf(cur)
+		v, ok := readString(cur, live, res)
 		if !ok {
-			res.SetErr(request.ErrWrongType)
 			return cur, shard.Keep
 		}
 		setBulk(res, v)
@@ -381,13 +376,8 @@ func (f *FSM) mset(r *request.Request, now int64, res *request.Result) {
 func (f *FSM) getEx(r *request.Request, now int64, res *request.Result) {
 	fl := r.Args[0]
 	f.store.Update(r.Key, now, func(cur shard.State, live bool) (shard.State, shard.Action) {
-		if !live {
-			setNil(res)
-			return cur, shard.Keep
-		}
-		v, ok := stringOf(cur)
+		v, ok := readString(cur, live, res)
 		if !ok {
-			res.SetErr(request.ErrWrongType)
 			return cur, shard.Keep
 		}
 		if r.Args[2] != 0 {
@@ -415,13 +405,8 @@ func (f *FSM) getEx(r *request.Request, now int64, res *request.Result) {
 
 func (f *FSM) get(r *request.Request, now int64, res *request.Result) {
 	st, live := f.store.GetValue(r.Key, now, nil)
-	if !live {
-		setNil(res)
-		return
-	}
-	v, ok := stringOf(st)
+	v, ok := readString(st, live, res)
 	if !ok {
-		res.SetErr(request.ErrWrongType)
 		return
 	}
 	res.Kind, res.Data = request.KindBulk, v // GetValue's copy: this result's own
@@ -474,4 +459,19 @@ func string2ll(b []byte) (int64, bool) {
 	}
 	n, err := strconv.ParseInt(string(b), 10, 64)
 	return n, err == nil
+}
+
+// readString is the common start of a command that reads a string: its
+// value and true, or false with res answered (nil for a missing key,
+// WRONGTYPE for a key of another type).
+func readString(st shard.State, live bool, res *request.Result) ([]byte, bool) {
+	if !live {
+		setNil(res)
+		return nil, false
+	}
+	v, ok := stringOf(st)
+	if !ok {
+		res.SetErr(request.ErrWrongType)
+	}
+	return v, ok
 }
