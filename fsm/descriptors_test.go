@@ -237,7 +237,7 @@ func checkDescribed(t testing.TB, r *request.Request, res *request.Result) {
 		}
 		return
 	}
-	if res.Kind != d.Reply && !(d.Nullable && res.Kind == request.KindNil) && !(d.AlsoReply != 0 && res.Kind == d.AlsoReply) {
+	if res.Kind != d.Reply && !(d.Nullable && (res.Kind == request.KindNil || res.Kind == request.KindNilArray)) && !(d.AlsoReply != 0 && res.Kind == d.AlsoReply) {
 		t.Errorf("%s answered a reply of kind %d, its descriptor says %d", d.Name, res.Kind, d.Reply)
 	}
 }

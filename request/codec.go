@@ -27,7 +27,8 @@ import (
 //
 //	byte Kind, byte ErrCode, then per Kind: KindThrottle 5 varints;
 //	KindInt, KindType 1 varint; KindScan 1 varint, then uvarint length and
-//	Data; KindKeys uvarint length and Data; others nothing.
+//	Data; KindKeys, KindBulk, KindBulks and the collections' kinds uvarint
+//	length and Data; others nothing.
 
 // ErrUnknownCode is returned for a code this build does not know: a newer
 // Redcell wrote it, or the bytes are corrupt.
@@ -178,7 +179,7 @@ func DecodeResult(data []byte, r *Result) ([]byte, error) {
 		return nil, errors.New("request: truncated result")
 	}
 	*r = Result{Kind: Kind(data[0]), Err: ErrCode(data[1])}
-	if r.Kind < KindThrottle || r.Kind > KindBulks {
+	if r.Kind < KindThrottle || r.Kind > kindLast {
 		return nil, fmt.Errorf("request: unknown result kind %d", data[0])
 	}
 	data = data[2:]
@@ -191,7 +192,7 @@ func DecodeResult(data []byte, r *Result) ([]byte, error) {
 	}
 	if resultHasData(r.Kind) {
 		list, rest, err := readBytes(data)
-		if err != nil || (r.Kind != KindBulk && !validItems(list)) {
+		if err != nil || !validData(r.Kind, list) {
 			return nil, errors.New("request: corrupt result list")
 		}
 		// Copied: a result outlives the frame it came in.
@@ -200,10 +201,29 @@ func DecodeResult(data []byte, r *Result) ([]byte, error) {
 	return data, nil
 }
 
-// resultHasData: the kinds whose Data travels (a list of items, or
-// KindBulk's bytes).
+// resultHasData: the kinds whose Data travels (a list of items, KindInts'
+// varints, or KindBulk's and KindDouble's bytes).
 func resultHasData(k Kind) bool {
-	return k == KindKeys || k == KindScan || k == KindBulk || k == KindBulks
+	switch k {
+	case KindKeys, KindScan, KindBulk, KindBulks, KindArray, KindMap, KindSet,
+		KindDouble, KindScored, KindInts, KindDoubles:
+		return true
+	}
+	return false
+}
+
+// validData reports whether data is a well-formed Data of kind k: what the
+// reply writers may range over without checking again.
+func validData(k Kind, data []byte) bool {
+	switch k {
+	case KindBulk, KindDouble:
+		return true
+	case KindInts:
+		return validInts(data)
+	case KindMap, KindScored:
+		return validItems(data) && Items(data, nil)%2 == 0
+	}
+	return validItems(data)
 }
 
 func resultInts(k Kind) int {

@@ -156,6 +156,14 @@ func TestResultsRoundTrip(t *testing.T) {
 		{Kind: KindBulk},
 		{Kind: KindNil},
 		{Kind: KindBulks, Data: AppendBulkItem(AppendBulkItem(AppendBulkItem(nil, []byte("a"), false), nil, true), []byte{}, false)},
+		{Kind: KindArray, Data: AppendItem(AppendItem(nil, []byte("x")), []byte{})},
+		{Kind: KindMap, Data: AppendItem(AppendItem(nil, []byte("f")), []byte("v"))},
+		{Kind: KindSet},
+		{Kind: KindDouble, Data: []byte("0.10000000000000001")},
+		{Kind: KindScored, Data: AppendItem(AppendItem(nil, []byte("m")), []byte("-inf"))},
+		{Kind: KindInts, Data: AppendIntItem(AppendIntItem(nil, math.MinInt64), 0)},
+		{Kind: KindNilArray},
+		{Kind: KindDoubles, Data: AppendItem(AppendItem(nil, []byte("1.5")), []byte("0"))},
 	}
 	var buf []byte
 	for i := range cases {
@@ -170,6 +178,14 @@ func TestResultsRoundTrip(t *testing.T) {
 	}
 	if _, err := DecodeResult([]byte{99, 0}, new(Result)); err == nil {
 		t.Error("an unknown result kind decoded")
+	}
+	// A map or scored list of an odd number of items is corrupt, and so is
+	// a KindInts array ending inside a varint.
+	if _, err := DecodeResult(AppendResult(nil, &Result{Kind: KindMap, Data: AppendItem(nil, []byte("f"))}), new(Result)); err == nil {
+		t.Error("a map of one item decoded")
+	}
+	if _, err := DecodeResult(AppendResult(nil, &Result{Kind: KindInts, Data: []byte{0x80}}), new(Result)); err == nil {
+		t.Error("a truncated KindInts array decoded")
 	}
 	// A list whose items overrun it is corrupt.
 	if _, err := DecodeResult([]byte{byte(KindKeys), 0, 2, 5, 'a'}, new(Result)); err == nil {
@@ -263,14 +279,20 @@ func FuzzDecodeResult(f *testing.F) {
 	f.Add(AppendResult(nil, &r))
 	r = Result{Kind: KindBulks, Data: AppendBulkItem(AppendBulkItem(nil, []byte("v"), true), nil, false)}
 	f.Add(AppendResult(nil, &r))
-	f.Add([]byte{byte(KindBulks) + 1, 0})
+	r = Result{Kind: KindScored, Data: AppendItem(AppendItem(nil, []byte("m")), []byte("1.5"))}
+	f.Add(AppendResult(nil, &r))
+	r = Result{Kind: KindInts, Data: AppendIntItem(AppendIntItem(nil, -1), math.MaxInt64)}
+	f.Add(AppendResult(nil, &r))
+	r = Result{Kind: KindDouble, Data: []byte("inf")}
+	f.Add(AppendResult(nil, &r))
+	f.Add([]byte{byte(kindLast) + 1, 0})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var got Result
 		rest, err := DecodeResult(data, &got)
 		if err != nil {
 			return
 		}
-		if got.Kind < KindThrottle || got.Kind > KindBulks {
+		if got.Kind < KindThrottle || got.Kind > kindLast {
 			t.Fatalf("kind %d accepted", got.Kind)
 		}
 		if len(rest) > len(data)-2 || !bytes.Equal(rest, data[len(data)-len(rest):]) {

@@ -55,7 +55,8 @@ type Op struct {
 	// Reply is the Kind of its result when it does not fail.
 	Reply Kind
 	// Nullable: the result may also be KindNil (GET of a missing key, SET
-	// NX on a present one).
+	// NX on a present one) or KindNilArray (LPOP key count of a missing
+	// key).
 	Nullable bool
 	// AlsoReply is a second Kind some of its requests answer (SET … GET
 	// answers the old value, KindBulk, where SET answers KindOK); 0: none.
@@ -277,7 +278,7 @@ func describeOp(op Op) {
 		panic(fmt.Sprintf("request: code %d described twice", op.Code))
 	case op.Code == 0 || op.Name == "" || op.Keys < NoKey || op.Keys > KeyPairs:
 		panic(fmt.Sprintf("request: code %d (%q) is incompletely described", op.Code, op.Name))
-	case op.Reply < KindThrottle || op.Reply > KindBulks || op.Reply == KindError || op.Reply == KindNil:
+	case op.Reply < KindThrottle || op.Reply > kindLast || op.Reply == KindError || op.Reply == KindNil:
 		panic(fmt.Sprintf("request: code %d has reply kind %d", op.Code, op.Reply))
 	case op.Creates && (op.Keys != OneKey && op.Keys != KeyValue && op.Keys != KeyPairs || !op.Code.IsWrite()):
 		panic(fmt.Sprintf("request: code %d creates a key but is not a single-key write", op.Code))

@@ -62,6 +62,37 @@ const (
 	KindBulk                     // a bulk string, the bytes of Data (GET)
 	KindNil                      // a nil bulk: RESP2 $-1, RESP3 _ (GET of a missing key)
 	KindBulks                    // an array of bulk strings or nils, in Data (MGET): items of AppendBulkItem
+
+	// The collections' replies (hashes, lists, sets, sorted sets, INCREX).
+	// Each is written as Redis 7.0 writes it in both protocols.
+
+	// KindArray: an array of bulk strings, items in Data (LRANGE, HKEYS,
+	// ZRANGE): the same encoding as KindKeys.
+	KindArray
+	// KindMap: field/value pairs, items alternating in Data: RESP3 a map
+	// (%n), RESP2 a flat array of 2n bulk strings (HGETALL).
+	KindMap
+	// KindSet: items in Data: RESP3 a set (~n), RESP2 an array (SMEMBERS).
+	KindSet
+	// KindDouble: one double, its text in Data (Redis's %.17g, "inf",
+	// "-inf"): RESP3 ,text; RESP2 a bulk string (ZSCORE, ZINCRBY).
+	KindDouble
+	// KindScored: member/score pairs, items alternating in Data (the score
+	// as KindDouble's text): RESP2 a flat array of bulk strings, RESP3 an
+	// array of [bulk, double] pairs (ZRANGE … WITHSCORES).
+	KindScored
+	// KindInts: an array of integers, in Data as AppendIntItem's varints
+	// (SMISMEMBER, INCREX's integer reply).
+	KindInts
+	// KindNilArray: a nil array: RESP2 *-1, RESP3 _ (LPOP key count of a
+	// missing key).
+	KindNilArray
+	// KindDoubles: an array of doubles, items in Data each a double's text:
+	// RESP3 doubles, RESP2 bulk strings (INCREX … BYFLOAT).
+	KindDoubles
+
+	// kindLast is the highest Kind: the decoder refuses any above it.
+	kindLast = KindDoubles
 )
 
 // ErrCode is a deterministic failure of one request in the state machine:
@@ -170,6 +201,42 @@ func AppendBulkItem(data, b []byte, isNil bool) []byte {
 	data = binary.AppendUvarint(data, uint64(len(b)+1))
 	data = append(data, 1)
 	return append(data, b...)
+}
+
+// AppendIntItem appends one integer of a KindInts array to data.
+func AppendIntItem(data []byte, v int64) []byte {
+	return binary.AppendVarint(data, v)
+}
+
+// IntItems calls fn with each integer of a KindInts array, in order, and
+// returns how many there were; it stops at a malformed varint, which only a
+// corrupt frame can hold (DecodeResult checks the encoding).
+func IntItems(data []byte, fn func(v int64)) int {
+	n := 0
+	for len(data) > 0 {
+		v, w := binary.Varint(data)
+		if w <= 0 {
+			break
+		}
+		if fn != nil {
+			fn(v)
+		}
+		data = data[w:]
+		n++
+	}
+	return n
+}
+
+// validInts reports whether data is a KindInts array's encoding.
+func validInts(data []byte) bool {
+	for len(data) > 0 {
+		_, w := binary.Varint(data)
+		if w <= 0 {
+			return false
+		}
+		data = data[w:]
+	}
+	return true
 }
 
 // BulkItem splits an item of a KindBulks array: the bytes, or nil ok false.

@@ -346,6 +346,26 @@ func (c *conn) writeResult(r *request.Result) {
 				c.w.null()
 			}
 		})
+	case request.KindArray:
+		c.writeKeys(r.Data)
+	case request.KindMap:
+		c.w.mapHeader(request.Items(r.Data, nil) / 2)
+		request.Items(r.Data, c.w.bulk)
+	case request.KindSet:
+		c.w.setHeader(request.Items(r.Data, nil))
+		request.Items(r.Data, c.w.bulk)
+	case request.KindDouble:
+		c.w.double(r.Data)
+	case request.KindScored:
+		c.writeScored(r.Data)
+	case request.KindInts:
+		c.w.array(request.IntItems(r.Data, nil))
+		request.IntItems(r.Data, c.w.int)
+	case request.KindNilArray:
+		c.w.nullArray()
+	case request.KindDoubles:
+		c.w.array(request.Items(r.Data, nil))
+		request.Items(r.Data, c.w.double)
 	case request.KindError:
 		c.fail(commands.ResultErrText(r.Err))
 	default:
@@ -358,6 +378,29 @@ func (c *conn) writeResult(r *request.Result) {
 func (c *conn) writeKeys(data []byte) {
 	c.w.array(request.Items(data, nil))
 	request.Items(data, c.w.bulk)
+}
+
+// writeScored writes member/score pairs (ZRANGE … WITHSCORES) as Redis 7.0
+// does: RESP2 one flat array of bulk strings, RESP3 an array of [member,
+// score] pairs with the score a double.
+func (c *conn) writeScored(data []byte) {
+	n := request.Items(data, nil)
+	if c.w.proto != 3 {
+		c.w.array(n)
+		request.Items(data, c.w.bulk)
+		return
+	}
+	c.w.array(n / 2)
+	member := true
+	request.Items(data, func(item []byte) {
+		if member {
+			c.w.array(2)
+			c.w.bulk(item)
+		} else {
+			c.w.double(item)
+		}
+		member = !member
+	})
 }
 
 // backendErrText turns a batch failure (see Backend) into the Redis error

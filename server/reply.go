@@ -47,6 +47,18 @@ func (w *replyWriter) nullArray() {
 	w.b = append(w.b, '*', '-', '1', '\r', '\n')
 }
 
+// double writes a double given as its text (Redis's %.17g, "inf", "-inf"):
+// RESP3 a double, RESP2 a bulk string, as Redis 7.0's addReplyDouble.
+func (w *replyWriter) double(text []byte) {
+	if w.proto == 3 {
+		w.b = append(w.b, ',')
+		w.b = append(w.b, text...)
+		w.b = append(w.b, '\r', '\n')
+		return
+	}
+	w.bulk(text)
+}
+
 // mapHeader starts a map of n pairs (RESP2: an array of 2n).
 func (w *replyWriter) mapHeader(n int) {
 	if w.proto == 3 {
