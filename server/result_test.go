@@ -40,7 +40,7 @@ func TestCollectionReplies(t *testing.T) {
 		return d
 	}
 	cases := []struct {
-		r          request.Result
+		r            request.Result
 		resp2, resp3 string
 	}{
 		{request.Result{Kind: request.KindArray, Data: items("a", "")}, "*2\r\n$1\r\na\r\n$0\r\n\r\n", "*2\r\n$1\r\na\r\n$0\r\n\r\n"},
