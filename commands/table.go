@@ -294,7 +294,8 @@ var byName = func() map[string]*Spec {
 // fromDescriptor completes the spec of a command that reaches the keyspace
 // from its code's descriptor: its class, its key positions as COMMAND
 // reports them, and the flags Redis derives from the same facts ("write" or
-// "readonly", then "denyoom" for a command that may create a key), before
+// "readonly", then "denyoom" for a command that may create a key or grow a
+// value), before
 // the spec's own flags. A spec without a parser or with a code request does
 // not describe is a programming error.
 func fromDescriptor(s *Spec) {
@@ -307,7 +308,7 @@ func fromDescriptor(s *Spec) {
 	if s.Code.IsWrite() {
 		flags, s.Class = []string{"write"}, Write
 	}
-	if d.Creates {
+	if d.Creates || d.Grows {
 		flags = append(flags, "denyoom")
 	}
 	s.Flags = append(flags, s.Flags...)

@@ -13,9 +13,11 @@ import (
 // A rate limiter must not forget a live limit to make room (that would let
 // its traffic through), so the only policy is Redis's noeviction, narrowed
 // to what can grow: above the limit the leader refuses every request that
-// would create a key (request.Code.CreatesKey on a missing key) with
-// request.ErrOOM, while requests on existing keys, deletions and reads go
-// on. The check is the leader's, before proposing, so replicas never
+// would create a key (request.Code.CreatesKey on a missing key) or may grow
+// a value by what the client chooses (request.Code.Grows: APPEND, SET,
+// HSET, LPUSH, SADD, ZADD, … even on a live key, as Redis refuses its
+// denyoom commands) with request.ErrOOM, while limiter decisions and INCR
+// on existing keys, deletions and reads go on. The check is the leader's, before proposing, so replicas never
 // disagree about what was refused: nothing refused enters the log.
 //
 // Used memory is the Go heap's live objects (runtime/metrics), polled every
@@ -66,7 +68,12 @@ func (g *Group) proposeWithinMemory(b *Batch) error {
 	refused := make([]bool, len(b.Ops))
 	any := false
 	for i := range b.Ops {
-		if op := &b.Ops[i]; op.Code.CreatesKey() {
+		op := &b.Ops[i]
+		if op.Code.Grows() {
+			refused[i], any = true, true
+			continue
+		}
+		if op.Code.CreatesKey() {
 			op.ForEachKey(func(k []byte) {
 				if !refused[i] && !g.isLive(k, now) {
 					refused[i], any = true, true

@@ -52,6 +52,13 @@ type Op struct {
 	// first call), or for KeyPairs its keys (MSET). Above maxmemory the
 	// leader refuses it (ErrOOM) unless every key it names is live.
 	Creates bool
+	// Grows: a request may make an existing key's value larger by as much
+	// as the client chooses (APPEND, SET over a string, HSET, LPUSH, SADD,
+	// ZADD): above maxmemory the leader refuses it even on a live key, as
+	// Redis refuses its denyoom commands. A request whose growth is bounded
+	// by its kind (INCR's digits, a limiter's fixed state) is not marked,
+	// so existing counters and limiters keep deciding.
+	Grows bool
 	// Reply is the Kind of its result when it does not fail.
 	Reply Kind
 	// Nullable: the result may also be KindNil (GET of a missing key, SET
@@ -151,6 +158,11 @@ func (r *Request) ForEachKey(fn func(key []byte)) {
 // CreatesKey reports whether a request with this code creates its Key when
 // it is missing (a limiter's first call): what maxmemory refuses.
 func (c Code) CreatesKey() bool { return ops[c].Creates }
+
+// Grows reports whether a request with this code may grow an existing
+// key's value by an amount the client chooses: what maxmemory refuses even
+// on a live key (Op.Grows).
+func (c Code) Grows() bool { return ops[c].Grows }
 
 // Families returns every family this build knows, in the order they were
 // described. The slice is shared: do not modify it.
@@ -280,6 +292,8 @@ func describeOp(op Op) {
 		panic(fmt.Sprintf("request: code %d (%q) is incompletely described", op.Code, op.Name))
 	case op.Reply < KindThrottle || op.Reply > kindLast || op.Reply == KindError || op.Reply == KindNil:
 		panic(fmt.Sprintf("request: code %d has reply kind %d", op.Code, op.Reply))
+	case op.Grows && !op.Code.IsWrite():
+		panic(fmt.Sprintf("request: code %d grows a value but is not a write", op.Code))
 	case op.Creates && (op.Keys != OneKey && op.Keys != KeyValue && op.Keys != KeyPairs || !op.Code.IsWrite()):
 		panic(fmt.Sprintf("request: code %d creates a key but is not a single-key write", op.Code))
 	}

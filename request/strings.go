@@ -64,13 +64,13 @@ var Strings = describeFamily(&Family{
 	ScanType: ScanTypeString, // CL keys are strings too
 	Kinds:    []KeyKind{KeyString},
 	Ops: []Op{
-		{Code: Set, Name: "SET", Keys: KeyValue, Creates: true, Reply: KindOK, Nullable: true, AlsoReply: KindBulk},
-		{Code: SetGet, Name: "GETSET", Keys: KeyValue, Creates: true, Reply: KindBulk, Nullable: true},
+		{Code: Set, Name: "SET", Keys: KeyValue, Creates: true, Grows: true, Reply: KindOK, Nullable: true, AlsoReply: KindBulk},
+		{Code: SetGet, Name: "GETSET", Keys: KeyValue, Creates: true, Grows: true, Reply: KindBulk, Nullable: true},
 		{Code: SetNX, Name: "SETNX", Keys: KeyValue, Creates: true, Reply: KindInt},
 		{Code: GetDel, Name: "GETDEL", Keys: OneKey, Reply: KindBulk, Nullable: true},
-		{Code: StrAppend, Name: "APPEND", Keys: KeyValue, Creates: true, Reply: KindInt},
+		{Code: StrAppend, Name: "APPEND", Keys: KeyValue, Creates: true, Grows: true, Reply: KindInt},
 		{Code: IncrBy, Name: "INCRBY", Keys: OneKey, Creates: true, Reply: KindInt},
-		{Code: MSet, Name: "MSET", Keys: KeyPairs, Creates: true, Reply: KindOK},
+		{Code: MSet, Name: "MSET", Keys: KeyPairs, Creates: true, Grows: true, Reply: KindOK},
 		{Code: MSetNX, Name: "MSETNX", Keys: KeyPairs, Creates: true, Reply: KindInt},
 		{Code: GetEx, Name: "GETEX", Keys: OneKey, Reply: KindBulk, Nullable: true},
 		{Code: IncrByFloat, Name: "INCRBYFLOAT", Keys: KeyValue, Creates: true, Reply: KindBulk},

@@ -217,8 +217,10 @@ func TestStringsSurviveSnapshotRestart(t *testing.T) {
 }
 
 // TestMaxmemoryRefusesNewStrings: above maxmemory every string command that
-// would create a key answers OOM (MSET when any of its keys is new), while
-// writes to existing strings go on.
+// would create a key answers OOM (MSET when any of its keys is new), and so
+// does every one that may grow an existing value by what the client chooses
+// (SET, APPEND, GETSET, MSET), as Redis refuses its denyoom commands; INCR
+// of an existing counter, EXPIRE and DEL go on.
 func TestMaxmemoryRefusesNewStrings(t *testing.T) {
 	t.Parallel()
 	n := startTestNode(t, "strings-maxmemory")
@@ -245,9 +247,12 @@ func TestMaxmemoryRefusesNewStrings(t *testing.T) {
 		{"INCR", "new"}, {"DECRBY", "new", "2"}, {"MSET", "old", "w", "new", "v"}, {"MSETNX", "new", "v"}} {
 		expectReply(t, c, wantErr(oom), args...)
 	}
-	expectReply(t, c, wantStatus("OK"), "SET", "old", "w")
+	for _, args := range [][]string{{"SET", "old", "w"}, {"APPEND", "old", "w"}, {"GETSET", "old", "w"}, {"MSET", "old", "x", "count", "5"}} {
+		expectReply(t, c, wantErr(oom), args...)
+	}
 	expectReply(t, c, wantInt(2), "INCR", "count")
-	expectReply(t, c, wantStatus("OK"), "MSET", "old", "x", "count", "5")
+	expectReply(t, c, wantInt(1), "EXPIRE", "old", "100")
+	expectReply(t, c, wantBulk("v"), "GET", "old")
 	expectReply(t, c, wantInt(0), "EXISTS", "new")
 	expectReply(t, c, wantStatus("OK"), "CONFIG", "SET", "maxmemory", "0")
 }
