@@ -457,12 +457,23 @@ func (c *cluster) compareReplicas(what string) int64 {
 	for attempt := 0; ; attempt++ {
 		c.waitConverged(convergeTimeout)
 		ds := map[int]digest{}
+		loading := false
 		for _, i := range live {
 			d, err := c.digest(i)
+			if err != nil && strings.Contains(err.Error(), "LOADING") && attempt < 10 {
+				// A node that converged can still be restoring a
+				// snapshot the leader sent it (it answers LOADING
+				// until done): converge again.
+				loading = true
+				break
+			}
 			if err != nil {
 				t.Fatalf("%s: %v", what, err)
 			}
 			ds[i] = d
+		}
+		if loading {
+			continue
 		}
 		first := ds[live[0]]
 		same := true

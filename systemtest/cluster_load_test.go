@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -18,21 +19,76 @@ import (
 // units left after the call, limited [1, units, 0, retry ≥ 1, …]; and the
 // PEEK (of one unit) answers units − taken − 1 while a unit is left,
 // limited when none is.
+//
+// A family kept in plain Redis types (the "ct" counter: INCR to take a
+// unit, allowed while the count is at most units; GET to peek) gives its
+// own replies, and asLimiter reads them in that shape, so every cluster
+// test that drives limiterFamilies (load, failover, restart, membership,
+// linearizability) checks it too.
 type limiterFamily struct {
 	tag  string // in key names
 	call func(key string, units int64) []string
 	peek func(key string, units int64) []string
+	// asLimiter turns a non-error reply of call (peek false) or peek into
+	// the limiter shape; nil: the family already answers in it.
+	asLimiter func(r reply, units int64, peek bool) reply
+}
+
+// decode is r, a reply to f's call or peek, in the limiter shape; error
+// replies and malformed ones stay as they are.
+func (f limiterFamily) decode(r reply, units int64, peek bool) reply {
+	if f.asLimiter == nil || r.isErr() {
+		return r
+	}
+	return f.asLimiter(r, units, peek)
+}
+
+// intsReply is an array of integers, as read from the wire.
+func intsReply(v ...int64) reply {
+	r := reply{kind: '*'}
+	for _, n := range v {
+		r.elems = append(r.elems, reply{kind: ':', num: n})
+	}
+	return r
+}
+
+// counterAsLimiter reads INCR's reply (the count after the call) and GET's
+// (the count, nil for 0) as a limiter of units units: INCR's count c is
+// allowed with units − c left while c ≤ units, limited after; GET's count
+// c peeks allowed with units − c − 1 left while c < units.
+func counterAsLimiter(r reply, units int64, peek bool) reply {
+	var count int64
+	switch {
+	case !peek && r.kind == ':':
+		count = r.num - 1 // the count before this call
+	case peek && r.null:
+		count = 0
+	case peek && r.kind == '$':
+		n, err := strconv.ParseInt(r.str, 10, 64)
+		if err != nil {
+			return r
+		}
+		count = n
+	default:
+		return r
+	}
+	if count < units {
+		return intsReply(0, units, units-count-1, -1, 0)
+	}
+	return intsReply(1, units, 0, 1, 0)
 }
 
 var limiterFamilies = []limiterFamily{
 	{"cl", func(k string, n int64) []string { return []string{"CL.THROTTLE", k, itoa(n - 1), "1", "86400"} },
-		func(k string, n int64) []string { return []string{"CL.PEEK", k, itoa(n - 1), "1", "86400"} }},
+		func(k string, n int64) []string { return []string{"CL.PEEK", k, itoa(n - 1), "1", "86400"} }, nil},
 	{"tb", func(k string, n int64) []string { return []string{"TB.TAKE", k, itoa(n), "1", "86400000"} },
-		func(k string, n int64) []string { return []string{"TB.PEEK", k, itoa(n), "1", "86400000"} }},
+		func(k string, n int64) []string { return []string{"TB.PEEK", k, itoa(n), "1", "86400000"} }, nil},
 	{"ti", func(k string, n int64) []string { return []string{"TB.TAKE", k, itoa(n), "1", "86400000", "INTERVAL"} },
-		func(k string, n int64) []string { return []string{"TB.PEEK", k, itoa(n), "1", "86400000", "INTERVAL"} }},
+		func(k string, n int64) []string { return []string{"TB.PEEK", k, itoa(n), "1", "86400000", "INTERVAL"} }, nil},
 	{"sl", func(k string, n int64) []string { return []string{"SL.HIT", k, itoa(n), "86400000"} },
-		func(k string, n int64) []string { return []string{"SL.PEEK", k, itoa(n), "86400000"} }},
+		func(k string, n int64) []string { return []string{"SL.PEEK", k, itoa(n), "86400000"} }, nil},
+	{"ct", func(k string, n int64) []string { return []string{"INCR", k} },
+		func(k string, n int64) []string { return []string{"GET", k} }, counterAsLimiter},
 }
 
 // familyOfKey is the family whose tag a load key carries (prefix:tag:n).
@@ -66,7 +122,7 @@ func familyOfKey(key string) limiterFamily {
 type decisionLoad struct {
 	start       time.Time
 	prefix      string
-	gen         [4]atomic.Int64 // per family, the key in use: prefix:tag:gen
+	gen         [8]atomic.Int64 // per family (at most 8), the key in use: prefix:tag:gen
 	readTimeout time.Duration
 
 	stop chan struct{}
@@ -164,6 +220,7 @@ func (l *decisionLoad) worker(node int, addr string) {
 		key := l.prefix + ":" + fam.tag + ":" + itoa(gen)
 		sent := time.Now()
 		r, err := c.doWithin(l.readTimeout, fam.call(key, decisionCapacity)...)
+		r = fam.decode(r, decisionCapacity, false)
 		at := time.Now()
 		l.mu.Lock()
 		switch {
@@ -354,6 +411,7 @@ func (l *decisionLoad) verify(t testing.TB, c *cluster, via int) (exhausted map[
 		if err != nil {
 			t.Fatalf("PEEK %s: %v", k, err)
 		}
+		r = familyOfKey(k).decode(r, decisionCapacity, true)
 		v, ok := r.ints()
 		if !ok || len(v) != 5 || v[1] != decisionCapacity {
 			t.Errorf("PEEK %s: got %v", k, r)

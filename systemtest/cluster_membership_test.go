@@ -23,14 +23,15 @@ func TestClusterReplaceNodeBySnapshot(t *testing.T) {
 
 	// Decisions one round trip each from two clients, so that nearly each
 	// is its own log entry: key k takes k%5+1 of its 100 units. Key k is of
-	// limiterFamilies[k%4], so the snapshot n4 installs holds CL, TB
-	// (greedy and INTERVAL) and SL keys.
+	// limiterFamilies[k%5], so the snapshot n4 installs holds CL, TB
+	// (greedy and INTERVAL), SL and counter (string) keys.
 	const keys = 200
 	key := func(k int) string { return fmt.Sprintf("member:%s:%03d", memberFamily(k).tag, k) }
 	writeStart := time.Now()
 	for k := 0; k < keys; k++ {
 		for j := 0; j <= k%5; j++ {
 			r, err := c.call(leader, memberFamily(k).call(key(k), decisionCapacity)...)
+			r = memberFamily(k).decode(r, decisionCapacity, false)
 			if v, ok := r.ints(); err != nil || !ok || len(v) != 5 || v[0] != 0 || v[2] != int64(decisionBurst-j) {
 				t.Fatalf("%s (#%d): %v %v", key(k), j+1, r, err)
 			}
@@ -101,6 +102,7 @@ func TestClusterReplaceNodeBySnapshot(t *testing.T) {
 	for k := 0; k < keys; k++ {
 		want := wantInts(0, decisionCapacity, int64(decisionBurst-(k%5+1)), -1, 0)
 		r, err := conn4.doWithin(opTimeout, memberFamily(k).call(key(k), decisionCapacity)...)
+		r = memberFamily(k).decode(r, decisionCapacity, false)
 		v, ok := r.ints()
 		if err != nil || !ok || len(v) != 5 || v[0] != want.ints[0] || v[2] != want.ints[2] {
 			t.Errorf("%s on n4: %v %v, want allowed with %d remaining", key(k), r, err, want.ints[2])

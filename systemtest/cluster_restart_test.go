@@ -12,7 +12,7 @@ import (
 
 // Keys of the whole-cluster restart: 10 000 units each (one a day), more than
 // the test sends, so a PEEK tells exactly how many units a key holds. Key k
-// belongs to limiterFamilies[k%4]: CL, TB greedy, TB INTERVAL and SL keys
+// belongs to limiterFamilies[k%5]: CL, TB greedy, TB INTERVAL, SL and counter keys
 // go through the same restarts.
 const (
 	restartKeys     = 120
@@ -114,6 +114,7 @@ func (a *restartAccount) start(c *cluster, perNode int, seed uint64) *restartLoa
 					if err != nil {
 						return // the node went down
 					}
+					r = restartFamily(k).decode(r, restartCapacity, false)
 					v, ok := r.ints()
 					switch {
 					case ok && len(v) == 5 && v[0] == 0 && v[1] == restartCapacity:
@@ -180,6 +181,7 @@ func (a *restartAccount) verify(t *testing.T, c *cluster, via int) (appliedUnack
 		if err != nil {
 			t.Fatal(err)
 		}
+		r = restartFamily(k).decode(r, restartCapacity, true)
 		v, ok := r.ints()
 		if !ok || len(v) != 5 || v[0] != 0 || v[1] != restartCapacity {
 			t.Errorf("PEEK %s: got %v", restartKey(k), r)

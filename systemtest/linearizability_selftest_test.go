@@ -295,6 +295,7 @@ func TestLinearizabilityFailureWritesVisualization(t *testing.T) {
 }
 
 func TestLinearizabilityParsesReplies(t *testing.T) {
+	ctr := func(op limiterOp) limiterOp { op.Family = "ct"; return op }
 	ints := func(v ...int64) reply {
 		r := reply{kind: '*'}
 		for _, x := range v {
@@ -320,12 +321,26 @@ func TestLinearizabilityParsesReplies(t *testing.T) {
 		{thr("k"), ints(0, 6, 5, -1), limiterOut{Unknown: true}, true},        // 4 fields
 		{del("k"), reply{kind: ':', num: 2}, limiterOut{Unknown: true}, true}, // one key
 		{del("k"), reply{kind: '+', str: "OK"}, limiterOut{Unknown: true}, true},
+		// The counter family: INCR's count and GET's, read as a limiter of
+		// 6 units.
+		{ctr(thr("k")), reply{kind: ':', num: 1}, allowed(5), false},
+		{ctr(thr("k")), reply{kind: ':', num: 6}, allowed(0), false},
+		{ctr(thr("k")), reply{kind: ':', num: 7}, limited, false},
+		{ctr(peek("k")), reply{kind: '$', null: true}, allowed(5), false},
+		{ctr(peek("k")), reply{kind: '$', str: "5"}, allowed(0), false},
+		{ctr(peek("k")), reply{kind: '$', str: "6"}, limited, false},
+		{ctr(peek("k")), reply{kind: '$', str: "x"}, limiterOut{Unknown: true}, true},
+		{ctr(thr("k")), reply{kind: '$', str: "1"}, limiterOut{Unknown: true}, true},
+		{ctr(thr("k")), reply{kind: '-', str: "TRYAGAIN no leader"}, limiterOut{Unknown: true}, false},
 	}
 	for i, c := range cases {
 		got, err := parseLimiterReply(c.op, c.r)
 		if got != c.want || errors.Is(err, errBadReply) != c.bad || (err != nil) != c.want.Unknown {
 			t.Errorf("case %d: %s %v → %+v, %v; want %+v (bad %v)", i, c.op.Kind, c.r, got, err, c.want, c.bad)
 		}
+	}
+	if got := strings.Join(ctr(thr("k")).args(), " ") + "; " + strings.Join(ctr(peek("k")).args(), " "); got != "INCR k; GET k" {
+		t.Errorf("counter args %q", got)
 	}
 	if got := strings.Join(thr("k").args(), " "); got != "CL.THROTTLE k 5 1 86400" {
 		t.Errorf("args %q", got)

@@ -114,6 +114,11 @@ func parseLimiterReply(op limiterOp, r reply) (limiterOut, error) {
 		}
 		return limiterOut{Deleted: r.num}, nil
 	}
+	for _, f := range limiterFamilies {
+		if f.tag == op.Family {
+			r = f.decode(r, op.Burst+1, op.Kind == "peek")
+		}
+	}
 	v, ok := r.ints()
 	if !ok || len(v) != 5 || v[1] != op.Burst+1 || v[4] < 0 {
 		return bad()
