@@ -96,6 +96,10 @@ var table = []*Spec{
 	stringSpecs[6], stringSpecs[7], stringSpecs[8], stringSpecs[9], stringSpecs[10], stringSpecs[11],
 	stringSpecs[12], stringSpecs[13], stringSpecs[14], stringSpecs[15], stringSpecs[16], stringSpecs[17],
 
+	// Hashes (hashes.go).
+	hashSpecs[0], hashSpecs[1], hashSpecs[2], hashSpecs[3], hashSpecs[4], hashSpecs[5], hashSpecs[6],
+	hashSpecs[7], hashSpecs[8], hashSpecs[9], hashSpecs[10], hashSpecs[11], hashSpecs[12],
+
 	// Iterating the keyspace (scan.go).
 	scanSpec, keysSpec,
 

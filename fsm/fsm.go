@@ -70,7 +70,8 @@ type FSM struct {
 	logBuf []byte // the new sliding log of the call being applied (sl.go)
 	// renameBuf holds the value a RENAME moves (rename.go).
 	renameBuf []byte
-	strBuf    []byte // the new string of the call being applied (strings.go)
+	strBuf    []byte      // the new string of the call being applied (strings.go)
+	hash      hashScratch // the hash a write changes (hashes.go)
 
 	entries atomic.Uint64
 	ops     atomic.Uint64

@@ -47,6 +47,18 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		{74, "GET", OneKey, false, KindBulk, Strings},
 		{75, "STRLEN", OneKey, false, KindInt, Strings},
 		{76, "MGET", KeyList, false, KindBulks, Strings},
+		{30, "HSET", KeyValue, true, KindInt, Hashes},
+		{31, "HSETNX", KeyValue, true, KindInt, Hashes},
+		{32, "HDEL", KeyValue, false, KindInt, Hashes},
+		{33, "HINCRBY", KeyValue, true, KindInt, Hashes},
+		{34, "HINCRBYFLOAT", KeyValue, true, KindBulk, Hashes},
+		{100, "HGET", KeyValue, false, KindBulk, Hashes},
+		{101, "HMGET", KeyValue, false, KindBulks, Hashes},
+		{102, "HGETALL", OneKey, false, KindMap, Hashes},
+		{103, "HEXISTS", KeyValue, false, KindInt, Hashes},
+		{104, "HLEN", OneKey, false, KindInt, Hashes},
+		{105, "HKEYS", OneKey, false, KindArray, Hashes},
+		{106, "HVALS", OneKey, false, KindArray, Hashes},
 	} {
 		d := Describe(tt.code)
 		if !tt.code.Known() || d.Code != tt.code || d.Name != tt.name || d.Keys != tt.keys || d.Creates != tt.creates || d.Reply != tt.reply || d.Family != tt.family {
@@ -66,6 +78,7 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		{TokenBucket, "tokenbucket", 2, []KeyKind{2, 3}},
 		{SlidingLog, "slidinglog", 3, []KeyKind{4}},
 		{Strings, "string", 1, []KeyKind{5}},
+		{Hashes, "hash", 5, []KeyKind{6}},
 	} {
 		if tt.fam.TypeName != tt.typeName || tt.fam.ScanType != tt.scanType || !slices.Equal(tt.fam.Kinds, tt.kinds) {
 			t.Errorf("family %s: TYPE %q, SCAN TYPE %d, kinds %v", tt.fam.Name, tt.fam.TypeName, tt.fam.ScanType, tt.fam.Kinds)
@@ -85,7 +98,7 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		t.Errorf("SCAN TYPE any %d, none %d", ScanTypeAny, ScanTypeNone)
 	}
 	for v := int64(-1); v < 8; v++ {
-		if got := ValidScanType(v); got != (v >= 0 && v <= 4) {
+		if got := ValidScanType(v); got != (v >= 0 && v <= 5) {
 			t.Errorf("ValidScanType(%d) = %v", v, got)
 		}
 	}
@@ -96,7 +109,7 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 func TestScanTypeByName(t *testing.T) {
 	for name, want := range map[string]int64{
 		"string": ScanTypeString, "STRING": ScanTypeString, "tokenBucket": ScanTypeTokenBucket,
-		"slidinglog": ScanTypeSlidingLog, "list": ScanTypeNone, "": ScanTypeNone, "none": ScanTypeNone,
+		"slidinglog": ScanTypeSlidingLog, "list": ScanTypeNone, "hash": ScanTypeHash, "HASH": ScanTypeHash, "": ScanTypeNone, "none": ScanTypeNone,
 	} {
 		if got := ScanTypeByName([]byte(name)); got != want {
 			t.Errorf("ScanTypeByName(%q) = %d, want %d", name, got, want)

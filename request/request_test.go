@@ -9,7 +9,7 @@ import (
 func TestTypeName(t *testing.T) {
 	for v, want := range map[int64]string{
 		int64(KeyNone): "none", int64(KeyGCRA): "string", int64(KeyTokenGreedy): "tokenbucket",
-		int64(KeyTokenInterval): "tokenbucket", int64(KeySlidingLog): "slidinglog", int64(KeyString): "string", 6: "none", -1: "none", 1000: "none",
+		int64(KeyTokenInterval): "tokenbucket", int64(KeySlidingLog): "slidinglog", int64(KeyString): "string", int64(KeyHash): "hash", 127: "none", -1: "none", 1000: "none",
 	} {
 		if got := TypeName(v); got != want {
 			t.Errorf("TypeName(%d) = %q, want %q", v, got, want)
