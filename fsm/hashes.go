@@ -491,7 +491,14 @@ func (f *FSM) hmget(r *request.Request, now int64, res *request.Result) {
 				v = rest
 			}
 		}
-		var data []byte
+		// The values found, kept to size the reply once (on the stack for
+		// the few fields a rate limiter asks).
+		var small [16][]byte
+		found := small[:0]
+		if len(r.Keys) > len(small) {
+			found = make([][]byte, 0, len(r.Keys))
+		}
+		size := 0
 		for _, field := range r.Keys {
 			var v []byte
 			var ok bool
@@ -500,7 +507,17 @@ func (f *FSM) hmget(r *request.Request, now int64, res *request.Result) {
 			} else {
 				v, ok = lookupField(st.Val, field)
 			}
-			data = request.AppendBulkItem(data, v, !ok)
+			if !ok {
+				v = nil
+			} else if v == nil {
+				v = []byte{}
+			}
+			found = append(found, v)
+			size += uvarintLen(len(v)+1) + len(v) + 1
+		}
+		data := make([]byte, 0, size)
+		for _, v := range found {
+			data = request.AppendBulkItem(data, v, v == nil)
 		}
 		res.Kind, res.Data = request.KindBulks, data
 	})
