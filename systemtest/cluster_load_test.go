@@ -89,6 +89,10 @@ var limiterFamilies = []limiterFamily{
 		func(k string, n int64) []string { return []string{"SL.PEEK", k, itoa(n), "86400000"} }, nil},
 	{"ct", func(k string, n int64) []string { return []string{"INCR", k} },
 		func(k string, n int64) []string { return []string{"GET", k} }, counterAsLimiter},
+	// A counter in a hash field (HINCRBY to take a unit, HGET to peek):
+	// the token-bucket-in-a-hash pattern, read as the "ct" counter.
+	{"hc", func(k string, n int64) []string { return []string{"HINCRBY", k, "taken", "1"} },
+		func(k string, n int64) []string { return []string{"HGET", k, "taken"} }, counterAsLimiter},
 }
 
 // familyOfKey is the family whose tag a load key carries (prefix:tag:n).

@@ -23,8 +23,9 @@ func TestClusterReplaceNodeBySnapshot(t *testing.T) {
 
 	// Decisions one round trip each from two clients, so that nearly each
 	// is its own log entry: key k takes k%5+1 of its 100 units. Key k is of
-	// limiterFamilies[k%5], so the snapshot n4 installs holds CL, TB
-	// (greedy and INTERVAL), SL and counter (string) keys.
+	// limiterFamilies[k%len(limiterFamilies)], so the snapshot n4 installs
+	// holds CL, TB (greedy and INTERVAL), SL and counter (string and hash)
+	// keys.
 	const keys = 200
 	key := func(k int) string { return fmt.Sprintf("member:%s:%03d", memberFamily(k).tag, k) }
 	writeStart := time.Now()

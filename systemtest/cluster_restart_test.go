@@ -12,8 +12,8 @@ import (
 
 // Keys of the whole-cluster restart: 10 000 units each (one a day), more than
 // the test sends, so a PEEK tells exactly how many units a key holds. Key k
-// belongs to limiterFamilies[k%5]: CL, TB greedy, TB INTERVAL, SL and counter keys
-// go through the same restarts.
+// belongs to limiterFamilies[k%len(limiterFamilies)]: CL, TB greedy, TB
+// INTERVAL, SL and counter (string and hash) keys go through the same restarts.
 const (
 	restartKeys     = 120
 	restartBurst    = 9999
