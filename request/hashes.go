@@ -72,11 +72,11 @@ var Hashes = describeFamily(&Family{
 		{Code: HSet, Name: "HSET", Keys: KeyValue, Creates: true, Grows: true, Reply: KindInt, AlsoReply: KindOK},
 		{Code: HSetNX, Name: "HSETNX", Keys: KeyValue, Creates: true, Grows: true, Reply: KindInt},
 		{Code: HDel, Name: "HDEL", Keys: KeyValue, Reply: KindInt},
-		// HINCRBY and HINCRBYFLOAT grow a hash by at most a field, as INCR
-		// grows a string by digits: an existing bucket keeps deciding above
-		// maxmemory (Creates still refuses a new hash).
-		{Code: HIncrBy, Name: "HINCRBY", Keys: KeyValue, Creates: true, Reply: KindInt},
-		{Code: HIncrByFloat, Name: "HINCRBYFLOAT", Keys: KeyValue, Creates: true, Reply: KindBulk},
+		// HINCRBY and HINCRBYFLOAT grow a hash by a field the client names
+		// (unlike INCR, whose growth is a counter's digits): refused above
+		// maxmemory even on a live hash, as Redis refuses them (denyoom).
+		{Code: HIncrBy, Name: "HINCRBY", Keys: KeyValue, Creates: true, Grows: true, Reply: KindInt},
+		{Code: HIncrByFloat, Name: "HINCRBYFLOAT", Keys: KeyValue, Creates: true, Grows: true, Reply: KindBulk},
 		{Code: HGet, Name: "HGET", Keys: KeyValue, Reply: KindBulk, Nullable: true},
 		{Code: HMGet, Name: "HMGET", Keys: KeyValue, Reply: KindBulks},
 		{Code: HGetAll, Name: "HGETALL", Keys: OneKey, Reply: KindMap},

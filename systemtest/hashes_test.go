@@ -300,10 +300,10 @@ func TestHashesSurviveSnapshotRestart(t *testing.T) {
 	}
 }
 
-// TestMaxmemoryRefusesNewHashes: above maxmemory HSET, HMSET and HSETNX
-// answer OOM even on a live hash (Redis's denyoom), HINCRBY and
-// HINCRBYFLOAT of a new hash answer OOM too, while HINCRBY of an existing
-// bucket, HDEL, reads, EXPIRE and DEL go on.
+// TestMaxmemoryRefusesNewHashes: above maxmemory every hash write that may
+// add a field (HSET, HMSET, HSETNX, HINCRBY, HINCRBYFLOAT) answers OOM, on
+// a new hash and on a live one (Redis's denyoom), while HDEL, reads, EXPIRE
+// and DEL go on.
 func TestMaxmemoryRefusesNewHashes(t *testing.T) {
 	t.Parallel()
 	n := startTestNode(t, "hashes-maxmemory")
@@ -326,14 +326,14 @@ func TestMaxmemoryRefusesNewHashes(t *testing.T) {
 		expectReply(t, c, wantInt(1), "DEL", "new")
 	}
 	for _, args := range [][]string{{"HMSET", "new", "f", "v"}, {"HSETNX", "new", "f", "v"}, {"HINCRBY", "new", "f", "1"},
-		{"HINCRBYFLOAT", "new", "f", "1.5"}, {"HSET", "bucket", "ts", "2"}, {"HMSET", "bucket", "x", "1"}, {"HSETNX", "bucket", "y", "1"}} {
+		{"HINCRBYFLOAT", "new", "f", "1.5"}, {"HSET", "bucket", "ts", "2"}, {"HMSET", "bucket", "x", "1"}, {"HSETNX", "bucket", "y", "1"},
+		{"HINCRBY", "bucket", "tokens", "-1"}, {"HINCRBY", "bucket", "other", "1"}, {"HINCRBYFLOAT", "bucket", "tokens", "-0.5"}} {
 		expectReply(t, c, wantErr(oom), args...)
 	}
-	expectReply(t, c, wantInt(9), "HINCRBY", "bucket", "tokens", "-1")
-	expectReply(t, c, wantBulk("8.5"), "HINCRBYFLOAT", "bucket", "tokens", "-0.5")
 	expectReply(t, c, wantInt(1), "HDEL", "bucket", "ts")
 	expectReply(t, c, wantInt(1), "EXPIRE", "bucket", "100")
-	expectReply(t, c, wantBulk("8.5"), "HGET", "bucket", "tokens")
+	expectReply(t, c, wantBulk("10"), "HGET", "bucket", "tokens")
+	expectReply(t, c, wantInt(1), "HLEN", "bucket")
 	expectReply(t, c, wantInt(0), "EXISTS", "new")
 	expectReply(t, c, wantStatus("OK"), "CONFIG", "SET", "maxmemory", "0")
 }
