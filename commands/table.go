@@ -96,6 +96,10 @@ var table = []*Spec{
 	stringSpecs[6], stringSpecs[7], stringSpecs[8], stringSpecs[9], stringSpecs[10], stringSpecs[11],
 	stringSpecs[12], stringSpecs[13], stringSpecs[14], stringSpecs[15], stringSpecs[16], stringSpecs[17],
 
+	// Lists (lists.go).
+	listSpecs[0], listSpecs[1], listSpecs[2], listSpecs[3], listSpecs[4], listSpecs[5],
+	listSpecs[6], listSpecs[7], listSpecs[8], listSpecs[9], listSpecs[10], listSpecs[11],
+
 	// Iterating the keyspace (scan.go).
 	scanSpec, keysSpec,
 

@@ -71,6 +71,7 @@ type FSM struct {
 	// renameBuf holds the value a RENAME moves (rename.go).
 	renameBuf []byte
 	strBuf    []byte // the new string of the call being applied (strings.go)
+	listBuf   []byte // the new list value of the call being applied (lists.go)
 
 	entries atomic.Uint64
 	ops     atomic.Uint64
