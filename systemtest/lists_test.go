@@ -117,6 +117,17 @@ func TestListCommandsAgainstRedis(t *testing.T) {
 	if info := mustDo(t, rc, "INFO", "keyspace").String(); !strings.Contains(info, "db0:keys=2,") {
 		t.Errorf("INFO keyspace with two lists: %q", info)
 	}
+	// CL keys are strings (Redis has none to compare with): WRONGTYPE to
+	// list commands, and CL.THROTTLE on a list is WRONGTYPE too.
+	const wrongType = "WRONGTYPE Operation against a key holding the wrong kind of value"
+	mustDo(t, rc, "CL.THROTTLE", "cl", "5", "1", "60")
+	for _, args := range [][]string{{"LPUSH", "cl", "a"}, {"RPUSHX", "cl", "a"}, {"LPOP", "cl", "0"}, {"LLEN", "cl"},
+		{"LINDEX", "cl", "abc"}, {"LRANGE", "cl", "0", "-1"}, {"LTRIM", "cl", "0", "1"}, {"LREM", "cl", "0", "a"},
+		{"LSET", "cl", "0", "a"}, {"CL.THROTTLE", "l1", "5", "1", "60"}, {"CL.PEEK", "l2", "5", "1", "60"}} {
+		expectReply(t, rc, wantErr(wrongType), args...)
+	}
+	expectReply(t, rc, wantStatus("string"), "TYPE", "cl")
+	expectReply(t, rc, wantInt(3), "LLEN", "l1")
 }
 
 // TestClusterListsThroughFollower: list writes sent to a follower are
