@@ -28,39 +28,39 @@ func listSpec(name string, arity int, code request.Code, acl, since, complexity,
 }
 
 var (
-	elementsArg = Arg{Name: "element", Type: "string", Multiple: true}
-	elementArg  = Arg{Name: "element", Type: "string"}
-	countArg    = Arg{Name: "count", Type: "integer", Optional: true}
-	startArg    = Arg{Name: "start", Type: "integer"}
-	stopArg     = Arg{Name: "stop", Type: "integer"}
-	indexArg    = Arg{Name: "index", Type: "integer"}
+	listElementsArg = Arg{Name: "element", Type: "string", Multiple: true}
+	listElementArg  = Arg{Name: "element", Type: "string"}
+	listCountArg    = Arg{Name: "count", Type: "integer", Optional: true}
+	listStartArg    = Arg{Name: "start", Type: "integer"}
+	listStopArg     = Arg{Name: "stop", Type: "integer"}
+	listIndexArg    = Arg{Name: "index", Type: "integer"}
 )
 
 var listSpecs = []*Spec{
 	listSpec("lpush", -3, request.ListPush, "@write @fast", "1.0.0", "O(1) for each element added",
-		"Prepends the elements to the list (the last one ends up first): the new length.", parseListPush, keyArg, elementsArg),
+		"Prepends the elements to the list (the last one ends up first): the new length.", parseListPush, keyArg, listElementsArg),
 	listSpec("rpush", -3, request.ListPush, "@write @fast", "1.0.0", "O(1) for each element added",
-		"Appends the elements to the list: the new length.", parseListPush, keyArg, elementsArg),
+		"Appends the elements to the list: the new length.", parseListPush, keyArg, listElementsArg),
 	listSpec("lpushx", -3, request.ListPush, "@write @fast", "2.2.0", "O(1) for each element added",
-		"Prepends the elements to an existing list: the new length, 0 when missing.", parseListPush, keyArg, elementsArg),
+		"Prepends the elements to an existing list: the new length, 0 when missing.", parseListPush, keyArg, listElementsArg),
 	listSpec("rpushx", -3, request.ListPush, "@write @fast", "2.2.0", "O(1) for each element added",
-		"Appends the elements to an existing list: the new length, 0 when missing.", parseListPush, keyArg, elementsArg),
+		"Appends the elements to an existing list: the new length, 0 when missing.", parseListPush, keyArg, listElementsArg),
 	listSpec("lpop", -2, request.ListPop, "@write @fast", "1.0.0", "O(N) where N is the number of elements returned",
-		"Removes and answers the first element, or the first count elements.", parseListPop, keyArg, countArg),
+		"Removes and answers the first element, or the first count elements.", parseListPop, keyArg, listCountArg),
 	listSpec("rpop", -2, request.ListPop, "@write @fast", "1.0.0", "O(N) where N is the number of elements returned",
-		"Removes and answers the last element, or the last count elements (last first).", parseListPop, keyArg, countArg),
+		"Removes and answers the last element, or the last count elements (last first).", parseListPop, keyArg, listCountArg),
 	listSpec("llen", 2, request.ListLen, "@read @fast", "1.0.0", "O(1)",
 		"The length of the list; 0 when missing.", parseListLen, keyArg),
 	listSpec("lindex", 3, request.ListIndex, "@read @slow", "1.0.0", "O(N) where N is the number of elements to traverse to get to the element at index",
-		"The element at index (negative from the tail); nil when out of range.", parseListIndex, keyArg, indexArg),
+		"The element at index (negative from the tail); nil when out of range.", parseListIndex, keyArg, listIndexArg),
 	listSpec("lrange", 4, request.ListRange, "@read @slow", "1.0.0", "O(S+N) where S is the distance of start offset from HEAD for small lists, from nearest end (HEAD or TAIL) for large lists; and N is the number of elements in the specified range.",
-		"The elements from start to stop, both included (negative from the tail).", parseListRange, keyArg, startArg, stopArg),
+		"The elements from start to stop, both included (negative from the tail).", parseListRange, keyArg, listStartArg, listStopArg),
 	listSpec("ltrim", 4, request.ListTrim, "@write @slow", "1.0.0", "O(N) where N is the number of elements to be removed by the operation.",
-		"Keeps only the elements from start to stop; an empty range deletes the key.", parseListTrim, keyArg, startArg, stopArg),
+		"Keeps only the elements from start to stop; an empty range deletes the key.", parseListTrim, keyArg, listStartArg, listStopArg),
 	listSpec("lrem", 4, request.ListRem, "@write @slow", "1.0.0", "O(N+M) where N is the length of the list and M is the number of elements removed.",
-		"Removes count occurrences of element (from the tail when negative, all when 0): how many.", parseListRem, keyArg, Arg{Name: "count", Type: "integer"}, elementArg),
+		"Removes count occurrences of element (from the tail when negative, all when 0): how many.", parseListRem, keyArg, Arg{Name: "count", Type: "integer"}, listElementArg),
 	listSpec("lset", 4, request.ListSet, "@write @slow", "1.0.0", "O(N) where N is the length of the list.",
-		"Replaces the element at index.", parseListSet, keyArg, indexArg, elementArg),
+		"Replaces the element at index.", parseListSet, keyArg, listIndexArg, listElementArg),
 }
 
 // parseListPush is LPUSH, RPUSH, LPUSHX and RPUSHX.
@@ -129,8 +129,8 @@ func parseListSet(args [][]byte) (request.Request, string) {
 	return r, ""
 }
 
-// startStop parses LRANGE's and LTRIM's start and stop, before the lookup.
-func startStop(code request.Code, args [][]byte) (request.Request, string) {
+// listStartStop parses LRANGE's and LTRIM's start and stop, before the lookup.
+func listStartStop(code request.Code, args [][]byte) (request.Request, string) {
 	start, ok1 := redisInt(args[2])
 	stop, ok2 := redisInt(args[3])
 	if !ok1 || !ok2 {
@@ -142,11 +142,11 @@ func startStop(code request.Code, args [][]byte) (request.Request, string) {
 }
 
 func parseListRange(args [][]byte) (request.Request, string) {
-	return startStop(request.ListRange, args)
+	return listStartStop(request.ListRange, args)
 }
 
 func parseListTrim(args [][]byte) (request.Request, string) {
-	return startStop(request.ListTrim, args)
+	return listStartStop(request.ListTrim, args)
 }
 
 func parseListRem(args [][]byte) (request.Request, string) {

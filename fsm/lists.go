@@ -30,12 +30,12 @@ var listFamily = family{
 	ops: []op{
 		{code: request.ListPush, valid: listPushValid, run: (*FSM).listPush},
 		{code: request.ListPop, valid: listPopValid, run: (*FSM).listPop},
-		{code: request.ListTrim, valid: twoArgs, run: (*FSM).listTrim},
+		{code: request.ListTrim, valid: listTwoArgs, run: (*FSM).listTrim},
 		{code: request.ListRem, valid: listRemValid, run: (*FSM).listRem},
 		{code: request.ListSet, valid: listIndexValid, run: (*FSM).listSet},
 		{code: request.ListLen, run: (*FSM).listLen},
 		{code: request.ListIndex, valid: listIndexValid, run: (*FSM).listIndex},
-		{code: request.ListRange, valid: twoArgs, run: (*FSM).listRange},
+		{code: request.ListRange, valid: listTwoArgs, run: (*FSM).listRange},
 	},
 	hasValue: true,
 	check:    listCheckRecord,
@@ -49,11 +49,11 @@ var listKind = keyKind(request.KeyListKind)
 // snapshot record holds.
 const maxListValue = maxSnapshotValue
 
-// elemLen is the encoded size of an element of n bytes.
-func elemLen(n int) int { return 2*varint.UvarintLen(uint64(n)) + n }
+// listElemLen is the encoded size of an element of n bytes.
+func listElemLen(n int) int { return 2*varint.UvarintLen(uint64(n)) + n }
 
-// appendElem appends e's encoding to v.
-func appendElem(v, e []byte) []byte {
+// appendListElem appends e's encoding to v.
+func appendListElem(v, e []byte) []byte {
 	start := len(v)
 	v = binary.AppendUvarint(v, uint64(len(e)))
 	w := len(v) - start
@@ -64,19 +64,19 @@ func appendElem(v, e []byte) []byte {
 	return v
 }
 
-// elemAt reads the element that starts at off: its bytes (aliasing v) and
+// listElemAt reads the element that starts at off: its bytes (aliasing v) and
 // the offset just past it. v is a list value apply wrote or restore
 // checked.
-func elemAt(v []byte, off int) (e []byte, next int) {
+func listElemAt(v []byte, off int) (e []byte, next int) {
 	n, w := binary.Uvarint(v[off:])
 	start := off + w
 	end := start + int(n)
 	return v[start:end], end + w
 }
 
-// elemBefore reads the element that ends at end: its bytes and the offset
+// listElemBefore reads the element that ends at end: its bytes and the offset
 // where it starts.
-func elemBefore(v []byte, end int) (e []byte, start int) {
+func listElemBefore(v []byte, end int) (e []byte, start int) {
 	var n uint64
 	w := 0
 	for shift := uint(0); ; shift += 7 {
@@ -91,19 +91,19 @@ func elemBefore(v []byte, end int) (e []byte, start int) {
 	return v[stop-int(n) : stop], stop - int(n) - w
 }
 
-// elemOffset is the offset where element i starts (len(v) for i == count),
+// listElemOffset is the offset where element i starts (len(v) for i == count),
 // walked from the nearer end: O(min(i, count-i)) steps over lengths.
-func elemOffset(v []byte, count, i int64) int {
+func listElemOffset(v []byte, count, i int64) int {
 	if i <= count/2 {
 		off := 0
 		for ; i > 0; i-- {
-			_, off = elemAt(v, off)
+			_, off = listElemAt(v, off)
 		}
 		return off
 	}
 	off := len(v)
 	for j := count - i; j > 0; j-- {
-		_, off = elemBefore(v, off)
+		_, off = listElemBefore(v, off)
 	}
 	return off
 }
@@ -139,7 +139,7 @@ func listIndex(i, n int64) (int64, bool) {
 	return i, i >= 0 && i < n
 }
 
-func twoArgs(r *request.Request) string {
+func listTwoArgs(r *request.Request) string {
 	if r.NArgs != 2 {
 		return fmt.Sprintf("%d arguments, not 2", r.NArgs)
 	}
@@ -185,8 +185,8 @@ func listIndexValid(r *request.Request) string {
 		}
 	}
 	switch {
-	case twoArgs(r) != "":
-		return twoArgs(r)
+	case listTwoArgs(r) != "":
+		return listTwoArgs(r)
 	case r.Args[1] != 0 && request.ErrCode(r.Args[1]) != request.ErrNotInteger:
 		return fmt.Sprintf("index error code %d", r.Args[1])
 	}
@@ -219,7 +219,7 @@ func (f *FSM) listPush(r *request.Request, now int64, res *request.Result) {
 		}
 		size := len(cur.Val)
 		for _, e := range r.Keys {
-			size += elemLen(len(e))
+			size += listElemLen(len(e))
 		}
 		if size > maxListValue {
 			res.SetErr(request.ErrListTooLong)
@@ -229,11 +229,11 @@ func (f *FSM) listPush(r *request.Request, now int64, res *request.Result) {
 		if fl&request.ListRight != 0 {
 			buf = append(buf, cur.Val...)
 			for _, e := range r.Keys {
-				buf = appendElem(buf, e)
+				buf = appendListElem(buf, e)
 			}
 		} else {
 			for i := len(r.Keys) - 1; i >= 0; i-- { // LPUSH a b c: c b a
-				buf = appendElem(buf, r.Keys[i])
+				buf = appendListElem(buf, r.Keys[i])
 			}
 			buf = append(buf, cur.Val...)
 		}
@@ -279,24 +279,24 @@ func (f *FSM) listPop(r *request.Request, now int64, res *request.Result) {
 		if count == request.ListNoCount {
 			var e []byte
 			if right {
-				e, v = popRight(v)
+				e, v = listPopRight(v)
 			} else {
-				e, v = popLeft(v)
+				e, v = listPopLeft(v)
 			}
 			setBulk(res, e)
 		} else {
 			var data []byte
 			if right {
 				// The range's bytes bound the reply's: one allocation.
-				data = make([]byte, 0, len(v)-elemOffset(v, cur.A, cur.A-n))
+				data = make([]byte, 0, len(v)-listElemOffset(v, cur.A, cur.A-n))
 				for range n {
 					var e []byte
-					e, v = popRight(v)
+					e, v = listPopRight(v)
 					data = request.AppendItem(data, e)
 				}
 			} else {
-				end := elemOffset(v, cur.A, n)
-				data = appendFronts(make([]byte, 0, end), v[:end])
+				end := listElemOffset(v, cur.A, n)
+				data = appendListFronts(make([]byte, 0, end), v[:end])
 				v = v[end:]
 			}
 			res.Kind, res.Data = request.KindArray, data
@@ -310,19 +310,19 @@ func (f *FSM) listPop(r *request.Request, now int64, res *request.Result) {
 	})
 }
 
-func popLeft(v []byte) (e, rest []byte) {
-	e, next := elemAt(v, 0)
+func listPopLeft(v []byte) (e, rest []byte) {
+	e, next := listElemAt(v, 0)
 	return e, v[next:]
 }
 
-func popRight(v []byte) (e, rest []byte) {
-	e, start := elemBefore(v, len(v))
+func listPopRight(v []byte) (e, rest []byte) {
+	e, start := listElemBefore(v, len(v))
 	return e, v[:start]
 }
 
-// appendFronts appends the elements of the list bytes v as items of a
+// appendListFronts appends the elements of the list bytes v as items of a
 // KindArray (each element's front: its length prefix and bytes).
-func appendFronts(data, v []byte) []byte {
+func appendListFronts(data, v []byte) []byte {
 	for off := 0; off < len(v); {
 		n, w := binary.Uvarint(v[off:])
 		end := off + w + int(n)
@@ -348,8 +348,8 @@ func (f *FSM) listTrim(r *request.Request, now int64, res *request.Result) {
 		if !ok {
 			return cur, shard.Delete
 		}
-		start := elemOffset(cur.Val, cur.A, from)
-		end := elemOffset(cur.Val, cur.A, to+1)
+		start := listElemOffset(cur.Val, cur.A, from)
+		end := listElemOffset(cur.Val, cur.A, to+1)
 		cur.Val = cur.Val[start:end]
 		cur.A = to - from + 1
 		return cur, shard.Put
@@ -381,7 +381,7 @@ func (f *FSM) listRem(r *request.Request, now int64, res *request.Result) {
 		buf := f.listBuf[:0]
 		if count >= 0 {
 			for off := 0; off < len(v); {
-				e, next := elemAt(v, off)
+				e, next := listElemAt(v, off)
 				if removed < limit && string(e) == string(elem) {
 					removed++
 				} else {
@@ -394,7 +394,7 @@ func (f *FSM) listRem(r *request.Request, now int64, res *request.Result) {
 			// what lies between them in head-to-tail order.
 			var cuts [][2]int // removed elements, tail first
 			for end := len(v); end > 0 && removed < limit; {
-				e, start := elemBefore(v, end)
+				e, start := listElemBefore(v, end)
 				if string(e) == string(elem) {
 					cuts = append(cuts, [2]int{start, end})
 					removed++
@@ -445,14 +445,14 @@ func (f *FSM) listSet(r *request.Request, now int64, res *request.Result) {
 			return cur, shard.Keep
 		}
 		v := cur.Val
-		start := elemOffset(v, cur.A, i)
-		old, end := elemAt(v, start)
-		if len(v)-elemLen(len(old))+elemLen(len(r.Keys[0])) > maxListValue {
+		start := listElemOffset(v, cur.A, i)
+		old, end := listElemAt(v, start)
+		if len(v)-listElemLen(len(old))+listElemLen(len(r.Keys[0])) > maxListValue {
 			res.SetErr(request.ErrListTooLong)
 			return cur, shard.Keep
 		}
 		buf := append(f.listBuf[:0], v[:start]...)
-		buf = appendElem(buf, r.Keys[0])
+		buf = appendListElem(buf, r.Keys[0])
 		buf = append(buf, v[end:]...)
 		f.listBuf = buf
 		res.Kind = request.KindOK
@@ -509,7 +509,7 @@ func (f *FSM) listIndex(r *request.Request, now int64, res *request.Result) {
 			setNil(res)
 			return
 		}
-		e, _ := elemAt(st.Val, elemOffset(st.Val, st.A, i))
+		e, _ := listElemAt(st.Val, listElemOffset(st.Val, st.A, i))
 		setBulk(res, e)
 	})
 }
@@ -523,9 +523,9 @@ func (f *FSM) listRange(r *request.Request, now int64, res *request.Result) {
 			empty()
 			return
 		}
-		start := elemOffset(st.Val, st.A, from)
-		end := elemOffset(st.Val, st.A, to+1)
-		res.Kind, res.Data = request.KindArray, appendFronts(make([]byte, 0, end-start), st.Val[start:end])
+		start := listElemOffset(st.Val, st.A, from)
+		end := listElemOffset(st.Val, st.A, to+1)
+		res.Kind, res.Data = request.KindArray, appendListFronts(make([]byte, 0, end-start), st.Val[start:end])
 	})
 }
 

@@ -13,7 +13,7 @@ import (
 func listValue(elems ...string) []byte {
 	var v []byte
 	for _, e := range elems {
-		v = appendElem(v, []byte(e))
+		v = appendListElem(v, []byte(e))
 	}
 	return v
 }
@@ -59,8 +59,8 @@ func TestListSnapshotRefusesMalformedValues(t *testing.T) {
 	}
 }
 
-// TestListElementWalk: elemOffset from either end agrees with a forward
-// walk for every position, and elemBefore reads back what appendElem wrote
+// TestListElementWalk: listElemOffset from either end agrees with a forward
+// walk for every position, and listElemBefore reads back what appendListElem wrote
 // at every length prefix width.
 func TestListElementWalk(t *testing.T) {
 	elems := []string{"", "a", strings.Repeat("b", 127), strings.Repeat("c", 128), strings.Repeat("d", 16383), strings.Repeat("e", 16384), "f"}
@@ -68,17 +68,17 @@ func TestListElementWalk(t *testing.T) {
 	count := int64(len(elems))
 	off := 0
 	for i := int64(0); i <= count; i++ {
-		if got := elemOffset(v, count, i); got != off {
-			t.Fatalf("elemOffset(%d) = %d, want %d", i, got, off)
+		if got := listElemOffset(v, count, i); got != off {
+			t.Fatalf("listElemOffset(%d) = %d, want %d", i, got, off)
 		}
 		if i == count {
 			break
 		}
-		e, next := elemAt(v, off)
+		e, next := listElemAt(v, off)
 		if string(e) != elems[i] {
 			t.Fatalf("element %d: %d bytes", i, len(e))
 		}
-		back, start := elemBefore(v, next)
+		back, start := listElemBefore(v, next)
 		if start != off || string(back) != elems[i] {
 			t.Fatalf("element %d read backwards: start %d, want %d", i, start, off)
 		}

@@ -58,9 +58,9 @@ func (e *engine) list(t testing.TB, now int64, args ...string) string {
 // listModel is Redis 7.0's list commands on Go slices.
 type listModel map[string][]string
 
-const wrongType = "-WRONGTYPE Operation against a key holding the wrong kind of value"
+const listWrongType = "-WRONGTYPE Operation against a key holding the wrong kind of value"
 
-func quoteAll(s []string) string {
+func listQuoteAll(s []string) string {
 	parts := make([]string, len(s))
 	for i, x := range s {
 		parts[i] = strconv.Quote(x)
@@ -68,8 +68,8 @@ func quoteAll(s []string) string {
 	return "*[" + strings.Join(parts, " ") + "]"
 }
 
-// clamp is Redis's LRANGE/LTRIM range rule.
-func clamp(start, stop int64, n int) (int, int, bool) {
+// listClamp is Redis's LRANGE/LTRIM range rule.
+func listClamp(start, stop int64, n int) (int, int, bool) {
 	ln := int64(n)
 	if start < 0 {
 		start += ln
@@ -128,12 +128,12 @@ func (m listModel) apply(args []string) string {
 		if args[0] == "LPOP" {
 			out := slices.Clone(l[:n])
 			set(l[n:])
-			return quoteAll(out)
+			return listQuoteAll(out)
 		}
 		out := slices.Clone(l[len(l)-n:])
 		slices.Reverse(out)
 		set(l[:len(l)-n])
-		return quoteAll(out)
+		return listQuoteAll(out)
 	case "LLEN":
 		return strconv.Itoa(len(l))
 	case "LINDEX":
@@ -162,13 +162,13 @@ func (m listModel) apply(args []string) string {
 		l[i] = args[3]
 		return "+OK"
 	case "LRANGE":
-		from, to, ok := clamp(num(args[2]), num(args[3]), len(l))
+		from, to, ok := listClamp(num(args[2]), num(args[3]), len(l))
 		if !ok {
 			return "*[]"
 		}
-		return quoteAll(l[from : to+1])
+		return listQuoteAll(l[from : to+1])
 	case "LTRIM":
-		from, to, ok := clamp(num(args[2]), num(args[3]), len(l))
+		from, to, ok := listClamp(num(args[2]), num(args[3]), len(l))
 		if !ok {
 			set(nil)
 		} else {
@@ -324,25 +324,25 @@ func TestListCommandEdges(t *testing.T) {
 		{"LTRIM l 0 01", "-ERR value is not an integer or out of range"},
 		{"LREM l +1 a", "-ERR value is not an integer or out of range"},
 		{"SET s v", "+OK"},
-		{"LPUSH s a", wrongType},
-		{"LPUSHX s a", wrongType},
-		{"LPOP s 0", wrongType},
-		{"LINDEX s abc", wrongType},
-		{"LSET s abc v", wrongType},
-		{"LLEN s", wrongType},
-		{"LRANGE s 0 -1", wrongType},
-		{"LTRIM s 0 -1", wrongType},
-		{"LREM s 0 a", wrongType},
+		{"LPUSH s a", listWrongType},
+		{"LPUSHX s a", listWrongType},
+		{"LPOP s 0", listWrongType},
+		{"LINDEX s abc", listWrongType},
+		{"LSET s abc v", listWrongType},
+		{"LLEN s", listWrongType},
+		{"LRANGE s 0 -1", listWrongType},
+		{"LTRIM s 0 -1", listWrongType},
+		{"LREM s 0 a", listWrongType},
 		{"RPUSH l a", "1"},
-		{"GET l", wrongType},
-		{"INCR l", wrongType},
+		{"GET l", listWrongType},
+		{"INCR l", listWrongType},
 		{"MGET l", `+[(nil)]`},
 		{"LTRIM l 1 0", "+OK"},
 		{"EXISTS l", "0"},
 		{"CL.THROTTLE c 5 1 60", ""},
-		{"LPUSH c a", wrongType},
+		{"LPUSH c a", listWrongType},
 		{"RPUSH l a", "1"},
-		{"CL.THROTTLE l 5 1 60", wrongType},
+		{"CL.THROTTLE l 5 1 60", listWrongType},
 		{"SET l v", "+OK"},
 		{"TYPE l", "+string"},
 	} {
