@@ -11,7 +11,7 @@ import (
 )
 
 // The list family in the state machine (Redis 7.0's t_list.c at the entry's
-// now). A key is a shard.State of KindList: A is the element count (at
+// now). A key is a shard.State of kind KeyListKind: A is the element count (at
 // least 1: an empty list does not exist), B is 0 but for an expiry past
 // 2262 (the strings' rule, strExpiry), and Val holds the elements head
 // first, each as
@@ -24,7 +24,11 @@ import (
 // the same 7-bit groups, least significant first, ending at the byte
 // without the high bit). The front part of each element is exactly
 // request.AppendItem's encoding, so LRANGE's reply is the element fronts
-// copied as they are. DESIGN.md, "Lists", says what each command costs.
+// copied as they are. A command that changes nothing returns shard.Keep
+// (WATCH counts every other write as a change); LTRIM and LSET of a live
+// list always put it back, as Redis 7.0 signals them modified even when
+// the bytes stay the same. DESIGN.md, "Lists", says what each command
+// costs.
 var listFamily = family{
 	desc: request.Lists,
 	ops: []op{
@@ -193,8 +197,8 @@ func listIndexValid(r *request.Request) string {
 	return ""
 }
 
-// listOf is a live key's list (count and value) and true, or false with
-// res answered WRONGTYPE.
+// listOf reports whether a live key is a list; false with res answered
+// WRONGTYPE.
 func listOf(cur shard.State, res *request.Result) bool {
 	if cur.Kind != listKind {
 		res.SetErr(request.ErrWrongType)
