@@ -2,10 +2,14 @@ package fsm
 
 import (
 	"bytes"
+	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/redcell/redcell/commands"
+	"github.com/redcell/redcell/request"
 	"github.com/redcell/redcell/shard"
 )
 
@@ -87,4 +91,42 @@ func TestListElementWalk(t *testing.T) {
 	if err := listCheckRecord(nil, shard.State{Kind: listKind, Expire: noExpiry, A: count, Val: v}, snapshotVersion); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// listOp is a random list command on the generator's keys (which other
+// families' ops share, so WRONGTYPE and replacement by SET happen too), for
+// TestReplicasAreIdentical's log.
+func (g *opGen) listOp() request.Request {
+	k := string(g.key())
+	elem := []string{"a", "b", "", "1700000000123", strings.Repeat("x", 200)}[g.rng.IntN(5)]
+	idx := func() string { return strconv.Itoa(g.rng.IntN(9) - 4) }
+	var line []string
+	switch g.rng.IntN(9) {
+	case 0, 1:
+		line = []string{[]string{"LPUSH", "RPUSH", "LPUSHX", "RPUSHX"}[g.rng.IntN(4)], k, elem, "b"}
+	case 2:
+		line = []string{[]string{"LPOP", "RPOP"}[g.rng.IntN(2)], k}
+	case 3:
+		line = []string{[]string{"LPOP", "RPOP"}[g.rng.IntN(2)], k, strconv.Itoa(g.rng.IntN(4))}
+	case 4:
+		line = []string{"LTRIM", k, idx(), idx()}
+	case 5:
+		line = []string{"LREM", k, idx(), elem}
+	case 6:
+		line = []string{"LSET", k, idx(), elem}
+	case 7:
+		line = []string{"LRANGE", k, idx(), idx()}
+	default:
+		line = []string{"LINDEX", k, idx()}
+	}
+	var scratch []byte
+	args := make([][]byte, len(line))
+	for i, a := range line {
+		args[i] = []byte(a)
+	}
+	r, text := commands.Lookup(args[0], &scratch).Parse(args)
+	if text != "" {
+		panic(fmt.Sprintf("%q: %s", line, text)) // a bug in this generator
+	}
+	return r
 }
