@@ -99,6 +99,9 @@ var table = []*Spec{
 	// Hashes (hashes.go).
 	hashSpecs[0], hashSpecs[1], hashSpecs[2], hashSpecs[3], hashSpecs[4], hashSpecs[5], hashSpecs[6],
 	hashSpecs[7], hashSpecs[8], hashSpecs[9], hashSpecs[10], hashSpecs[11], hashSpecs[12],
+	// Lists (lists.go).
+	listSpecs[0], listSpecs[1], listSpecs[2], listSpecs[3], listSpecs[4], listSpecs[5],
+	listSpecs[6], listSpecs[7], listSpecs[8], listSpecs[9], listSpecs[10], listSpecs[11],
 
 	// Iterating the keyspace (scan.go).
 	scanSpec, keysSpec,

@@ -84,6 +84,18 @@ var sampleLines = map[string]string{
 	"hvals":        "HVALS k",
 	"hincrby":      "HINCRBY k f 5",
 	"hincrbyfloat": "HINCRBYFLOAT k f 1.5",
+	"lpush":        "LPUSH k a b",
+	"rpush":        "RPUSH k a b",
+	"lpushx":       "LPUSHX k a",
+	"rpushx":       "RPUSHX k a",
+	"lpop":         "RPUSH k a b c; LPOP k 2",
+	"rpop":         "RPUSH k a; RPOP k",
+	"llen":         "LLEN k",
+	"lindex":       "RPUSH k a; LINDEX k 0",
+	"lrange":       "LRANGE k 0 -1",
+	"ltrim":        "RPUSH k a b; LTRIM k 0 0",
+	"lrem":         "RPUSH k a b a; LREM k -1 a",
+	"lset":         "RPUSH k a; LSET k -1 b",
 }
 
 // TestDescriptorsHaveNoGaps walks every code 0..255, every family and every

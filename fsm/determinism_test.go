@@ -20,8 +20,8 @@ import (
 //
 // must give the same result for every op and byte-identical snapshots at
 // every sampled entry boundary. The log has CL.THROTTLE (allowed, limited,
-// peeks, refunds, expire errors), DEL, FLUSHALL and the expiry commands
-// (every option, deletion, PERSIST) over a small key pool,
+// peeks, refunds, expire errors), DEL, FLUSHALL, the expiry commands
+// (every option, deletion, PERSIST), strings and lists over a small key pool,
 // stamps that mostly advance and sometimes go back, and non-command entries.
 func TestReplicasAreIdentical(t *testing.T) {
 	for seed := uint64(1); seed <= 4; seed++ {
@@ -62,13 +62,15 @@ func randomLog(seed uint64, n int) []logEntry {
 		ops := make([]request.Request, 1+g.rng.IntN(12))
 		for j := range ops {
 			ops[j] = g.op()
-			switch g.rng.IntN(8) {
+			switch g.rng.IntN(9) {
 			case 0:
 				ops[j] = g.expiryOp()
 			case 1, 2:
 				ops[j] = g.stringOp()
 			case 3:
 				ops[j] = g.hashOp()
+			case 4:
+				ops[j] = g.listOp()
 			}
 		}
 		out = append(out, logEntry{log: commandLog(index, encodeEntry(stamp, ops)), ops: len(ops)})
@@ -157,23 +159,24 @@ func checkReplicas(t *testing.T, seed uint64, n int) {
 	}
 
 	// The log must have exercised what it is meant to.
-	var kinds [16]int
-	errs := 0
+	var kinds [256]int
+	errs, limited := 0, 0
 	for _, rs := range resultsA {
 		for _, r := range rs {
 			kinds[r.Kind]++
 			if r.Kind == request.KindThrottle && r.Ints[0] == 1 {
-				kinds[15]++ // limited
+				limited++
 			}
 			if r.Kind == request.KindError {
 				errs++
 			}
 		}
 	}
-	if kinds[request.KindThrottle] == 0 || kinds[15] == 0 || kinds[request.KindInt] == 0 || kinds[request.KindOK] == 0 || errs == 0 ||
-		kinds[request.KindBulk] == 0 || kinds[request.KindNil] == 0 || kinds[request.KindBulks] == 0 {
+	if kinds[request.KindThrottle] == 0 || limited == 0 || kinds[request.KindInt] == 0 || kinds[request.KindOK] == 0 || errs == 0 ||
+		kinds[request.KindBulk] == 0 || kinds[request.KindNil] == 0 || kinds[request.KindBulks] == 0 ||
+		kinds[request.KindArray] == 0 || kinds[request.KindNilArray] == 0 {
 		t.Errorf("seed %d: the log is too tame: throttle %d (limited %d), int %d, ok %d, errors %d",
-			seed, kinds[request.KindThrottle], kinds[15], kinds[request.KindInt], kinds[request.KindOK], errs)
+			seed, kinds[request.KindThrottle], limited, kinds[request.KindInt], kinds[request.KindOK], errs)
 	}
 }
 

@@ -72,6 +72,7 @@ type FSM struct {
 	renameBuf []byte
 	strBuf    []byte      // the new string of the call being applied (strings.go)
 	hash      hashScratch // the hash a write changes (hashes.go)
+	listBuf   []byte      // the new list value of the call being applied (lists.go)
 
 	entries atomic.Uint64
 	ops     atomic.Uint64

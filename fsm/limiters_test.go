@@ -33,14 +33,20 @@ var familyCommands = map[string][]string{
 	"string": {"GET k", "INCR k", "APPEND k x", "STRLEN k", "GETDEL k", "SET k v GET", "GETSET k v", "GETEX k PERSIST", "INCRBYFLOAT k 1"},
 	"hash": {"HSET k f v", "HGET k f", "HSETNX k f v", "HMSET k f v", "HMGET k f", "HGETALL k", "HDEL k f", "HEXISTS k f",
 		"HLEN k", "HKEYS k", "HVALS k", "HINCRBY k f 1", "HINCRBYFLOAT k f 1"},
+	// Lists: made by listCreate; the index errors LINDEX and LSET answer
+	// after the type check, LPOP's count 0 after it too.
+	"list": {"LPUSH k x", "RPUSHX k x", "LPOP k", "RPOP k 0", "LLEN k", "LINDEX k abc", "LRANGE k 0 -1", "LTRIM k 0 0", "LREM k 0 x", "LSET k abc x"},
 }
 
-var familyTypes = map[string]string{"CL": "+string", "TB": "+tokenbucket", "TI": "+tokenbucket", "SL": "+slidinglog", "string": "+string", "hash": "+hash"}
+var familyTypes = map[string]string{"CL": "+string", "TB": "+tokenbucket", "TI": "+tokenbucket", "SL": "+slidinglog", "string": "+string", "hash": "+hash", "list": "+list"}
 
 // stringCreate makes a string key in the WRONGTYPE matrix. CL keys are
 // strings (the spec), so the CL and string pair is not in the matrix
 // (strings_test.go checks it).
 const stringCreate = "SET k 5"
+
+// listCreate makes a list key in the WRONGTYPE matrix.
+const listCreate = "RPUSH k a b"
 
 // TestWrongTypeMatrix: a live key of one family answers WRONGTYPE to every
 // command of the other three (peeks, COST 0 and refunds included) and
@@ -63,6 +69,10 @@ func TestWrongTypeMatrix(t *testing.T) {
 				} else if owner == "hash" {
 					if got := e.line(t, t0, create[0]); got != "1" {
 						t.Fatalf("%s: %s", create[0], got)
+					}
+				} else if owner == "list" {
+					if got := e.line(t, t0, listCreate); got != "2" {
+						t.Fatalf("%s: %s", listCreate, got)
 					}
 				} else if got := e.line(t, t0, create[0]); !strings.HasPrefix(got, "[0 ") {
 					t.Fatalf("%s: %s", create[0], got)

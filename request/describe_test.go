@@ -59,6 +59,14 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		{104, "HLEN", OneKey, false, KindInt, Hashes},
 		{105, "HKEYS", OneKey, false, KindArray, Hashes},
 		{106, "HVALS", OneKey, false, KindArray, Hashes},
+		{35, "LPUSH", KeyValue, true, KindInt, Lists},
+		{36, "LPOP", OneKey, false, KindBulk, Lists},
+		{37, "LTRIM", OneKey, false, KindOK, Lists},
+		{38, "LREM", KeyValue, false, KindInt, Lists},
+		{39, "LSET", KeyValue, false, KindOK, Lists},
+		{110, "LLEN", OneKey, false, KindInt, Lists},
+		{111, "LINDEX", OneKey, false, KindBulk, Lists},
+		{112, "LRANGE", OneKey, false, KindArray, Lists},
 	} {
 		d := Describe(tt.code)
 		if !tt.code.Known() || d.Code != tt.code || d.Name != tt.name || d.Keys != tt.keys || d.Creates != tt.creates || d.Reply != tt.reply || d.Family != tt.family {
@@ -79,6 +87,7 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		{SlidingLog, "slidinglog", 3, []KeyKind{4}},
 		{Strings, "string", 1, []KeyKind{5}},
 		{Hashes, "hash", 5, []KeyKind{6}},
+		{Lists, "list", 6, []KeyKind{7}},
 	} {
 		if tt.fam.TypeName != tt.typeName || tt.fam.ScanType != tt.scanType || !slices.Equal(tt.fam.Kinds, tt.kinds) {
 			t.Errorf("family %s: TYPE %q, SCAN TYPE %d, kinds %v", tt.fam.Name, tt.fam.TypeName, tt.fam.ScanType, tt.fam.Kinds)
@@ -98,7 +107,7 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		t.Errorf("SCAN TYPE any %d, none %d", ScanTypeAny, ScanTypeNone)
 	}
 	for v := int64(-1); v < 8; v++ {
-		if got := ValidScanType(v); got != (v >= 0 && v <= 5) {
+		if got := ValidScanType(v); got != (v >= 0 && v <= 6) {
 			t.Errorf("ValidScanType(%d) = %v", v, got)
 		}
 	}
@@ -109,7 +118,7 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 func TestScanTypeByName(t *testing.T) {
 	for name, want := range map[string]int64{
 		"string": ScanTypeString, "STRING": ScanTypeString, "tokenBucket": ScanTypeTokenBucket,
-		"slidinglog": ScanTypeSlidingLog, "list": ScanTypeNone, "hash": ScanTypeHash, "HASH": ScanTypeHash, "": ScanTypeNone, "none": ScanTypeNone,
+		"slidinglog": ScanTypeSlidingLog, "list": ScanTypeList, "LIST": ScanTypeList, "lists": ScanTypeNone, "hash": ScanTypeHash, "HASH": ScanTypeHash, "": ScanTypeNone, "none": ScanTypeNone,
 	} {
 		if got := ScanTypeByName([]byte(name)); got != want {
 			t.Errorf("ScanTypeByName(%q) = %d, want %d", name, got, want)

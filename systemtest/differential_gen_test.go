@@ -51,6 +51,7 @@ var differentialFamilies = []family{
 	expiryFamily,
 	stringFamily,
 	hashFamily,
+	listFamily,
 	connectionFamily,
 	errorFamily,
 }
