@@ -181,7 +181,7 @@ func runDatatypesThroughput(ctx context.Context, r dtRunner, servers []*server, 
 						if !isUnknownCommand(err) {
 							return nil, fmt.Errorf("%s on %s: check: %w", sc.spec, s.label(), err)
 						}
-						x.unavailable = err.Error()
+						x.unavailable = unavailableReason(err)
 					}
 				}
 				if x.unavailable != "" {

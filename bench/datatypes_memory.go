@@ -144,7 +144,7 @@ func measureDTMemory(ctx context.Context, s *server, si, keys, conns int) (dtMem
 	c.Close()
 	if err != nil {
 		if isUnknownCommand(err) {
-			r.unavailable = err.Error()
+			r.unavailable = unavailableReason(err)
 			return r, nil
 		}
 		return r, fmt.Errorf("check: %w", err)

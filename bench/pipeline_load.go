@@ -175,6 +175,18 @@ func isUnknownCommand(err error) bool {
 	return errors.As(err, &re) && strings.HasPrefix(re.text, "ERR unknown command")
 }
 
+// unavailableReason is the reply of a server without a command, cut
+// before the arguments Redis echoes ("ERR unknown command 'ZADD'"): what a
+// "not available" row shows.
+func unavailableReason(err error) string {
+	var re *replyError
+	if !errors.As(err, &re) {
+		return err.Error()
+	}
+	text, _, _ := strings.Cut(re.text, ", with args")
+	return text
+}
+
 // readIntReply reads one reply, which must be an integer. An error reply
 // is a *replyError; another type is a protocol error.
 func readIntReply(r *bufio.Reader) (int64, error) {
@@ -290,23 +302,28 @@ func runPipelineLoad(ctx context.Context, addr string, spec loadSpec, warmup, me
 	var phase atomic.Int32
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	errs := make([]error, len(clients))
+	// The first client to fail says why; the others then fail only
+	// because their connections were closed under them.
+	var firstErr error
+	var failOnce sync.Once
 	var wg sync.WaitGroup
-	for i, c := range clients {
+	for _, c := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if errs[i] = c.loop(spec, &phase); errs[i] != nil {
+			if err := c.loop(spec, &phase); err != nil {
+				failOnce.Do(func() { firstErr = err })
 				cancel()
 			}
 		}()
 	}
-	// Clients stuck on a dead server are unblocked by closing their
-	// connections when the run is cancelled.
+	// A failed client or the caller's cancellation ends the others at
+	// once: their connections are closed under them (closing again on the
+	// way out is harmless). This goroutine ends with the run.
 	go func() {
 		<-runCtx.Done()
 		for _, c := range clients {
-			c.conn.SetDeadline(time.Now())
+			c.conn.Close()
 		}
 	}()
 	wait := func(d time.Duration) error {
@@ -322,7 +339,7 @@ func runPipelineLoad(ctx context.Context, addr string, spec loadSpec, warmup, me
 	stopAll := func() error {
 		phase.Store(phaseStop)
 		wg.Wait()
-		return errors.Join(errs...)
+		return firstErr
 	}
 	if err := wait(warmup); err != nil {
 		return loadRun{}, errors.Join(stopAll(), err)
@@ -365,13 +382,19 @@ func (c *loadClient) loop(spec loadSpec, phase *atomic.Int32) error {
 	sp := spec.shape.spec()
 	perDecision := len(sp.commands)
 	var lats []time.Duration
+	var deadlineSet time.Time
 	for {
 		if phase.Load() == phaseStop {
 			return nil
 		}
 		now := time.Now()
 		c.buf = c.buildPipeline(c.buf[:0], spec, now.UnixMilli())
-		c.conn.SetDeadline(now.Add(30 * time.Second))
+		// A dead server fails the run within 30 s; the deadline moves
+		// once a second, not per pipeline (a timer update each time).
+		if now.Sub(deadlineSet) > time.Second {
+			c.conn.SetDeadline(now.Add(30 * time.Second))
+			deadlineSet = now
+		}
 		if _, err := c.conn.Write(c.buf); err != nil {
 			return fmt.Errorf("client %d: write: %w", c.id, err)
 		}
