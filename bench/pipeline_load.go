@@ -458,7 +458,9 @@ func checkShape(ctx context.Context, addr string, shape decisionShape) error {
 	c.setDeadline(time.Now().Add(5 * time.Second))
 	sp := shape.spec()
 	key := []byte(sp.prefix + "check")
-	if _, err := c.conn.Write(appendDecision(nil, shape, key, time.Now().UnixMilli(), []byte("check-0"))); err != nil {
+	now := time.Now()
+	member := "check-" + strconv.FormatInt(now.UnixNano(), 10) // new on every check: ZADD answers 1
+	if _, err := c.conn.Write(appendDecision(nil, shape, key, now.UnixMilli(), []byte(member))); err != nil {
 		return fmt.Errorf("write: %w", err)
 	}
 	var first error
