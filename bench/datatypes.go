@@ -274,8 +274,8 @@ func (r dtRunner) measureGo(ctx context.Context, s *server, spec loadSpec) (dtRe
 	}
 	res := dtResult{
 		DPS:   float64(run.decisions) / run.window.Seconds(),
-		P50Ms: msFloat(nearestRank(run.latencies, 0.5)),
-		P99Ms: msFloat(nearestRank(run.latencies, 0.99)),
+		P50Ms: msFloat(run.latencies.quantile(0.5)),
+		P99Ms: msFloat(run.latencies.quantile(0.99)),
 	}
 	res.ServerCores, res.ElsewhereCores = cpuShares(cpuBefore, cpuAfter, pids, run.clientCPU, run.window)
 	res.ServerSysCores = (time.Duration(sysAfter-sysBefore) * time.Second / userHZ).Seconds() / run.window.Seconds()

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,7 +26,9 @@ import (
 // It is built to cost the client as little as redis-benchmark does: one
 // reusable write buffer per connection encoded by hand (no allocation per
 // command), one write per pipeline, replies read in place from a bufio
-// buffer (every reply of these shapes is an integer), and the runtime held
+// buffer (every reply of these shapes is an integer), latencies counted in
+// a fixed histogram (nothing is allocated during a run, so the client never
+// stops to collect garbage), and the runtime held
 // to one P (GOMAXPROCS 1) for the run, so that like single-threaded
 // redis-benchmark it uses at most one of the machine's two cores and
 // shares them with a multi-threaded server the same way.
@@ -247,7 +248,7 @@ type loadClient struct {
 	// Filled while the run's phase is "measuring": decisions completed
 	// and each one's latency (from its pipeline's write to its last reply).
 	done int64
-	lat  []time.Duration
+	lat  latencyHistogram
 }
 
 // Run phases, read by every client after each pipeline.
@@ -259,10 +260,10 @@ const (
 
 // loadRun is what one run measured at the client.
 type loadRun struct {
-	decisions int64           // completed while measuring
-	window    time.Duration   // the measuring window
-	latencies []time.Duration // sorted, one per decision
-	clientCPU time.Duration   // this process's CPU over the window
+	decisions int64            // completed while measuring
+	window    time.Duration    // the measuring window
+	latencies latencyHistogram // one per decision
+	clientCPU time.Duration    // this process's CPU over the window
 }
 
 // runPipelineLoad connects spec.clients connections to addr, runs them for
@@ -366,9 +367,8 @@ func runPipelineLoad(ctx context.Context, addr string, spec loadSpec, warmup, me
 	run := loadRun{window: window, clientCPU: cpu}
 	for _, c := range clients {
 		run.decisions += c.done
-		run.latencies = append(run.latencies, c.lat...)
+		run.latencies.merge(&c.lat)
 	}
-	slices.Sort(run.latencies)
 	if run.decisions == 0 {
 		return loadRun{}, errors.New("no decision completed while measuring")
 	}
@@ -381,7 +381,7 @@ func runPipelineLoad(ctx context.Context, addr string, spec loadSpec, warmup, me
 func (c *loadClient) loop(spec loadSpec, phase *atomic.Int32) error {
 	sp := spec.shape.spec()
 	perDecision := len(sp.commands)
-	var lats []time.Duration
+	lats := make([]time.Duration, 0, spec.pipeline)
 	var deadlineSet time.Time
 	for {
 		if phase.Load() == phaseStop {
@@ -416,7 +416,9 @@ func (c *loadClient) loop(spec loadSpec, phase *atomic.Int32) error {
 		// the two ends of the window balance.
 		if phase.Load() == phaseMeasure {
 			c.done += int64(spec.pipeline)
-			c.lat = append(c.lat, lats...)
+			for _, d := range lats {
+				c.lat.record(d)
+			}
 		}
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -213,9 +212,10 @@ func TestRunPipelineLoadAgainstRedis(t *testing.T) {
 		if before != 1 || after != 1 {
 			t.Errorf("%s: hooks ran %d and %d times, want once each", shape.spec().name, before, after)
 		}
-		if run.decisions == 0 || int64(len(run.latencies)) != run.decisions || run.window < 300*time.Millisecond ||
-			!slices.IsSorted(run.latencies) || run.latencies[0] <= 0 {
-			t.Errorf("%s: %d decisions, %d latencies, window %v", shape.spec().name, run.decisions, len(run.latencies), run.window)
+		if run.decisions == 0 || run.latencies.total != uint64(run.decisions) || run.window < 300*time.Millisecond ||
+			run.latencies.quantile(0.5) <= 0 || run.latencies.quantile(0.99) < run.latencies.quantile(0.5) {
+			t.Errorf("%s: %d decisions, %d latencies (p50 %v, p99 %v), window %v", shape.spec().name, run.decisions,
+				run.latencies.total, run.latencies.quantile(0.5), run.latencies.quantile(0.99), run.window)
 		}
 	}
 	c := dialTest(t, s)
@@ -279,5 +279,74 @@ func TestMissingCommandsAreNotAvailable(t *testing.T) {
 	}
 	if err := checkShape(ctx, s.addr(), shapeCounter); err == nil || isUnknownCommand(err) {
 		t.Fatalf("counter on a set key: %v, want WRONGTYPE as a failure", err)
+	}
+}
+
+// Buckets are exact to the µs below 1 ms and within 1.6 % above, up to
+// hours; quantiles are by nearest rank over the merged counts.
+func TestLatencyHistogram(t *testing.T) {
+	prev := -1
+	for _, us := range []uint64{0, 1, 999, 1023, 1024, 1025, 1500, 4096, 50_000, 1_000_000, 30_000_000, 1 << 39} {
+		i := histBucket(us)
+		if i < prev {
+			t.Fatalf("bucket of %d µs is %d, below the previous %d", us, i, prev)
+		}
+		prev = i
+		got := histValue(i)
+		if us < histLinear && got != float64(us)+0.5 {
+			t.Errorf("%d µs reads back as %v", us, got)
+		}
+		if us >= histLinear && (got < float64(us)*0.984 || got > float64(us)*1.016) {
+			t.Errorf("%d µs reads back as %v, beyond 1.6 %%", us, got)
+		}
+	}
+	if histBucket(1<<62) != len(latencyHistogram{}.counts)-1 {
+		t.Error("a latency beyond the range is not in the last bucket")
+	}
+	var a, b latencyHistogram
+	for i := 1; i <= 98; i++ {
+		a.record(time.Duration(i) * time.Microsecond)
+	}
+	b.record(100 * time.Millisecond)
+	b.record(200 * time.Millisecond)
+	a.merge(&b)
+	if a.total != 100 {
+		t.Fatalf("total %d after merging, want 100", a.total)
+	}
+	if got := a.quantile(0.5); got != 50500*time.Nanosecond {
+		t.Errorf("p50 %v, want 50.5µs (the 50th of 1..98 µs, mid-bucket)", got)
+	}
+	if got := a.quantile(0.99); got < 98*time.Millisecond || got > 102*time.Millisecond {
+		t.Errorf("p99 %v, want ~100ms (the 99th of 100)", got)
+	}
+	if got := a.quantile(1); got < 196*time.Millisecond || got > 204*time.Millisecond {
+		t.Errorf("max %v, want ~200ms", got)
+	}
+	var empty latencyHistogram
+	if empty.quantile(0.5) != 0 {
+		t.Error("quantile of nothing")
+	}
+}
+
+// Once its buffers have grown, the client allocates nothing per pipeline:
+// building one, parsing its replies and counting its latencies.
+func TestClientLoopDoesNotAllocate(t *testing.T) {
+	c := &loadClient{id: 1, rng: rand.New(rand.NewPCG(3, 4))}
+	spec := loadSpec{shape: shapeSlidingLog, clients: 1, pipeline: 16, keyspace: 100000}
+	replies := strings.Repeat(":1\r\n", 64)
+	r := bufio.NewReaderSize(strings.NewReader(""), 4096)
+	c.buf = c.buildPipeline(c.buf[:0], spec, 1000)
+	allocs := testing.AllocsPerRun(100, func() {
+		c.buf = c.buildPipeline(c.buf[:0], spec, 1000)
+		r.Reset(strings.NewReader(replies))
+		for range 64 {
+			if _, err := readIntReply(r); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c.lat.record(time.Millisecond)
+	})
+	if allocs > 1 { // the strings.Reader handed to Reset
+		t.Errorf("%v allocations per pipeline, want none of the client's own", allocs)
 	}
 }
