@@ -5,13 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
-	"net"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -23,15 +18,15 @@ import (
 // mode, Redis included, is driven by this same client, so its cost is the
 // same in every ratio.
 //
-// It is built to cost the client as little as redis-benchmark does: one
+// It is built to cost the client what redis-benchmark costs it: one
 // reusable write buffer per connection encoded by hand (no allocation per
-// command), one write per pipeline, replies read in place from a bufio
-// buffer (every reply of these shapes is an integer), latencies counted in
-// a fixed histogram (nothing is allocated during a run, so the client never
-// stops to collect garbage), and the runtime held
-// to one P (GOMAXPROCS 1) for the run, so that like single-threaded
-// redis-benchmark it uses at most one of the machine's two cores and
-// shares them with a multi-threaded server the same way.
+// command), one write per pipeline, replies parsed in place (every reply
+// of these shapes is an integer), latencies counted in a fixed histogram
+// (nothing is allocated during a run, so the client never stops to
+// collect garbage), and every connection served by one thread with epoll
+// (pipeline_loop.go), like redis-benchmark's; the runtime is held to one P
+// (GOMAXPROCS 1) for the run, so that it uses at most one of the machine's
+// two cores and shares them with a multi-threaded server the same way.
 
 // decisionShape is what one decision sends.
 type decisionShape int
@@ -195,7 +190,13 @@ func readIntReply(r *bufio.Reader) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read: %w", err)
 	}
-	if len(line) < 3 || line[len(line)-2] != '\r' {
+	return parseIntReply(line)
+}
+
+// parseIntReply parses one reply line, CRLF included, which must be an
+// integer: an error reply is a *replyError, another type a protocol error.
+func parseIntReply(line []byte) (int64, error) {
+	if len(line) < 3 || line[len(line)-2] != '\r' || line[len(line)-1] != '\n' {
 		return 0, fmt.Errorf("resp: bad line %q", line)
 	}
 	body := line[1 : len(line)-2]
@@ -233,194 +234,6 @@ type loadSpec struct {
 	clients  int
 	pipeline int
 	keyspace int
-}
-
-// loadClient is one connection of a run. It is owned by its goroutine.
-type loadClient struct {
-	id     int
-	conn   net.Conn
-	r      *bufio.Reader
-	buf    []byte
-	key    []byte
-	member []byte
-	rng    *rand.Rand
-	seq    uint64
-	// Filled while the run's phase is "measuring": decisions completed
-	// and each one's latency (from its pipeline's write to its last reply).
-	done int64
-	lat  latencyHistogram
-}
-
-// Run phases, read by every client after each pipeline.
-const (
-	phaseWarmup int32 = iota
-	phaseMeasure
-	phaseStop
-)
-
-// loadRun is what one run measured at the client.
-type loadRun struct {
-	decisions int64            // completed while measuring
-	window    time.Duration    // the measuring window
-	latencies latencyHistogram // one per decision
-	clientCPU time.Duration    // this process's CPU over the window
-}
-
-// runPipelineLoad connects spec.clients connections to addr, runs them for
-// warmup unmeasured, then for measure, and stops them. onMeasure is
-// called (from the calling goroutine) right before the measuring window
-// opens and onEnd right after it closes: the caller samples the server's
-// CPU and counters there, so both windows are the same.
-//
-// Goroutines: one per client, started and waited for here; the caller's
-// goroutine flips the phase. The runtime is held to GOMAXPROCS 1 for the
-// run and given back after.
-func runPipelineLoad(ctx context.Context, addr string, spec loadSpec, warmup, measure time.Duration, onMeasure, onEnd func() error) (loadRun, error) {
-	if spec.clients < 1 || spec.pipeline < 1 || spec.keyspace < 1 {
-		return loadRun{}, fmt.Errorf("load %+v: clients, pipeline and keyspace must be positive", spec)
-	}
-	prev := runtime.GOMAXPROCS(1)
-	defer runtime.GOMAXPROCS(prev)
-
-	clients := make([]*loadClient, spec.clients)
-	defer func() {
-		for _, c := range clients {
-			if c != nil {
-				c.conn.Close()
-			}
-		}
-	}()
-	var d net.Dialer
-	for i := range clients {
-		conn, err := d.DialContext(ctx, "tcp", addr)
-		if err != nil {
-			return loadRun{}, fmt.Errorf("dial %s: %w", addr, err)
-		}
-		clients[i] = &loadClient{id: i, conn: conn, r: bufio.NewReaderSize(conn, 64<<10),
-			rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i)))}
-	}
-
-	var phase atomic.Int32
-	runCtx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// The first client to fail says why; the others then fail only
-	// because their connections were closed under them.
-	var firstErr error
-	var failOnce sync.Once
-	var wg sync.WaitGroup
-	for _, c := range clients {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := c.loop(spec, &phase); err != nil {
-				failOnce.Do(func() { firstErr = err })
-				cancel()
-			}
-		}()
-	}
-	// A failed client or the caller's cancellation ends the others at
-	// once: their connections are closed under them (closing again on the
-	// way out is harmless). This goroutine ends with the run.
-	go func() {
-		<-runCtx.Done()
-		for _, c := range clients {
-			c.conn.Close()
-		}
-	}()
-	wait := func(d time.Duration) error {
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-			return nil
-		case <-runCtx.Done():
-			return runCtx.Err()
-		}
-	}
-	stopAll := func() error {
-		phase.Store(phaseStop)
-		wg.Wait()
-		return firstErr
-	}
-	if err := wait(warmup); err != nil {
-		return loadRun{}, errors.Join(stopAll(), err)
-	}
-	if err := onMeasure(); err != nil {
-		return loadRun{}, errors.Join(stopAll(), err)
-	}
-	cpu0 := selfCPU()
-	start := time.Now()
-	phase.Store(phaseMeasure)
-	if err := wait(measure); err != nil {
-		return loadRun{}, errors.Join(stopAll(), err)
-	}
-	phase.Store(phaseStop)
-	window := time.Since(start)
-	cpu := selfCPU() - cpu0
-	endErr := onEnd()
-	if err := stopAll(); err != nil {
-		return loadRun{}, err
-	}
-	if endErr != nil {
-		return loadRun{}, endErr
-	}
-	run := loadRun{window: window, clientCPU: cpu}
-	for _, c := range clients {
-		run.decisions += c.done
-		run.latencies.merge(&c.lat)
-	}
-	if run.decisions == 0 {
-		return loadRun{}, errors.New("no decision completed while measuring")
-	}
-	return run, nil
-}
-
-// loop sends one pipeline of decisions, reads every reply, and repeats
-// until the phase is phaseStop. Decisions whose pipeline completed while
-// the phase was phaseMeasure are counted, with their latencies.
-func (c *loadClient) loop(spec loadSpec, phase *atomic.Int32) error {
-	sp := spec.shape.spec()
-	perDecision := len(sp.commands)
-	lats := make([]time.Duration, 0, spec.pipeline)
-	var deadlineSet time.Time
-	for {
-		if phase.Load() == phaseStop {
-			return nil
-		}
-		now := time.Now()
-		c.buf = c.buildPipeline(c.buf[:0], spec, now.UnixMilli())
-		// A dead server fails the run within 30 s; the deadline moves
-		// once a second, not per pipeline (a timer update each time).
-		if now.Sub(deadlineSet) > time.Second {
-			c.conn.SetDeadline(now.Add(30 * time.Second))
-			deadlineSet = now
-		}
-		if _, err := c.conn.Write(c.buf); err != nil {
-			return fmt.Errorf("client %d: write: %w", c.id, err)
-		}
-		lats = lats[:0]
-		for range spec.pipeline {
-			for j := range perDecision {
-				v, err := readIntReply(c.r)
-				if err != nil {
-					return fmt.Errorf("client %d: %s: %w", c.id, sp.commands[j], err)
-				}
-				if v < sp.minReply[j] {
-					return fmt.Errorf("client %d: %s answered %d, want at least %d", c.id, sp.commands[j], v, sp.minReply[j])
-				}
-			}
-			lats = append(lats, time.Since(now))
-		}
-		// Counted by completion: a pipeline sent before the window and
-		// answered inside it counts, one answered after it does not, so
-		// the two ends of the window balance.
-		if phase.Load() == phaseMeasure {
-			c.done += int64(spec.pipeline)
-			for _, d := range lats {
-				c.lat.record(d)
-			}
-		}
-	}
 }
 
 // buildPipeline appends spec.pipeline decisions on random keys to buf.

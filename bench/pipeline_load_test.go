@@ -336,6 +336,7 @@ func TestClientLoopDoesNotAllocate(t *testing.T) {
 	replies := strings.Repeat(":1\r\n", 64)
 	r := bufio.NewReaderSize(strings.NewReader(""), 4096)
 	c.buf = c.buildPipeline(c.buf[:0], spec, 1000)
+	var lat latencyHistogram
 	allocs := testing.AllocsPerRun(100, func() {
 		c.buf = c.buildPipeline(c.buf[:0], spec, 1000)
 		r.Reset(strings.NewReader(replies))
@@ -344,9 +345,38 @@ func TestClientLoopDoesNotAllocate(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		c.lat.record(time.Millisecond)
+		lat.record(time.Millisecond)
 	})
 	if allocs > 1 { // the strings.Reader handed to Reset
 		t.Errorf("%v allocations per pipeline, want none of the client's own", allocs)
+	}
+}
+
+// A pipeline larger than the socket takes at once is written in parts as
+// the socket drains (EPOLLOUT), and its replies arrive over many reads.
+func TestEventLoopWritesPipelinesInParts(t *testing.T) {
+	s := startTestRedis(t)
+	spec := loadSpec{shape: shapeSlidingLog, clients: 2, pipeline: 20000, keyspace: 1000}
+	l, err := newEventLoop(s.addr(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.close()
+	l.phase.Store(phaseMeasure)
+	done := make(chan error, 1)
+	go func() { done <- l.run(context.Background()) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for l.done.Load() < 2*20000 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	l.phase.Store(phaseStop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if n := l.done.Load(); n < 2*20000 || l.lat.total != uint64(n) {
+		t.Fatalf("%d decisions, %d latencies, want every pipeline of both clients answered", n, l.lat.total)
+	}
+	if l.outWaits == 0 {
+		t.Errorf("a %d-byte pipeline went out without waiting for the socket once", len(l.clients[0].buf))
 	}
 }
