@@ -6,6 +6,7 @@
 //	go run ./bench                                  # compare: one table, Redcell / Redis-Lua
 //	go run ./bench -mode limiters                   # TB.TAKE and SL.HIT against their Lua scripts
 //	go run ./bench -mode latency                    # one client, no pipelining: p50/p99
+//	go run ./bench -mode datatypes                  # INCRBY+EXPIRE and a sorted-set log against Redis's native commands
 //	go run ./bench -mode memory                     # bytes per key, RSS under key churn
 //	go run ./bench -mode cluster                    # a local 3-node cluster against Redis-Lua
 //	go run ./bench -mode failover                   # kill -9 a 3-node cluster's leader 20 times: the gaps
@@ -67,7 +68,7 @@ type options struct {
 	baseline string
 }
 
-var allModes = []string{"compare", "limiters", "latency", "memory", "cluster"}
+var allModes = []string{"compare", "limiters", "latency", "datatypes", "memory", "cluster"}
 
 // failoverMode is not part of "all": it measures availability, not speed,
 // and kills processes on purpose.
@@ -76,7 +77,7 @@ const failoverMode = "failover"
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	mode := fs.String("mode", "compare", "compare | limiters | latency | memory | cluster | all (comma-separated list allowed); failover (not in all); or pgo alone: write cmd/redcell/default.pgo (see bench/pgo.go)")
+	mode := fs.String("mode", "compare", "compare | limiters | latency | datatypes | memory | cluster | all (comma-separated list allowed); failover (not in all); or pgo alone: write cmd/redcell/default.pgo (see bench/pgo.go)")
 	servers := fs.String("servers", "all", "servers to run: all, or a comma-separated list of redcell, redis (both Redis servers), redis-lua, redis-lua-fsync")
 	quick := fs.Bool("quick", false, "short runs and 100k keys for a smoke check (results are marked as quick)")
 	results := fs.String("results", "", "directory of the results files: each mode writes <mode>.md there, replacing the last run's (default bench/results in the repository)")
@@ -85,12 +86,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	warmup := fs.Float64("warmup", 3, "seconds of the same load, unmeasured, before each measured run (0.5 with -quick)")
 	rounds := fs.Int("rounds", 1, "repeat every scenario this many times (alternating servers each time) and report medians")
 	tmp := fs.String("tmp", "", "parent directory for data dirs; must not be tmpfs for durable numbers (default $TMPDIR or /tmp)")
-	keys := fs.Int("keys", 1000000, "memory mode: distinct keys to load (100000 with -quick)")
+	keys := fs.Int("keys", 1000000, "memory and datatypes modes: distinct keys to load per memory row (100000 with -quick)")
 	churnFor := fs.Duration("churn", 30*time.Second, "memory mode: duration of the churn phase (5s with -quick)")
 	churnRate := fs.Int("churn-rate", 50000, "memory mode: new one-second keys per second during churn")
 	memFamilies := fs.String("families", "cl,tb,sl", "memory mode: limiter families to load, each on a fresh server (cl, tb, sl or all)")
 	slHits := fs.Int("sl-hits", 10, "memory mode: hits per sliding-log key (limit 10), at distinct instants")
-	baseline := fs.String("baseline", "", "a git revision (commit, tag, HEAD~3) whose Redcell runs as one more server, Redcell-baseline, right after Redcell in every round of compare, limiters, latency and memory, and as a second 3-node cluster in cluster (not in pgo): a change measured against the same minutes of the same machine")
+	baseline := fs.String("baseline", "", "a git revision (commit, tag, HEAD~3) whose Redcell runs as one more server, Redcell-baseline, right after Redcell in every round of compare, limiters, latency, datatypes and memory, and as a second 3-node cluster in cluster (not in pgo): a change measured against the same minutes of the same machine")
 	pgoOut := fs.String("pgo-out", "", "pgo mode: where the merged profile goes (default cmd/redcell/default.pgo in the repository)")
 	kills := fs.Int("kills", 20, "failover mode: how many times the leader is killed (3 with -quick); 0 measures one quiet window only")
 	foClients := fs.Int("failover-clients", 2, "failover mode: clients per node")
@@ -184,7 +185,7 @@ func parseModes(s string) ([]string, error) {
 				modes = append(modes, m)
 			}
 		default:
-			return nil, fmt.Errorf("unknown -mode %q (want compare, limiters, latency, memory, cluster, all or failover)", m)
+			return nil, fmt.Errorf("unknown -mode %q (want compare, limiters, latency, datatypes, memory, cluster, all or failover)", m)
 		}
 	}
 	return modes, nil
@@ -351,6 +352,37 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 				md = "Load: " + scriptsNote(works) + ". Each ratio divides by the same command's script on Redis-Lua.\n\n" + md
 			}
 			if err := writeResults(mode, title, md); err != nil {
+				return err
+			}
+		case "datatypes":
+			if err := startThroughputServers(); err != nil {
+				return err
+			}
+			title := "Data types: the commands rate limiters send, against Redis running them natively"
+			fmt.Fprintf(stdout, "\n== %s (%d rounds, ~%.0f s per run after %.1f s of warm-up)\n", title, opts.rounds, opts.seconds, opts.warmup)
+			dr := dtRunner{seconds: opts.seconds, warmup: opts.warmup, bench: runner, progress: stdout}
+			rows, err := runDatatypesThroughput(ctx, dr, throughput, opts.rounds)
+			if err != nil {
+				return err
+			}
+			md := datatypesMarkdown(rows)
+			fmt.Fprintf(stdout, "\n%s", md)
+			// The memory rows start a fresh server each: free the
+			// throughput servers' memory and CPU first.
+			for _, s := range throughput {
+				if err := f.stop(s); err != nil {
+					return err
+				}
+			}
+			throughput = nil
+			fmt.Fprintf(stdout, "\n== Data types, memory: %d keys per row\n", opts.memory.keys)
+			mem, err := runDatatypesMemory(ctx, f, opts.servers, opts.memory.keys, opts.memory.conns, stdout)
+			if err != nil {
+				return err
+			}
+			memMD := datatypesMemoryMarkdown(mem, opts.memory.keys, opts.memory.conns)
+			fmt.Fprintf(stdout, "\n%s", memMD)
+			if err := writeResults(mode, title, md+"\n"+memMD); err != nil {
 				return err
 			}
 		case "memory":

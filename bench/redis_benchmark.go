@@ -24,6 +24,10 @@ type workload struct {
 	clients  int
 	pipeline int
 	keyspace int // distinct random keys (user:__rand_int__); 0 = one hot key
+	// command, when set, is sent instead of the family's decision: one
+	// plain command, space-separated, its key written with __rand_int__
+	// (the datatypes mode's client check).
+	command string
 }
 
 func (w workload) String() string {
@@ -31,7 +35,9 @@ func (w workload) String() string {
 	if w.keyspace > 0 {
 		keys = fmt.Sprintf("%d random keys", w.keyspace)
 	}
-	if w.family != familyCL {
+	if w.command != "" {
+		keys = w.command + ", " + keys
+	} else if w.family != familyCL {
 		keys = w.family.name() + ", " + keys
 	}
 	return fmt.Sprintf("%s, -c %d -P %d", keys, w.clients, w.pipeline)
@@ -153,6 +159,12 @@ func redisBenchmarkArgs(s *server, w workload, n int) []string {
 		"-c", strconv.Itoa(w.clients), "-P", strconv.Itoa(w.pipeline),
 		"-n", strconv.Itoa(n), "--csv",
 	}
+	if w.command != "" {
+		if w.keyspace > 0 {
+			args = append(args, "-r", strconv.Itoa(w.keyspace))
+		}
+		return append(args, strings.Fields(w.command)...)
+	}
 	// Each family has its own keys: one server runs every family's
 	// scenarios in turn, and a key belongs to one family (WRONGTYPE
 	// otherwise, on Redcell as on Redis, whose scripts use a hash and a
@@ -203,7 +215,7 @@ func runTarget(ctx context.Context, t target, w workload, ns []int) (benchResult
 	}
 	procs := make([]*proc, len(t.nodes))
 	for i, s := range t.nodes {
-		p := &proc{node: s, args: redisBenchmarkArgs(s, workload{family: w.family, clients: clients[i], pipeline: w.pipeline, keyspace: w.keyspace}, ns[i])}
+		p := &proc{node: s, args: redisBenchmarkArgs(s, workload{family: w.family, clients: clients[i], pipeline: w.pipeline, keyspace: w.keyspace, command: w.command}, ns[i])}
 		p.cmd = exec.CommandContext(ctx, "redis-benchmark", p.args...)
 		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 		procs[i] = p

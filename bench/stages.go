@@ -96,26 +96,38 @@ func clientCycleMs(w workload, rps float64) float64 {
 func stagesMarkdown(ms []measurement) string {
 	var rows strings.Builder
 	for _, m := range ms {
-		b := m.median.Batching
-		if b == nil {
+		cells, ok := stageCells(clientCycleMs(m.work, m.median.RPS), m.median.Batching)
+		if !ok {
 			continue
 		}
-		q, l, c, ok := b.stages.perBatchMs()
-		cycle := clientCycleMs(m.work, m.median.RPS)
-		if !ok || cycle == 0 {
-			continue
-		}
-		sync := "-"
-		if ms, ok := b.stages.syncMs(); ok {
-			sync = fmt.Sprintf("%.3f", ms)
-		}
-		fmt.Fprintf(&rows, "| %s | %s | %.3f | %.3f | %.3f | %s | %.3f | %.3f |\n", m.work, m.kind, cycle, q, l, sync, c, max(cycle-q-l-c, 0))
+		fmt.Fprintf(&rows, "| %s | %s | %s |\n", m.work, m.kind, cells)
 	}
 	if rows.Len() == 0 {
 		return ""
 	}
-	return "Where a client's cycle went (ms; a cycle is clients × pipeline ÷ rps, the stages are the leader's INFO per-batch sums over the run, `group/committime.go`): " +
-		"*queued* for the disk gate or a slot, the *leader's log* append with its fsync (*of it, one WAL sync*: the mean time of the leader's WAL syncs, the disk's share), *quorum + apply* (a follower's append in a cluster, the commit, the apply), " +
-		"and *outside the log*: the replies' writes, the network, the client, and reading its next requests.\n\n" +
+	return stagesIntro + "\n\n" +
 		"| scenario | server | client cycle | queued | leader's log | of it, one WAL sync | quorum + apply | outside the log |\n|---|---|---:|---:|---:|---:|---:|---:|\n" + rows.String()
+}
+
+// stagesIntro says what the columns of a stages table are.
+const stagesIntro = "Where a client's cycle went (ms; a cycle is clients × pipeline ÷ rps, the stages are the leader's INFO per-batch sums over the run, `group/committime.go`): " +
+	"*queued* for the disk gate or a slot, the *leader's log* append with its fsync (*of it, one WAL sync*: the mean time of the leader's WAL syncs, the disk's share), *quorum + apply* (a follower's append in a cluster, the commit, the apply), " +
+	"and *outside the log*: the replies' writes, the network, the client, and reading its next requests."
+
+// stageCells are the six stage columns of one row (client cycle, queued,
+// leader's log, one WAL sync, quorum + apply, outside the log) for a client
+// cycle of cycleMs; ok is false when b timed no batch.
+func stageCells(cycleMs float64, b *batching) (string, bool) {
+	if b == nil {
+		return "", false
+	}
+	q, l, c, ok := b.stages.perBatchMs()
+	if !ok || cycleMs == 0 {
+		return "", false
+	}
+	sync := "-"
+	if ms, ok := b.stages.syncMs(); ok {
+		sync = fmt.Sprintf("%.3f", ms)
+	}
+	return fmt.Sprintf("%.3f | %.3f | %.3f | %s | %.3f | %.3f", cycleMs, q, l, sync, c, max(cycleMs-q-l-c, 0)), true
 }
