@@ -96,6 +96,9 @@ var table = []*Spec{
 	stringSpecs[6], stringSpecs[7], stringSpecs[8], stringSpecs[9], stringSpecs[10], stringSpecs[11],
 	stringSpecs[12], stringSpecs[13], stringSpecs[14], stringSpecs[15], stringSpecs[16], stringSpecs[17],
 
+	// Sets (sets.go).
+	setSpecs[0], setSpecs[1], setSpecs[2], setSpecs[3], setSpecs[4], setSpecs[5],
+
 	// Iterating the keyspace (scan.go).
 	scanSpec, keysSpec,
 

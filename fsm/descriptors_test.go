@@ -69,6 +69,12 @@ var sampleLines = map[string]string{
 	"mset":        "MSET k v j w",
 	"msetnx":      "MSETNX k v j w",
 	"incrbyfloat": "INCRBYFLOAT k 1.5",
+	"sadd":        "SADD k a b",
+	"srem":        "SADD k a b; SREM k a",
+	"sismember":   "SADD k a; SISMEMBER k a",
+	"smismember":  "SADD k a; SMISMEMBER k a b",
+	"scard":       "SADD k a; SCARD k",
+	"smembers":    "SADD k a b; SMEMBERS k",
 }
 
 // TestDescriptorsHaveNoGaps walks every code 0..255, every family and every

@@ -67,6 +67,8 @@ func randomLog(seed uint64, n int) []logEntry {
 				ops[j] = g.expiryOp()
 			case 1, 2:
 				ops[j] = g.stringOp()
+			case 3:
+				ops[j] = g.setOp()
 			}
 		}
 		out = append(out, logEntry{log: commandLog(index, encodeEntry(stamp, ops)), ops: len(ops)})
@@ -155,23 +157,24 @@ func checkReplicas(t *testing.T, seed uint64, n int) {
 	}
 
 	// The log must have exercised what it is meant to.
-	var kinds [16]int
+	var kinds [32]int // by Kind; 31 counts the limited calls
 	errs := 0
 	for _, rs := range resultsA {
 		for _, r := range rs {
 			kinds[r.Kind]++
 			if r.Kind == request.KindThrottle && r.Ints[0] == 1 {
-				kinds[15]++ // limited
+				kinds[31]++
 			}
 			if r.Kind == request.KindError {
 				errs++
 			}
 		}
 	}
-	if kinds[request.KindThrottle] == 0 || kinds[15] == 0 || kinds[request.KindInt] == 0 || kinds[request.KindOK] == 0 || errs == 0 ||
-		kinds[request.KindBulk] == 0 || kinds[request.KindNil] == 0 || kinds[request.KindBulks] == 0 {
+	if kinds[request.KindThrottle] == 0 || kinds[31] == 0 || kinds[request.KindInt] == 0 || kinds[request.KindOK] == 0 || errs == 0 ||
+		kinds[request.KindBulk] == 0 || kinds[request.KindNil] == 0 || kinds[request.KindBulks] == 0 ||
+		kinds[request.KindSet] == 0 || kinds[request.KindInts] == 0 {
 		t.Errorf("seed %d: the log is too tame: throttle %d (limited %d), int %d, ok %d, errors %d",
-			seed, kinds[request.KindThrottle], kinds[15], kinds[request.KindInt], kinds[request.KindOK], errs)
+			seed, kinds[request.KindThrottle], kinds[31], kinds[request.KindInt], kinds[request.KindOK], errs)
 	}
 }
 

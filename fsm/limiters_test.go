@@ -31,9 +31,10 @@ var familyCommands = map[string][]string{
 	// Strings: SET replaces a key of any kind (as in Redis), so the key is
 	// made by stringCreate and the commands here are the others.
 	"string": {"GET k", "INCR k", "APPEND k x", "STRLEN k", "GETDEL k", "SET k v GET", "GETSET k v", "GETEX k PERSIST", "INCRBYFLOAT k 1"},
+	"set":    {"SADD k a", "SREM k a", "SISMEMBER k a", "SMISMEMBER k a b", "SCARD k", "SMEMBERS k"},
 }
 
-var familyTypes = map[string]string{"CL": "+string", "TB": "+tokenbucket", "TI": "+tokenbucket", "SL": "+slidinglog", "string": "+string"}
+var familyTypes = map[string]string{"CL": "+string", "TB": "+tokenbucket", "TI": "+tokenbucket", "SL": "+slidinglog", "string": "+string", "set": "+set"}
 
 // stringCreate makes a string key in the WRONGTYPE matrix. CL keys are
 // strings (the spec), so the CL and string pair is not in the matrix
@@ -57,6 +58,10 @@ func TestWrongTypeMatrix(t *testing.T) {
 				if owner == "string" {
 					if got := e.line(t, t0, stringCreate); got != "+OK" {
 						t.Fatalf("%s: %s", stringCreate, got)
+					}
+				} else if owner == "set" {
+					if got := e.line(t, t0, create[0]); got != "1" {
+						t.Fatalf("%s: %s", create[0], got)
 					}
 				} else if got := e.line(t, t0, create[0]); !strings.HasPrefix(got, "[0 ") {
 					t.Fatalf("%s: %s", create[0], got)

@@ -47,6 +47,12 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		{74, "GET", OneKey, false, KindBulk, Strings},
 		{75, "STRLEN", OneKey, false, KindInt, Strings},
 		{76, "MGET", KeyList, false, KindBulks, Strings},
+		{42, "SADD", KeyValue, true, KindInt, Sets},
+		{43, "SREM", KeyValue, false, KindInt, Sets},
+		{115, "SISMEMBER", KeyValue, false, KindInt, Sets},
+		{116, "SMISMEMBER", KeyValue, false, KindInts, Sets},
+		{117, "SCARD", OneKey, false, KindInt, Sets},
+		{118, "SMEMBERS", OneKey, false, KindSet, Sets},
 	} {
 		d := Describe(tt.code)
 		if !tt.code.Known() || d.Code != tt.code || d.Name != tt.name || d.Keys != tt.keys || d.Creates != tt.creates || d.Reply != tt.reply || d.Family != tt.family {
@@ -66,6 +72,7 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		{TokenBucket, "tokenbucket", 2, []KeyKind{2, 3}},
 		{SlidingLog, "slidinglog", 3, []KeyKind{4}},
 		{Strings, "string", 1, []KeyKind{5}},
+		{Sets, "set", 7, []KeyKind{8}},
 	} {
 		if tt.fam.TypeName != tt.typeName || tt.fam.ScanType != tt.scanType || !slices.Equal(tt.fam.Kinds, tt.kinds) {
 			t.Errorf("family %s: TYPE %q, SCAN TYPE %d, kinds %v", tt.fam.Name, tt.fam.TypeName, tt.fam.ScanType, tt.fam.Kinds)
@@ -85,7 +92,7 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		t.Errorf("SCAN TYPE any %d, none %d", ScanTypeAny, ScanTypeNone)
 	}
 	for v := int64(-1); v < 8; v++ {
-		if got := ValidScanType(v); got != (v >= 0 && v <= 4) {
+		if got := ValidScanType(v); got != (v >= 0 && v <= 4 || v == ScanTypeSet) {
 			t.Errorf("ValidScanType(%d) = %v", v, got)
 		}
 	}
@@ -96,7 +103,7 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 func TestScanTypeByName(t *testing.T) {
 	for name, want := range map[string]int64{
 		"string": ScanTypeString, "STRING": ScanTypeString, "tokenBucket": ScanTypeTokenBucket,
-		"slidinglog": ScanTypeSlidingLog, "list": ScanTypeNone, "": ScanTypeNone, "none": ScanTypeNone,
+		"slidinglog": ScanTypeSlidingLog, "set": ScanTypeSet, "SET": ScanTypeSet, "list": ScanTypeNone, "": ScanTypeNone, "none": ScanTypeNone,
 	} {
 		if got := ScanTypeByName([]byte(name)); got != want {
 			t.Errorf("ScanTypeByName(%q) = %d, want %d", name, got, want)
