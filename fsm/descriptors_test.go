@@ -69,6 +69,7 @@ var sampleLines = map[string]string{
 	"mset":        "MSET k v j w",
 	"msetnx":      "MSETNX k v j w",
 	"incrbyfloat": "INCRBYFLOAT k 1.5",
+	"increx":      "INCREX k BYINT 1 UBOUND 100 EX 60 ENX",
 	"sadd":        "SADD k a b",
 	"srem":        "SADD k a b; SREM k a",
 	"sismember":   "SADD k a; SISMEMBER k a",

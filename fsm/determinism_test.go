@@ -69,6 +69,8 @@ func randomLog(seed uint64, n int) []logEntry {
 				ops[j] = g.stringOp()
 			case 3:
 				ops[j] = g.setOp()
+			case 4:
+				ops[j] = g.increxOp()
 			}
 		}
 		out = append(out, logEntry{log: commandLog(index, encodeEntry(stamp, ops)), ops: len(ops)})
@@ -172,7 +174,7 @@ func checkReplicas(t *testing.T, seed uint64, n int) {
 	}
 	if kinds[request.KindThrottle] == 0 || kinds[31] == 0 || kinds[request.KindInt] == 0 || kinds[request.KindOK] == 0 || errs == 0 ||
 		kinds[request.KindBulk] == 0 || kinds[request.KindNil] == 0 || kinds[request.KindBulks] == 0 ||
-		kinds[request.KindSet] == 0 || kinds[request.KindInts] == 0 {
+		kinds[request.KindSet] == 0 || kinds[request.KindInts] == 0 || kinds[request.KindDoubles] == 0 {
 		t.Errorf("seed %d: the log is too tame: throttle %d (limited %d), int %d, ok %d, errors %d",
 			seed, kinds[request.KindThrottle], kinds[31], kinds[request.KindInt], kinds[request.KindOK], errs)
 	}

@@ -30,7 +30,7 @@ var familyCommands = map[string][]string{
 	"SL": {"SL.HIT k 5 60000", "SL.PEEK k 5 60000", "SL.HIT k 5 60000 DENIED COUNT MINGAP 5", "SL.PEEK k 5 60000 MINGAP 1"},
 	// Strings: SET replaces a key of any kind (as in Redis), so the key is
 	// made by stringCreate and the commands here are the others.
-	"string": {"GET k", "INCR k", "APPEND k x", "STRLEN k", "GETDEL k", "SET k v GET", "GETSET k v", "GETEX k PERSIST", "INCRBYFLOAT k 1"},
+	"string": {"GET k", "INCR k", "APPEND k x", "STRLEN k", "GETDEL k", "SET k v GET", "GETSET k v", "GETEX k PERSIST", "INCRBYFLOAT k 1", "INCREX k EX 10"},
 	"set":    {"SADD k a", "SREM k a", "SISMEMBER k a", "SMISMEMBER k a b", "SCARD k", "SMEMBERS k"},
 }
 

@@ -47,6 +47,7 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		{74, "GET", OneKey, false, KindBulk, Strings},
 		{75, "STRLEN", OneKey, false, KindInt, Strings},
 		{76, "MGET", KeyList, false, KindBulks, Strings},
+		{16, "INCREX", KeyValue, true, KindInts, Strings},
 		{42, "SADD", KeyValue, true, KindInt, Sets},
 		{43, "SREM", KeyValue, false, KindInt, Sets},
 		{115, "SISMEMBER", KeyValue, false, KindInt, Sets},
