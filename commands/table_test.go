@@ -180,8 +180,7 @@ func TestSpecArities(t *testing.T) {
 		"save": 1, "bgsave": -1, "lastsave": 1, "shutdown": -1,
 		"get": 2, "set": -3, "setnx": 3, "setex": 4, "psetex": 4, "getset": 3, "getdel": 2, "getex": -2,
 		"strlen": 2, "append": 3, "incr": 2, "decr": 2, "incrby": 3, "decrby": 3, "mget": -2, "mset": -3, "msetnx": -3, "incrbyfloat": 3,
-		"increx": -2,
-		"sadd":   -3, "srem": -3, "sismember": 3, "smismember": -3, "scard": 2, "smembers": 2,
+		"increx": -2, "sadd": -3, "srem": -3, "sismember": 3, "smismember": -3, "scard": 2, "smembers": 2,
 	}
 	for _, s := range All() {
 		w, ok := want[s.Name]
