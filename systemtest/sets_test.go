@@ -110,7 +110,7 @@ func TestSetCommandsAgainstRedis(t *testing.T) {
 
 // TestSetsAgainstCLKeys: a CL key is a string, so every set command
 // answers WRONGTYPE on it and changes nothing (Redis has no CL keys: not
-// in the oracle).
+// in the oracle); INFO keyspace counts sets with the other keys.
 func TestSetsAgainstCLKeys(t *testing.T) {
 	t.Parallel()
 	n := startTestNode(t, "sets-cl")
@@ -126,6 +126,10 @@ func TestSetsAgainstCLKeys(t *testing.T) {
 	}
 	expectReply(t, c, wantStatus("string"), "TYPE", "cl")
 	expectReply(t, c, wantInt(1), "SADD", "s", "a")
+	expectReply(t, c, wantInt(1), "PEXPIRE", "s", "5000")
+	if db0 := infoField(mustDo(t, c, "INFO", "keyspace").str, "db0"); !strings.HasPrefix(db0, "keys=2,expires=2,") {
+		t.Errorf("INFO keyspace with a CL key and a set: db0:%s", db0)
+	}
 	expectReply(t, c, wantErr(wrongType), "CL.THROTTLE", "s", "5", "1", "60")
 	expectReply(t, c, wantErr(wrongType), "TB.TAKE", "s", "5", "1", "60000")
 }
