@@ -94,8 +94,9 @@ func parseIncrExFloats(r *request.Request) (incrExFloats, request.ErrCode) {
 	if x.incr, x.incInf, ok = parseLongDouble(r.Keys[0]); !ok {
 		return x, request.ErrNotFloat
 	}
-	// A bound may be infinite: -inf as LBOUND or +inf as UBOUND is no
-	// bound, the other two leave room for no finite result.
+	// A bound may be infinite: -inf as LBOUND or +inf as UBOUND bounds
+	// nothing; +inf as LBOUND or -inf as UBOUND leaves no finite result
+	// within the bounds.
 	bound := func(text []byte, flag int64) (*big.Float, bool) {
 		if r.Args[0]&flag == 0 {
 			return nil, true

@@ -145,8 +145,8 @@ func setCheckRecord(_ *recordReader, st shard.State, _ byte) error {
 	if !ok {
 		return fmt.Errorf("set of %d members with a %d-byte value", st.A, len(st.Val))
 	}
-	if len(st.Val) != 1+(s.n-1)*s.w+len(s.data) || s.w != offsetWidth(len(s.data)) {
-		return fmt.Errorf("set of %d members: value of %d bytes, offsets %d wide", s.n, len(st.Val), s.w)
+	if s.w != offsetWidth(len(s.data)) {
+		return fmt.Errorf("set of %d members totalling %d bytes with offsets %d wide", s.n, len(s.data), s.w)
 	}
 	prev := 0
 	for i := 0; i < s.n-1; i++ {

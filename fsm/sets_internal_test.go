@@ -6,6 +6,8 @@ import (
 	"io"
 	"testing"
 
+	"github.com/hashicorp/raft"
+
 	"github.com/redcell/redcell/commands"
 	"github.com/redcell/redcell/request"
 	"github.com/redcell/redcell/shard"
@@ -108,5 +110,51 @@ func TestSetReadsDoNotAllocate(t *testing.T) {
 		f.Read(&card, now, &res)
 	}); n != 0 {
 		t.Errorf("SISMEMBER and SCARD allocate %v times", n)
+	}
+}
+
+// BenchmarkSetIsMember: SISMEMBER on sets of n 16-byte members (a binary
+// search over the offsets, the value read into a pooled buffer).
+func BenchmarkSetIsMember(b *testing.B) {
+	for _, n := range []int{10, 1000} {
+		b.Run(fmt.Sprintf("members=%d", n), func(b *testing.B) {
+			f := quietFSM(1)
+			now := int64(1_700_000_000_000_000_000)
+			add := request.Request{Code: request.SAdd, Key: []byte("s")}
+			for i := 0; i < n; i++ {
+				add.Keys = append(add.Keys, []byte(fmt.Sprintf("member-%09d", i)))
+			}
+			applyOne(b, f, commandLog(1, encodeEntry(now, []request.Request{add})))
+			is := request.Request{Code: request.SIsMember, Key: []byte("s"), Keys: [][]byte{[]byte(fmt.Sprintf("member-%09d", n/3))}}
+			var res request.Result
+			b.ReportAllocs()
+			for i := 0; i < b.N; i++ {
+				f.Read(&is, now, &res)
+			}
+			if res.Ints[0] != 1 {
+				b.Fatalf("SISMEMBER: %+v", res)
+			}
+		})
+	}
+}
+
+// BenchmarkSetAdd: SADD of one new member to a 10-member set and SREM of
+// it again, each its own log entry (the whole value rewritten each time).
+func BenchmarkSetAdd(b *testing.B) {
+	f := quietFSM(1)
+	now := int64(1_700_000_000_000_000_000)
+	add := request.Request{Code: request.SAdd, Key: []byte("s")}
+	for i := 0; i < 10; i++ {
+		add.Keys = append(add.Keys, []byte(fmt.Sprintf("member-%09d", i)))
+	}
+	applyOne(b, f, commandLog(1, encodeEntry(now, []request.Request{add})))
+	one := [][]byte{[]byte("member-new")}
+	addLog := commandLog(2, encodeEntry(now, []request.Request{{Code: request.SAdd, Key: []byte("s"), Keys: one}}))
+	remLog := commandLog(3, encodeEntry(now, []request.Request{{Code: request.SRem, Key: []byte("s"), Keys: one}}))
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		addLog.Index, remLog.Index = uint64(2*i+2), uint64(2*i+3)
+		f.Release(f.ApplyBatch([]*raft.Log{addLog})[0].(*Results))
+		f.Release(f.ApplyBatch([]*raft.Log{remLog})[0].(*Results))
 	}
 }
