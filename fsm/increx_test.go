@@ -11,12 +11,12 @@ import (
 // group of steps starts on a fresh state machine at t0.
 
 const (
-	notInteger = "-ERR value is not an integer or out of range"
-	notFloat   = "-ERR value is not a valid float"
-	nanOrInf   = "-ERR increment would produce NaN or Infinity"
-	syntaxErr  = "-ERR syntax error"
-	boundsErr  = "-ERR LBOUND must be less than or equal to UBOUND"
-	increxTime = "-ERR invalid expire time in 'increx' command"
+	increxNotInteger = "-ERR value is not an integer or out of range"
+	increxNotFloat   = "-ERR value is not a valid float"
+	increxNaNOrInf   = "-ERR increment would produce NaN or Infinity"
+	increxSyntax     = "-ERR syntax error"
+	increxBounds     = "-ERR LBOUND must be less than or equal to UBOUND"
+	increxTimeErr    = "-ERR invalid expire time in 'increx' command"
 )
 
 func TestIncrExRules(t *testing.T) {
@@ -39,16 +39,16 @@ func TestIncrExRules(t *testing.T) {
 			{0, "GET k", `+"-7"`},
 		}},
 		{"BYINT needs an integer, as INCRBY", []expireStep{
-			{0, "INCREX k BYINT 1.5", notInteger},
-			{0, "INCREX k BYINT +1", notInteger},
-			{0, "INCREX k BYINT 01", notInteger},
-			{0, "INCREX k BYINT abc", notInteger},
+			{0, "INCREX k BYINT 1.5", increxNotInteger},
+			{0, "INCREX k BYINT +1", increxNotInteger},
+			{0, "INCREX k BYINT 01", increxNotInteger},
+			{0, "INCREX k BYINT abc", increxNotInteger},
 			{0, "EXISTS k", "0"},
 			{0, "SET k 1.5", "+OK"},
-			{0, "INCREX k", notInteger},
-			{0, "INCREX k BYINT 1", notInteger},
+			{0, "INCREX k", increxNotInteger},
+			{0, "INCREX k BYINT 1", increxNotInteger},
 			{0, "SET k abc", "+OK"},
-			{0, "INCREX k BYINT 1 SATURATE UBOUND 5", notInteger},
+			{0, "INCREX k BYINT 1 SATURATE UBOUND 5", increxNotInteger},
 			{0, "GET k", `+"abc"`},
 		}},
 		{"BYFLOAT takes integers and floats; the value is a long double", []expireStep{
@@ -61,21 +61,21 @@ func TestIncrExRules(t *testing.T) {
 			{0, "INCREX f BYFLOAT -16.3", ",[0 -16.3]"},
 			{0, "SET f 7", "+OK"},
 			{0, "INCREX f BYFLOAT 0.5", ",[7.5 0.5]"},
-			{0, "INCREX f BYFLOAT abc", notFloat},
-			{0, "INCREX f BYFLOAT 1 LBOUND x", notFloat},
-			{0, "INCREX f BYFLOAT 1 UBOUND 1.2.3", notFloat},
+			{0, "INCREX f BYFLOAT abc", increxNotFloat},
+			{0, "INCREX f BYFLOAT 1 LBOUND x", increxNotFloat},
+			{0, "INCREX f BYFLOAT 1 UBOUND 1.2.3", increxNotFloat},
 			{0, "SET f abc", "+OK"},
-			{0, "INCREX f BYFLOAT 1", notFloat},
+			{0, "INCREX f BYFLOAT 1", increxNotFloat},
 		}},
 		{"BYFLOAT refuses NaN or infinite results", []expireStep{
 			{0, "SET f 1e4932", "+OK"},
-			{0, "INCREX f BYFLOAT 1e4932", nanOrInf},
-			{0, "INCREX f BYFLOAT 1e4932 UBOUND 5 SATURATE", nanOrInf},
-			{0, "INCREX g BYFLOAT inf", nanOrInf},
-			{0, "INCREX g BYFLOAT -inf", nanOrInf},
-			{0, "INCREX g BYFLOAT nan", notFloat},
+			{0, "INCREX f BYFLOAT 1e4932", increxNaNOrInf},
+			{0, "INCREX f BYFLOAT 1e4932 UBOUND 5 SATURATE", increxNaNOrInf},
+			{0, "INCREX g BYFLOAT inf", increxNaNOrInf},
+			{0, "INCREX g BYFLOAT -inf", increxNaNOrInf},
+			{0, "INCREX g BYFLOAT nan", increxNotFloat},
 			{0, "SET h inf", "+OK"},
-			{0, "INCREX h BYFLOAT 1", nanOrInf},
+			{0, "INCREX h BYFLOAT 1", increxNaNOrInf},
 			{0, "EXISTS g", "0"},
 			{0, "GET f", `+"1e4932"`},
 		}},
@@ -124,11 +124,11 @@ func TestIncrExRules(t *testing.T) {
 			{0, "GET f", `+"-2.25"`},
 		}},
 		{"LBOUND > UBOUND is an error", []expireStep{
-			{0, "INCREX c LBOUND 5 UBOUND 4", boundsErr},
-			{0, "INCREX c UBOUND 4 LBOUND 5 SATURATE", boundsErr},
+			{0, "INCREX c LBOUND 5 UBOUND 4", increxBounds},
+			{0, "INCREX c UBOUND 4 LBOUND 5 SATURATE", increxBounds},
 			{0, "INCREX c LBOUND 1 UBOUND 1", "*[1 1]"},
-			{0, "INCREX c BYFLOAT 1 LBOUND 5 UBOUND 4.5", boundsErr},
-			{0, "INCREX c BYFLOAT 1 LBOUND inf UBOUND 1e4000", boundsErr},
+			{0, "INCREX c BYFLOAT 1 LBOUND 5 UBOUND 4.5", increxBounds},
+			{0, "INCREX c BYFLOAT 1 LBOUND inf UBOUND 1e4000", increxBounds},
 			{0, "GET c", `+"1"`},
 		}},
 		{"expiry options as SET's; none keeps the TTL; PERSIST removes it", []expireStep{
@@ -154,15 +154,15 @@ func TestIncrExRules(t *testing.T) {
 			{0, "EXISTS p", "0"},
 		}},
 		{"a relative expiry is checked as SET's, against the entry's now", []expireStep{
-			{0, "INCREX k EX 0", increxTime},
-			{0, "INCREX k PX -1", increxTime},
-			{0, "INCREX k EX 9223372036854775807", increxTime},
-			{0, "INCREX k EX abc", notInteger},
-			{0, "INCREX k PX 9223372036854775000", increxTime},
-			{0, "INCREX k BYFLOAT 1 PX 9223372036854775000", increxTime},
-			{0, "INCREX k BYFLOAT 1 EX 0", increxTime},
-			{0, "INCREX k BYFLOAT x EX 0", notFloat}, // the floats first, in both modes
-			{0, "INCREX k BYINT x EX 0", notInteger},
+			{0, "INCREX k EX 0", increxTimeErr},
+			{0, "INCREX k PX -1", increxTimeErr},
+			{0, "INCREX k EX 9223372036854775807", increxTimeErr},
+			{0, "INCREX k EX abc", increxNotInteger},
+			{0, "INCREX k PX 9223372036854775000", increxTimeErr},
+			{0, "INCREX k BYFLOAT 1 PX 9223372036854775000", increxTimeErr},
+			{0, "INCREX k BYFLOAT 1 EX 0", increxTimeErr},
+			{0, "INCREX k BYFLOAT x EX 0", increxNotFloat}, // the floats first, in both modes
+			{0, "INCREX k BYINT x EX 0", increxNotInteger},
 			{0, "EXISTS k", "0"},
 		}},
 		{"ENX sets the expiry only when the key has none; the increment always", []expireStep{
@@ -175,17 +175,17 @@ func TestIncrExRules(t *testing.T) {
 			{10000e6, "SET v 1", "+OK"},
 			{10000e6, "INCREX v PXAT " + strconv.FormatInt(ms+20000, 10) + " ENX", "*[2 1]"},
 			{10000e6, "PTTL v", "10000"},
-			{10000e6, "INCREX v ENX", syntaxErr},
-			{10000e6, "INCREX v PERSIST ENX", syntaxErr},
-			{10000e6, "INCREX v ENX PERSIST", syntaxErr},
+			{10000e6, "INCREX v ENX", increxSyntax},
+			{10000e6, "INCREX v PERSIST ENX", increxSyntax},
+			{10000e6, "INCREX v ENX PERSIST", increxSyntax},
 			{10000e6, "GET v", `+"2"`},
 		}},
 		{"WRONGTYPE on a non-string; a CL key is a string holding its TAT", []expireStep{
 			{0, "SADD s a", "1"},
-			{0, "INCREX s", wrongTypeReply},
-			{0, "INCREX s BYFLOAT 1", wrongTypeReply},
+			{0, "INCREX s", setWrongTypeReply},
+			{0, "INCREX s BYFLOAT 1", setWrongTypeReply},
 			{0, "TB.TAKE tb 5 1 60000", "[0 5 4 -1 60000]"},
-			{0, "INCREX tb UBOUND 0", wrongTypeReply},
+			{0, "INCREX tb UBOUND 0", setWrongTypeReply},
 			{0, "CL.THROTTLE cl 5 1 60", "[0 6 5 -1 60]"},
 			{0, "INCREX cl BYINT 1", fmt.Sprintf("*[%d 1]", t0+60e9+1)},
 			{0, "TYPE cl", "+string"},
@@ -196,7 +196,7 @@ func TestIncrExRules(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.rule, func(t *testing.T) {
-			runReplies(t, newEngine(2), tc.steps)
+			runCollectionSteps(t, newEngine(2), tc.steps)
 		})
 	}
 }
@@ -210,10 +210,10 @@ func TestIncrExWindowCounter(t *testing.T) {
 	const line = "INCREX rl:{user} BYINT 1 UBOUND 100 EX 60 ENX"
 	for i := 1; i <= 100; i++ {
 		at := int64(i) * 100e6 // 0.1 s apart
-		runReplies(t, e, []expireStep{{at, line, fmt.Sprintf("*[%d 1]", i)}})
+		runCollectionSteps(t, e, []expireStep{{at, line, fmt.Sprintf("*[%d 1]", i)}})
 	}
 	before := recordsOf(t, e.f)
-	runReplies(t, e, []expireStep{
+	runCollectionSteps(t, e, []expireStep{
 		{20000e6, line, "*[100 0]"},
 		{59000e6, line, "*[100 0]"},
 		{59000e6, "TTL rl:{user}", "1"}, // the first call's window: 100 ms + 60 s
@@ -221,7 +221,7 @@ func TestIncrExWindowCounter(t *testing.T) {
 	if recordsOf(t, e.f) != before {
 		t.Errorf("a call past the limit changed the record")
 	}
-	runReplies(t, e, []expireStep{
+	runCollectionSteps(t, e, []expireStep{
 		{60100e6, "GET rl:{user}", `+"100"`},
 		{60101e6, "EXISTS rl:{user}", "0"},
 		{60101e6, line, "*[1 1]"},
@@ -234,9 +234,9 @@ func TestIncrExWindowCounter(t *testing.T) {
 // write.
 func TestIncrExSkipKeepsRecord(t *testing.T) {
 	e := newEngine(2)
-	runReplies(t, e, []expireStep{{0, "SET c 10 EX 100", "+OK"}})
+	runCollectionSteps(t, e, []expireStep{{0, "SET c 10 EX 100", "+OK"}})
 	before := recordsOf(t, e.f)
-	runReplies(t, e, []expireStep{
+	runCollectionSteps(t, e, []expireStep{
 		{1e6, "INCREX c UBOUND 10 PERSIST", "*[10 0]"},
 		{1e6, "INCREX c BYFLOAT 1 UBOUND 10 EX 5", ",[10 0]"},
 		{1e6, "INCREX c BYINT -11 LBOUND 0 PX 5", "*[10 0]"},
@@ -244,7 +244,7 @@ func TestIncrExSkipKeepsRecord(t *testing.T) {
 	if recordsOf(t, e.f) != before {
 		t.Errorf("a skipped INCREX changed the record")
 	}
-	runReplies(t, e, []expireStep{
+	runCollectionSteps(t, e, []expireStep{
 		{1e6, "INCREX c UBOUND 10 SATURATE PERSIST", "*[10 0]"},
 		{1e6, "PTTL c", "-1"},
 	})

@@ -39,8 +39,8 @@ func (g *opGen) setOp() request.Request {
 	return r
 }
 
-// setValue encodes members (sorted, distinct) as apply stores them.
-func setValue(members ...string) []byte {
+// setRecordValue encodes members (sorted, distinct) as apply stores them.
+func setRecordValue(members ...string) []byte {
 	size := 0
 	for _, m := range members {
 		size += len(m)
@@ -55,12 +55,12 @@ func setValue(members ...string) []byte {
 // TestSetRecordCheck: restore takes a set record apply could write and
 // refuses every other one, leaving the state as it was.
 func TestSetRecordCheck(t *testing.T) {
-	good := setValue("", "a", "bc")
+	good := setRecordValue("", "a", "bc")
 	if want := []byte{1, 0, 1, 'a', 'b', 'c'}; !bytes.Equal(good, want) {
 		t.Fatalf("encoding of {\"\", a, bc}: %v, want %v", good, want)
 	}
 	long := bytes.Repeat([]byte("x"), 300)
-	wide := setValue("a", string(long))
+	wide := setRecordValue("a", string(long))
 	if wide[0] != 2 || len(wide) != 1+2+301 {
 		t.Fatalf("a 301-byte set: width %d, %d bytes", wide[0], len(wide))
 	}
@@ -73,7 +73,7 @@ func TestSetRecordCheck(t *testing.T) {
 		ok   bool
 	}{
 		{"a set", rec(3, good), true},
-		{"a one-member set", rec(1, setValue("x")), true},
+		{"a one-member set", rec(1, setRecordValue("x")), true},
 		{"a wide set", rec(2, wide), true},
 		{"no value", rec(1, nil), false},
 		{"a count of 0", rec(0, []byte{1}), false},
@@ -84,7 +84,7 @@ func TestSetRecordCheck(t *testing.T) {
 		{"decreasing offsets", rec(3, []byte{1, 2, 1, 'a', 'b', 'c'}), false},
 		{"a width of 3", rec(1, []byte{3, 'a'}), false},
 		{"a wider width than needed", rec(2, []byte{2, 1, 0, 'a', 'b'}), false},
-		{"an expiry field without a far expiry", streamRecord{key: []byte("s"), st: shard.State{Kind: setKind, Expire: 5e18, A: 1, B: 7, Val: setValue("x")}}, false},
+		{"an expiry field without a far expiry", streamRecord{key: []byte("s"), st: shard.State{Kind: setKind, Expire: 5e18, A: 1, B: 7, Val: setRecordValue("x")}}, false},
 	} {
 		f := quietFSM(2)
 		err := f.Restore(io.NopCloser(bytes.NewReader(encodeStream(5, []streamRecord{tt.rec}))))

@@ -14,9 +14,10 @@ import (
 // a CL key and a string against it, and sets in a snapshot. The systemtest
 // compares every reply with redis-server.
 
-// replyText renders a result as setSteps compare it: the collection kinds
-// this family answers, and expectedString's rendering for every other.
-func replyText(res request.Result) string {
+// collectionReplyText renders a result as runCollectionSteps compares it:
+// the collection kinds the sets and INCREX answer, and expectedString's
+// rendering for every other.
+func collectionReplyText(res request.Result) string {
 	switch res.Kind {
 	case request.KindSet, request.KindArray:
 		var parts []string
@@ -34,14 +35,14 @@ func replyText(res request.Result) string {
 	return expectedString(resultAsExpected(res))
 }
 
-// runReplies is runSteps with replyText.
-func runReplies(t *testing.T, e *engine, steps []expireStep) {
+// runCollectionSteps is runSteps with collectionReplyText.
+func runCollectionSteps(t *testing.T, e *engine, steps []expireStep) {
 	t.Helper()
 	for i, s := range steps {
 		_, res, text := e.exec(t, t0+s.at, strings.Fields(s.line))
 		got := "-" + text
 		if text == "" {
-			got = replyText(res)
+			got = collectionReplyText(res)
 		}
 		if got != s.want {
 			t.Errorf("step %d at +%d ns, %s: %s, want %s", i, s.at, s.line, got, s.want)
@@ -49,13 +50,13 @@ func runReplies(t *testing.T, e *engine, steps []expireStep) {
 	}
 }
 
-const wrongTypeReply = "-WRONGTYPE Operation against a key holding the wrong kind of value"
+const setWrongTypeReply = "-WRONGTYPE Operation against a key holding the wrong kind of value"
 
 // TestSetCommands: every command's replies, the members sorted bytewise,
 // repeats counted once, the emptied set deleted.
 func TestSetCommands(t *testing.T) {
 	e := newEngine(4)
-	runReplies(t, e, []expireStep{
+	runCollectionSteps(t, e, []expireStep{
 		{0, "SCARD s", "0"},
 		{0, "SMEMBERS s", "~[]"},
 		{0, "SISMEMBER s a", "0"},
@@ -128,23 +129,23 @@ func TestSetBinarySearch(t *testing.T) {
 // sees no write); a change keeps the key's expiry.
 func TestSetNoChangeKeepsRecord(t *testing.T) {
 	e := newEngine(2)
-	runReplies(t, e, []expireStep{
+	runCollectionSteps(t, e, []expireStep{
 		{0, "SADD s a b", "2"},
 		{0, "PEXPIRE s 5000", "1"},
 		{0, "SET str v", "+OK"},
 	})
 	before := recordsOf(t, e.f)
-	runReplies(t, e, []expireStep{
+	runCollectionSteps(t, e, []expireStep{
 		{0, "SADD s a b a", "0"},
 		{0, "SREM s x y", "0"},
 		{0, "SREM nokey a", "0"},
-		{0, "SADD str a", wrongTypeReply},
-		{0, "SREM str a", wrongTypeReply},
+		{0, "SADD str a", setWrongTypeReply},
+		{0, "SREM str a", setWrongTypeReply},
 	})
 	if recordsOf(t, e.f) != before {
 		t.Errorf("a set command that changed nothing rewrote a record")
 	}
-	runReplies(t, e, []expireStep{
+	runCollectionSteps(t, e, []expireStep{
 		{1000e6, "SADD s c", "1"},
 		{1000e6, "PTTL s", "4000"},
 		{1000e6, "SREM s a", "1"},
@@ -163,7 +164,7 @@ func TestSetNoChangeKeepsRecord(t *testing.T) {
 // commands but SET, which replaces it.
 func TestSetWrongType(t *testing.T) {
 	e := newEngine(2)
-	runReplies(t, e, []expireStep{
+	runCollectionSteps(t, e, []expireStep{
 		{0, "SET str 5", "+OK"},
 		{0, "CL.THROTTLE cl 5 1 60", "[0 6 5 -1 60]"},
 		{0, "TB.TAKE tb 5 1 60000", "[0 5 4 -1 60000]"},
@@ -171,13 +172,13 @@ func TestSetWrongType(t *testing.T) {
 	})
 	for _, k := range []string{"str", "cl", "tb"} {
 		for _, cmd := range []string{"SADD %s a", "SREM %s a", "SISMEMBER %s a", "SMISMEMBER %s a", "SCARD %s", "SMEMBERS %s"} {
-			runReplies(t, e, []expireStep{{0, fmt.Sprintf(cmd, k), wrongTypeReply}})
+			runCollectionSteps(t, e, []expireStep{{0, fmt.Sprintf(cmd, k), setWrongTypeReply}})
 		}
 	}
-	runReplies(t, e, []expireStep{
-		{0, "GET s", wrongTypeReply},
-		{0, "INCR s", wrongTypeReply},
-		{0, "CL.THROTTLE s 5 1 60", wrongTypeReply},
+	runCollectionSteps(t, e, []expireStep{
+		{0, "GET s", setWrongTypeReply},
+		{0, "INCR s", setWrongTypeReply},
+		{0, "CL.THROTTLE s 5 1 60", setWrongTypeReply},
 		{0, "MGET s", "+[(nil)]"},
 		{0, "RENAME s t", "+OK"},
 		{0, "SMEMBERS t", `~["a"]`},
@@ -190,7 +191,7 @@ func TestSetWrongType(t *testing.T) {
 // them.
 func TestSetScanType(t *testing.T) {
 	e := newEngine(2)
-	runReplies(t, e, []expireStep{
+	runCollectionSteps(t, e, []expireStep{
 		{0, "SADD s1 a", "1"},
 		{0, "SADD s2 a b", "2"},
 		{0, "SET str v", "+OK"},
@@ -217,7 +218,7 @@ func TestSetsInSnapshots(t *testing.T) {
 	for i := 0; i < 300; i++ {
 		big = append(big, fmt.Sprintf("member-%03d", i))
 	}
-	runReplies(t, src, []expireStep{
+	runCollectionSteps(t, src, []expireStep{
 		{0, "SADD a x", "1"},
 		{0, "SADD b \"\" y z", "3"},
 		{0, "PEXPIRE b 2000", "1"},
@@ -225,7 +226,7 @@ func TestSetsInSnapshots(t *testing.T) {
 	})
 	dst := newEngine(2)
 	restoreFrom(t, dst, src)
-	runReplies(t, dst, []expireStep{
+	runCollectionSteps(t, dst, []expireStep{
 		{0, "SMEMBERS a", `~["x"]`},
 		{0, "SMEMBERS b", `~["\"\"" "y" "z"]`},
 		{0, "PTTL b", "2000"},

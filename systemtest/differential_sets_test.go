@@ -7,16 +7,16 @@ package systemtest
 // is unspecified (data-types.md): compared as a multiset.
 var setFamily = family{name: "set", gens: []gen{
 	{name: "SADD", weight: 6, inMulti: true, make: func(g *seqGen) step {
-		return cmd(with(g.pick("SADD", "sadd"), append([]string{g.key()}, g.members(4)...)...)...)
+		return cmd(with(g.pick("SADD", "sadd"), append([]string{g.key()}, g.setMembers(4)...)...)...)
 	}},
 	{name: "SREM", weight: 4, inMulti: true, make: func(g *seqGen) step {
-		return cmd(with("SREM", append([]string{g.anyKey()}, g.members(3)...)...)...)
+		return cmd(with("SREM", append([]string{g.anyKey()}, g.setMembers(3)...)...)...)
 	}},
 	{name: "SISMEMBER", weight: 3, inMulti: true, make: func(g *seqGen) step {
-		return cmd("SISMEMBER", g.anyKey(), g.member())
+		return cmd("SISMEMBER", g.anyKey(), g.setMember())
 	}},
 	{name: "SMISMEMBER", weight: 3, inMulti: true, make: func(g *seqGen) step {
-		return cmd(with("SMISMEMBER", append([]string{g.anyKey()}, g.members(4)...)...)...)
+		return cmd(with("SMISMEMBER", append([]string{g.anyKey()}, g.setMembers(4)...)...)...)
 	}},
 	{name: "SCARD", weight: 3, inMulti: true, make: func(g *seqGen) step { return cmd("SCARD", g.anyKey()) }},
 	{name: "SMEMBERS", weight: 3, inMulti: true, make: func(g *seqGen) step {
@@ -31,16 +31,16 @@ var setFamily = family{name: "set", gens: []gen{
 	}},
 }}
 
-// member is a set member: text, integers (intset in Redis), empty, binary.
-func (g *seqGen) member() string {
+// setMember is a set member: text, integers (intset in Redis), empty, binary.
+func (g *seqGen) setMember() string {
 	return g.pick("a", "b", "c", "1", "2", "10", "-5", "", "bin\x00\xff", "a long member with spaces")
 }
 
-// members returns 1..max members, possibly repeated.
-func (g *seqGen) members(max int) []string {
+// setMembers returns 1..max members, possibly repeated.
+func (g *seqGen) setMembers(max int) []string {
 	ms := make([]string, 1+g.r.IntN(max))
 	for i := range ms {
-		ms[i] = g.member()
+		ms[i] = g.setMember()
 	}
 	return ms
 }

@@ -13,8 +13,8 @@ import (
 // cluster, inside MULTI, in both protocols, and expiring on the injected
 // replicated clock (DEBUG CLOCK), never by sleeping.
 
-// windowCounter is the spec's window-counter example.
-var windowCounter = []string{"INCREX", "rl:{user}", "BYINT", "1", "UBOUND", "100", "EX", "60", "ENX"}
+// increxWindowCounter is the spec's window-counter example.
+var increxWindowCounter = []string{"INCREX", "rl:{user}", "BYINT", "1", "UBOUND", "100", "EX", "60", "ENX"}
 
 // TestClusterIncrExThroughFollower: the window counter sent to a follower
 // admits exactly 100 calls in a 60 s window started by the first, answers
@@ -29,7 +29,7 @@ func TestClusterIncrExThroughFollower(t *testing.T) {
 	setClock(t, lc, base)
 	fc := mustDial(t, c.nodes[(leader+1)%3].addr())
 	for i := 1; i <= 100; i++ {
-		if got, want := wire(mustDo(t, fc, windowCounter...)), fmt.Sprintf("*[:%d :1]", i); got != want {
+		if got, want := wire(mustDo(t, fc, increxWindowCounter...)), fmt.Sprintf("*[:%d :1]", i); got != want {
 			t.Fatalf("call %d of the window through the follower: %s, want %s", i, got, want)
 		}
 	}
@@ -37,8 +37,8 @@ func TestClusterIncrExThroughFollower(t *testing.T) {
 		args []string
 		want string
 	}{
-		{windowCounter, "*[:100 :0]"},
-		{windowCounter, "*[:100 :0]"},
+		{increxWindowCounter, "*[:100 :0]"},
+		{increxWindowCounter, "*[:100 :0]"},
 		{[]string{"INCREX", "f", "BYFLOAT", "1.5"}, `*[$"1.5" $"1.5"]`},
 		{[]string{"INCREX", "f", "BYFLOAT", "0.25", "UBOUND", "1.6", "SATURATE"}, `*[$"1.6" $"0.1"]`},
 		{[]string{"INCREX", "f", "BYINT", "1"}, "--ERR value is not an integer or out of range"},
@@ -69,7 +69,7 @@ func TestClusterIncrExThroughFollower(t *testing.T) {
 	}{
 		{[]string{"INCREX", "f", "BYFLOAT", "-0.6"}, `*[,"1" ,"-0.6"]`},
 		{[]string{"INCREX", "f", "BYFLOAT", "1", "UBOUND", "1.5"}, `*[,"1" ,"0"]`},
-		{windowCounter, "*[:100 :0]"},
+		{increxWindowCounter, "*[:100 :0]"},
 		{[]string{"MULTI"}, "++OK"},
 		{[]string{"INCREX", "f", "BYFLOAT", "0.5"}, "++QUEUED"},
 		{[]string{"INCREX", "rl:{user}", "BYINT", "-1"}, "++QUEUED"},
@@ -102,7 +102,7 @@ func TestClusterIncrExThroughFollower(t *testing.T) {
 		expectReply(t, nc, wantInt(0), "EXISTS", "rl:{user}", "m")
 		nc.close()
 	}
-	if got := wire(mustDo(t, fc, windowCounter...)); got != "*[:1 :1]" {
+	if got := wire(mustDo(t, fc, increxWindowCounter...)); got != "*[:1 :1]" {
 		t.Errorf("the first call of the next window: %s", got)
 	}
 	expectReply(t, lc, wantInt(60000), "PTTL", "rl:{user}")
@@ -126,9 +126,9 @@ func TestIncrExExpiryOnInjectedClock(t *testing.T) {
 		args []string
 		want string
 	}{
-		{0, windowCounter, "*[:1 :1]"},
+		{0, increxWindowCounter, "*[:1 :1]"},
 		{0, []string{"PTTL", "rl:{user}"}, ":60000"},
-		{30000, windowCounter, "*[:2 :1]"},
+		{30000, increxWindowCounter, "*[:2 :1]"},
 		{30000, []string{"PTTL", "rl:{user}"}, ":30000"}, // ENX: the window was not pushed back
 		{30000, []string{"INCREX", "rl:{user}"}, "*[:3 :1]"},
 		{30000, []string{"PTTL", "rl:{user}"}, ":30000"}, // no option: the TTL stays
@@ -136,7 +136,7 @@ func TestIncrExExpiryOnInjectedClock(t *testing.T) {
 		{30000, []string{"PTTL", "rl:{user}"}, ":30000"}, // skipped: the TTL untouched
 		{60000, []string{"GET", "rl:{user}"}, `$"3"`},
 		{60001, []string{"GET", "rl:{user}"}, "(nil$)"},
-		{60001, windowCounter, "*[:1 :1]"},
+		{60001, increxWindowCounter, "*[:1 :1]"},
 		{60001, []string{"PEXPIRETIME", "rl:{user}"}, fmt.Sprintf(":%d", base/1e6+120001)},
 		{60001, []string{"INCREX", "rl:{user}", "PERSIST"}, "*[:2 :1]"},
 		{60001, []string{"TTL", "rl:{user}"}, ":-1"},

@@ -10,24 +10,25 @@ import (
 // The set commands against redis-server 7 as the oracle, in RESP2 and
 // RESP3, through a follower of a 3-node cluster, across a snapshot restart
 // and under maxmemory. SMEMBERS's order is unspecified (data-types.md), so
-// its members are compared sorted (unordered lines).
+// its members are compared sorted (setUnordered lines).
 
-// unordered marks an oracle line whose reply's members may come in any
+// setUnordered marks an oracle line whose reply's members may come in any
 // order: the elements of every set, and of every array of bulk strings, are
 // sorted before comparing (an EXEC's array keeps its order).
-const unordered = 100
+const setUnordered = 100
 
-func un(l string) oracleLine { return oracleLine{l, unordered} }
+// setUn is an oracle line compared setUnordered.
+func setUn(l string) oracleLine { return oracleLine{l, setUnordered} }
 
-// wireSorted is wire with the members of unordered collections sorted.
-func wireSorted(r reply) string {
+// wireSetSorted is wire with the members of setUnordered collections sorted.
+func wireSetSorted(r reply) string {
 	if r.null || len(r.elems) == 0 {
 		return wire(r)
 	}
 	parts := make([]string, len(r.elems))
 	bulks := true
 	for i, e := range r.elems {
-		parts[i] = wireSorted(e)
+		parts[i] = wireSetSorted(e)
 		bulks = bulks && e.kind == '$'
 	}
 	if r.kind == '~' || r.kind == '*' && bulks {
@@ -41,10 +42,10 @@ var setOracleCases = []oracleCase{
 	{"set commands", false, []oracleLine{
 		ex("SADD k a b c"), ex("SADD k a"), ex("SADD k d a d"), ex("SCARD k"), ex("SCARD nokey"),
 		ex("SISMEMBER k a"), ex("SISMEMBER k z"), ex("SISMEMBER nokey a"), ex("SMISMEMBER k a z b a"), ex("SMISMEMBER nokey a b"),
-		un("SMEMBERS k"), un("SMEMBERS nokey"), ex("SREM k a z a"), ex("SREM k a"), ex("SREM nokey a"), un("SMEMBERS k"),
-		ex("SREM k b c d"), ex("EXISTS k"), ex("TYPE k"), ex("SCARD k"), un("SMEMBERS k"),
-		ex("SADD j 3 1 2 10 -5"), un("SMEMBERS j"), ex("SISMEMBER j 10"), ex("SISMEMBER j 01"), ex("SADD j x"), un("SMEMBERS j"),
-		ex("SISMEMBER j 10"), ex("SREM j 1 2 3 10 -5"), un("SMEMBERS j"), ex("sadd m A a"), ex("SMISMEMBER m a A b"), ex("TYPE m"),
+		setUn("SMEMBERS k"), setUn("SMEMBERS nokey"), ex("SREM k a z a"), ex("SREM k a"), ex("SREM nokey a"), setUn("SMEMBERS k"),
+		ex("SREM k b c d"), ex("EXISTS k"), ex("TYPE k"), ex("SCARD k"), setUn("SMEMBERS k"),
+		ex("SADD j 3 1 2 10 -5"), setUn("SMEMBERS j"), ex("SISMEMBER j 10"), ex("SISMEMBER j 01"), ex("SADD j x"), setUn("SMEMBERS j"),
+		ex("SISMEMBER j 10"), ex("SREM j 1 2 3 10 -5"), setUn("SMEMBERS j"), ex("sadd m A a"), ex("SMISMEMBER m a A b"), ex("TYPE m"),
 	}},
 	{"set arity", false, []oracleLine{
 		ex("SADD k"), ex("SADD"), ex("SREM k"), ex("SISMEMBER k"), ex("SISMEMBER k a b"), ex("SMISMEMBER k"),
@@ -60,13 +61,13 @@ var setOracleCases = []oracleCase{
 		ex("SADD k a b"), ex("SET j v"), ex("TYPE k"), ex("EXISTS k j"), ex("SCAN 0 TYPE set"), ex("SCAN 0 TYPE SET MATCH k"),
 		ex("SCAN 0 TYPE string"), ex("KEYS k"), ex("DBSIZE"), ex("EXPIRE k 100"), {"TTL k", inS}, ex("SADD k c"), {"TTL k", inS},
 		ex("SREM k a"), {"PTTL k", inMs}, ex("PERSIST k"), ex("TTL k"), ex("PEXPIREAT k {ms+100000}"), {"PEXPIRETIME k", atMs},
-		ex("RENAME k m"), ex("EXISTS k"), un("SMEMBERS m"), {"TTL m", inS}, ex("RENAMENX m j"), ex("RENAME j m"), ex("TYPE m"),
+		ex("RENAME k m"), ex("EXISTS k"), setUn("SMEMBERS m"), {"TTL m", inS}, ex("RENAMENX m j"), ex("RENAME j m"), ex("TYPE m"),
 		ex("SADD k x"), ex("EXPIRE k 0"), ex("EXISTS k"), ex("SCARD k"), ex("SADD k a"), ex("DEL k"), ex("SISMEMBER k a"),
 		ex("SADD e a"), ex("TOUCH e"), ex("UNLINK e"), ex("DBSIZE"),
 	}},
 	{"set multi", false, []oracleLine{
-		ex("MULTI"), ex("SADD k a b c"), ex("SISMEMBER k a"), un("SMEMBERS k"), ex("SREM k a b c"), ex("SCARD k"), ex("EXISTS k"),
-		ex("SET j v"), ex("SADD j a"), ex("SMISMEMBER k a"), ex("SADD k z"), un("EXEC"), un("SMEMBERS k"),
+		ex("MULTI"), ex("SADD k a b c"), ex("SISMEMBER k a"), setUn("SMEMBERS k"), ex("SREM k a b c"), ex("SCARD k"), ex("EXISTS k"),
+		ex("SET j v"), ex("SADD j a"), ex("SMISMEMBER k a"), ex("SADD k z"), setUn("EXEC"), setUn("SMEMBERS k"),
 		ex("MULTI"), ex("SADD k"), ex("SCARD k"), ex("EXEC"), ex("SCARD k"),
 	}},
 }
@@ -95,8 +96,8 @@ func TestSetCommandsAgainstRedis(t *testing.T) {
 				switch l.cmp {
 				case exact:
 					same = wire(gotRC) == wire(gotRD)
-				case unordered:
-					same = wireSorted(gotRC) == wireSorted(gotRD)
+				case setUnordered:
+					same = wireSetSorted(gotRC) == wireSetSorted(gotRD)
 				default:
 					same = sameReply(l.cmp, gotRC, gotRD, rcMs, rdMs)
 				}
