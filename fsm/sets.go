@@ -371,7 +371,7 @@ func (f *FSM) sMembers(r *request.Request, now int64, res *request.Result) {
 		if ok {
 			size := len(s.data)
 			for i := 0; i < s.n; i++ {
-				size += uvarintLen(len(s.member(i)))
+				size += setLenBytes(len(s.member(i)))
 			}
 			data = make([]byte, 0, size)
 			for i := 0; i < s.n; i++ {
@@ -382,8 +382,9 @@ func (f *FSM) sMembers(r *request.Request, now int64, res *request.Result) {
 	})
 }
 
-// uvarintLen is how many bytes binary.AppendUvarint writes for n.
-func uvarintLen(n int) int {
+// setLenBytes is how many bytes binary.AppendUvarint writes for n (a
+// member's length in SMEMBERS's reply).
+func setLenBytes(n int) int {
 	l := 1
 	for ; n >= 0x80; n >>= 7 {
 		l++
