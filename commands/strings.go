@@ -66,6 +66,7 @@ var stringSpecs = []*Spec{
 		Arg{Name: "data", Type: "block", Multiple: true, Args: []Arg{keyArg, valueArg}}),
 	strSpec("msetnx", -3, request.MSetNX, "@write @slow", "1.0.1", "Sets each key to its value when none exists: 1 when set, 0 when not.", parseMSet,
 		Arg{Name: "data", Type: "block", Multiple: true, Args: []Arg{keyArg, valueArg}}),
+	incrExSpec, // increx.go
 }
 
 // stringOptions parses SET's options (getex false) or GETEX's (true) from

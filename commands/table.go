@@ -95,6 +95,10 @@ var table = []*Spec{
 	stringSpecs[0], stringSpecs[1], stringSpecs[2], stringSpecs[3], stringSpecs[4], stringSpecs[5],
 	stringSpecs[6], stringSpecs[7], stringSpecs[8], stringSpecs[9], stringSpecs[10], stringSpecs[11],
 	stringSpecs[12], stringSpecs[13], stringSpecs[14], stringSpecs[15], stringSpecs[16], stringSpecs[17],
+	stringSpecs[18], // INCREX (increx.go)
+
+	// Sets (sets.go).
+	setSpecs[0], setSpecs[1], setSpecs[2], setSpecs[3], setSpecs[4], setSpecs[5],
 
 	// Hashes (hashes.go).
 	hashSpecs[0], hashSpecs[1], hashSpecs[2], hashSpecs[3], hashSpecs[4], hashSpecs[5], hashSpecs[6],

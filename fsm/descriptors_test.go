@@ -96,6 +96,13 @@ var sampleLines = map[string]string{
 	"ltrim":        "RPUSH k a b; LTRIM k 0 0",
 	"lrem":         "RPUSH k a b a; LREM k -1 a",
 	"lset":         "RPUSH k a; LSET k -1 b",
+	"increx":       "INCREX k BYINT 1 UBOUND 100 EX 60 ENX",
+	"sadd":         "SADD k a b",
+	"srem":         "SADD k a b; SREM k a",
+	"sismember":    "SADD k a; SISMEMBER k a",
+	"smismember":   "SADD k a; SMISMEMBER k a b",
+	"scard":        "SADD k a; SCARD k",
+	"smembers":     "SADD k a b; SMEMBERS k",
 }
 
 // TestDescriptorsHaveNoGaps walks every code 0..255, every family and every

@@ -71,6 +71,10 @@ func randomLog(seed uint64, n int) []logEntry {
 				ops[j] = g.hashOp()
 			case 4:
 				ops[j] = g.listOp()
+			case 5:
+				ops[j] = g.setOp()
+			case 6:
+				ops[j] = g.increxOp()
 			}
 		}
 		out = append(out, logEntry{log: commandLog(index, encodeEntry(stamp, ops)), ops: len(ops)})
@@ -174,7 +178,8 @@ func checkReplicas(t *testing.T, seed uint64, n int) {
 	}
 	if kinds[request.KindThrottle] == 0 || limited == 0 || kinds[request.KindInt] == 0 || kinds[request.KindOK] == 0 || errs == 0 ||
 		kinds[request.KindBulk] == 0 || kinds[request.KindNil] == 0 || kinds[request.KindBulks] == 0 ||
-		kinds[request.KindArray] == 0 || kinds[request.KindNilArray] == 0 {
+		kinds[request.KindArray] == 0 || kinds[request.KindNilArray] == 0 ||
+		kinds[request.KindSet] == 0 || kinds[request.KindInts] == 0 || kinds[request.KindDoubles] == 0 {
 		t.Errorf("seed %d: the log is too tame: throttle %d (limited %d), int %d, ok %d, errors %d",
 			seed, kinds[request.KindThrottle], limited, kinds[request.KindInt], kinds[request.KindOK], errs)
 	}

@@ -58,6 +58,7 @@ type family struct {
 // families lists every limiter family the state machine applies.
 var families = []*family{&clFamily, &tbFamily, &slFamily, &stringFamily, &hashFamily,
 	&listFamily,
+	&setFamily,
 }
 
 var (

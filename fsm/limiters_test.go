@@ -30,15 +30,16 @@ var familyCommands = map[string][]string{
 	"SL": {"SL.HIT k 5 60000", "SL.PEEK k 5 60000", "SL.HIT k 5 60000 DENIED COUNT MINGAP 5", "SL.PEEK k 5 60000 MINGAP 1"},
 	// Strings: SET replaces a key of any kind (as in Redis), so the key is
 	// made by stringCreate and the commands here are the others.
-	"string": {"GET k", "INCR k", "APPEND k x", "STRLEN k", "GETDEL k", "SET k v GET", "GETSET k v", "GETEX k PERSIST", "INCRBYFLOAT k 1"},
+	"string": {"GET k", "INCR k", "APPEND k x", "STRLEN k", "GETDEL k", "SET k v GET", "GETSET k v", "GETEX k PERSIST", "INCRBYFLOAT k 1", "INCREX k EX 10"},
 	"hash": {"HSET k f v", "HGET k f", "HSETNX k f v", "HMSET k f v", "HMGET k f", "HGETALL k", "HDEL k f", "HEXISTS k f",
 		"HLEN k", "HKEYS k", "HVALS k", "HINCRBY k f 1", "HINCRBYFLOAT k f 1"},
 	// Lists: made by listCreate; the index errors LINDEX and LSET answer
 	// after the type check, LPOP's count 0 after it too.
 	"list": {"LPUSH k x", "RPUSHX k x", "LPOP k", "RPOP k 0", "LLEN k", "LINDEX k abc", "LRANGE k 0 -1", "LTRIM k 0 0", "LREM k 0 x", "LSET k abc x"},
+	"set":  {"SADD k a", "SREM k a", "SISMEMBER k a", "SMISMEMBER k a b", "SCARD k", "SMEMBERS k"},
 }
 
-var familyTypes = map[string]string{"CL": "+string", "TB": "+tokenbucket", "TI": "+tokenbucket", "SL": "+slidinglog", "string": "+string", "hash": "+hash", "list": "+list"}
+var familyTypes = map[string]string{"CL": "+string", "TB": "+tokenbucket", "TI": "+tokenbucket", "SL": "+slidinglog", "string": "+string", "hash": "+hash", "list": "+list", "set": "+set"}
 
 // stringCreate makes a string key in the WRONGTYPE matrix. CL keys are
 // strings (the spec), so the CL and string pair is not in the matrix
@@ -73,6 +74,10 @@ func TestWrongTypeMatrix(t *testing.T) {
 				} else if owner == "list" {
 					if got := e.line(t, t0, listCreate); got != "2" {
 						t.Fatalf("%s: %s", listCreate, got)
+					}
+				} else if owner == "set" {
+					if got := e.line(t, t0, create[0]); got != "1" {
+						t.Fatalf("%s: %s", create[0], got)
 					}
 				} else if got := e.line(t, t0, create[0]); !strings.HasPrefix(got, "[0 ") {
 					t.Fatalf("%s: %s", create[0], got)

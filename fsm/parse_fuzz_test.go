@@ -30,6 +30,9 @@ func FuzzParsedRequestsAreHonoured(f *testing.F) {
 	}
 	f.Add("SCAN\x000\x00MATCH\x00*\x00COUNT\x001\x00TYPE\x00slidinglog", int64(1))
 	f.Add("KEYS\x00[a-", int64(0))
+	f.Add("INCREX\x00k\x00BYFLOAT\x001\x00LBOUND\x00-inf\x00EX\x000", int64(1))
+	f.Add("INCREX\x00k\x00BYINT\x005\x00UBOUND\x003\x00SATURATE\x00PXAT\x001\x00ENX", int64(1))
+	f.Add("SADD\x00k\x00a\x00b\x00a", int64(1))
 	f.Fuzz(func(t *testing.T, line string, now int64) {
 		words := strings.Split(line, "\x00")
 		var scratch []byte

@@ -126,6 +126,7 @@ func FuzzSnapshotStream(f *testing.F) {
 	f.Add(snapshotBytes(f, quietFSM(1)), false)
 	f.Add(encodeStream(5, []streamRecord{{key: []byte("b"), st: shard.State{Kind: clKind, Expire: 9}}, {key: []byte("a"), st: shard.State{Kind: clKind, Expire: 9}}}), false)
 	f.Add(encodeStream(5, []streamRecord{{key: []byte("a"), st: shard.State{Kind: clKind, Expire: 1}}}), false)
+	f.Add(encodeStream(5, []streamRecord{{key: []byte("s"), st: shard.State{Kind: setKind, Expire: 9, A: 2, Val: []byte{1, 1, 'a', 'b'}}}}), false)
 	f.Add([]byte("RCSN\x02"), true)
 	f.Fuzz(func(t *testing.T, data []byte, fixCRC bool) {
 		if fixCRC && len(data) >= 4 {

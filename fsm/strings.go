@@ -32,6 +32,7 @@ var stringFamily = family{
 		{code: request.MSetNX, valid: pairsValid, run: (*FSM).mset},
 		{code: request.GetEx, valid: getExValid, run: (*FSM).getEx},
 		{code: request.IncrByFloat, valid: oneValue, run: (*FSM).incrByFloat},
+		{code: request.IncrEx, valid: incrExValid, run: (*FSM).incrEx}, // increx.go
 		{code: request.Get, run: (*FSM).get},
 		{code: request.StrLen, run: (*FSM).strLen},
 		{code: request.MGet, run: (*FSM).mget},

@@ -67,6 +67,13 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		{110, "LLEN", OneKey, false, KindInt, Lists},
 		{111, "LINDEX", OneKey, false, KindBulk, Lists},
 		{112, "LRANGE", OneKey, false, KindArray, Lists},
+		{16, "INCREX", KeyValue, true, KindInts, Strings},
+		{42, "SADD", KeyValue, true, KindInt, Sets},
+		{43, "SREM", KeyValue, false, KindInt, Sets},
+		{115, "SISMEMBER", KeyValue, false, KindInt, Sets},
+		{116, "SMISMEMBER", KeyValue, false, KindInts, Sets},
+		{117, "SCARD", OneKey, false, KindInt, Sets},
+		{118, "SMEMBERS", OneKey, false, KindSet, Sets},
 	} {
 		d := Describe(tt.code)
 		if !tt.code.Known() || d.Code != tt.code || d.Name != tt.name || d.Keys != tt.keys || d.Creates != tt.creates || d.Reply != tt.reply || d.Family != tt.family {
@@ -88,6 +95,7 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		{Strings, "string", 1, []KeyKind{5}},
 		{Hashes, "hash", 5, []KeyKind{6}},
 		{Lists, "list", 6, []KeyKind{7}},
+		{Sets, "set", 7, []KeyKind{8}},
 	} {
 		if tt.fam.TypeName != tt.typeName || tt.fam.ScanType != tt.scanType || !slices.Equal(tt.fam.Kinds, tt.kinds) {
 			t.Errorf("family %s: TYPE %q, SCAN TYPE %d, kinds %v", tt.fam.Name, tt.fam.TypeName, tt.fam.ScanType, tt.fam.Kinds)
@@ -107,7 +115,7 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		t.Errorf("SCAN TYPE any %d, none %d", ScanTypeAny, ScanTypeNone)
 	}
 	for v := int64(-1); v < 8; v++ {
-		if got := ValidScanType(v); got != (v >= 0 && v <= 6) {
+		if got := ValidScanType(v); got != (v >= 0 && v <= 7) {
 			t.Errorf("ValidScanType(%d) = %v", v, got)
 		}
 	}
@@ -119,6 +127,7 @@ func TestScanTypeByName(t *testing.T) {
 	for name, want := range map[string]int64{
 		"string": ScanTypeString, "STRING": ScanTypeString, "tokenBucket": ScanTypeTokenBucket,
 		"slidinglog": ScanTypeSlidingLog, "list": ScanTypeList, "LIST": ScanTypeList, "lists": ScanTypeNone, "hash": ScanTypeHash, "HASH": ScanTypeHash, "": ScanTypeNone, "none": ScanTypeNone,
+		"set": ScanTypeSet, "SET": ScanTypeSet,
 	} {
 		if got := ScanTypeByName([]byte(name)); got != want {
 			t.Errorf("ScanTypeByName(%q) = %d, want %d", name, got, want)

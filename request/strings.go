@@ -35,6 +35,18 @@ const (
 	// IncrByFloat is INCRBYFLOAT with the increment as given in Keys[0]
 	// (Redis parses it after the type check): the new value.
 	IncrByFloat Code = 15
+	// IncrEx is INCREX (Redis 8.8): increment within bounds and set the
+	// expiry in one write. Args: the IncrEx* flags, the integer increment,
+	// LBOUND, UBOUND (integer mode; each only with its flag), the expiry
+	// time in ms (relative for EX and PX, already converted from seconds;
+	// absolute Unix ms for EXAT and PXAT), and the ErrCode a BYFLOAT call
+	// answers after its floats are checked (its time's own error: the
+	// parser's order in both modes). Keys: nothing in integer mode; in
+	// BYFLOAT mode the increment, LBOUND and UBOUND as given ("" when
+	// absent), parsed as long doubles by the state machine. The result is
+	// [new value, applied increment]: KindInts, or KindDoubles in BYFLOAT
+	// mode.
+	IncrEx Code = 16
 
 	// Get is GET: the value, nil when missing.
 	Get Code = 74
@@ -57,6 +69,29 @@ const (
 	SetGetFlag // SET … GET: the result is the old value (Set only)
 )
 
+// The flags of IncrEx (its Args[0]).
+const (
+	IncrExFloat    int64 = 1 << iota // BYFLOAT: Keys holds the floats
+	IncrExLBound                     // LBOUND given
+	IncrExUBound                     // UBOUND given
+	IncrExSaturate                   // SATURATE
+	IncrExEX                         // Args[4] is relative ms
+	IncrExPX                         // Args[4] is relative ms
+	IncrExEXAT                       // Args[4] is absolute Unix ms
+	IncrExPXAT                       // Args[4] is absolute Unix ms
+	IncrExPersist                    // PERSIST
+	IncrExENX                        // ENX: the expiry only when the key has none
+)
+
+// INCREX's errors (the string family's, numbered 31..35).
+const (
+	// ErrIncrExExpire: INCREX's expiry time is not positive, passes int64
+	// ms in seconds, or passes it when added to the entry's now.
+	ErrIncrExExpire ErrCode = 31
+	// ErrIncrExBounds: LBOUND is greater than UBOUND.
+	ErrIncrExBounds ErrCode = 32
+)
+
 // Strings is the string family.
 var Strings = describeFamily(&Family{
 	Name:     "string",
@@ -74,6 +109,7 @@ var Strings = describeFamily(&Family{
 		{Code: MSetNX, Name: "MSETNX", Keys: KeyPairs, Creates: true, Reply: KindInt},
 		{Code: GetEx, Name: "GETEX", Keys: OneKey, Reply: KindBulk, Nullable: true},
 		{Code: IncrByFloat, Name: "INCRBYFLOAT", Keys: KeyValue, Creates: true, Reply: KindBulk},
+		{Code: IncrEx, Name: "INCREX", Keys: KeyValue, Creates: true, Reply: KindInts, AlsoReply: KindDoubles},
 		{Code: Get, Name: "GET", Keys: OneKey, Reply: KindBulk, Nullable: true},
 		{Code: StrLen, Name: "STRLEN", Keys: OneKey, Reply: KindInt},
 		{Code: MGet, Name: "MGET", Keys: KeyList, Reply: KindBulks},
@@ -88,5 +124,7 @@ var Strings = describeFamily(&Family{
 		{ErrNotFloat, "ERR value is not a valid float"},
 		{ErrFloatNaNOrInf, "ERR increment would produce NaN or Infinity"},
 		{ErrStringTooLong, "ERR string exceeds maximum allowed size (proto-max-bulk-len)"},
+		{ErrIncrExExpire, "ERR invalid expire time in 'increx' command"},
+		{ErrIncrExBounds, "ERR LBOUND must be less than or equal to UBOUND"},
 	},
 })

@@ -52,6 +52,7 @@ var differentialFamilies = []family{
 	stringFamily,
 	hashFamily,
 	listFamily,
+	setFamily,
 	connectionFamily,
 	errorFamily,
 }
