@@ -93,6 +93,44 @@ var limiterFamilies = []limiterFamily{
 	// the token-bucket-in-a-hash pattern, read as the "ct" counter.
 	{"hc", func(k string, n int64) []string { return []string{"HINCRBY", k, "taken", "1"} },
 		func(k string, n int64) []string { return []string{"HGET", k, "taken"} }, counterAsLimiter},
+	// The window counter in one command (Redis 8.8's INCREX): a unit is
+	// taken only while the count is below units (UBOUND), so a refused
+	// call changes nothing.
+	{"ix", func(k string, n int64) []string { return []string{"INCREX", k, "BYINT", "1", "UBOUND", itoa(n)} },
+		func(k string, n int64) []string { return []string{"GET", k} }, increxAsLimiter},
+	// A list as a log of admissions (RPUSH to take a unit, LLEN to peek).
+	{"lc", func(k string, n int64) []string { return []string{"RPUSH", k, "hit"} },
+		func(k string, n int64) []string { return []string{"LLEN", k} }, lengthAsLimiter},
+}
+
+// increxAsLimiter reads INCREX's [count, applied] (applied 1: allowed with
+// units − count left; 0: limited) and GET's count as a limiter of units.
+func increxAsLimiter(r reply, units int64, peek bool) reply {
+	if peek {
+		return counterAsLimiter(r, units, true)
+	}
+	v, ok := r.ints()
+	switch {
+	case !ok || len(v) != 2 || v[0] < 0 || v[0] > units:
+		return r
+	case v[1] == 1:
+		return intsReply(0, units, units-v[0], -1, 0)
+	case v[1] == 0 && v[0] == units:
+		return intsReply(1, units, 0, 1, 0)
+	}
+	return r
+}
+
+// lengthAsLimiter reads RPUSH's length after the call and LLEN's length as
+// the "ct" counter's INCR and GET.
+func lengthAsLimiter(r reply, units int64, peek bool) reply {
+	if peek && r.kind == ':' {
+		if r.num == 0 {
+			return counterAsLimiter(reply{kind: '$', null: true}, units, true)
+		}
+		return counterAsLimiter(reply{kind: '$', str: itoa(r.num)}, units, true)
+	}
+	return counterAsLimiter(r, units, peek)
 }
 
 // familyOfKey is the family whose tag a load key carries (prefix:tag:n).
@@ -126,7 +164,7 @@ func familyOfKey(key string) limiterFamily {
 type decisionLoad struct {
 	start       time.Time
 	prefix      string
-	gen         [8]atomic.Int64 // per family (at most 8), the key in use: prefix:tag:gen
+	gen         [16]atomic.Int64 // per family (at most 16), the key in use: prefix:tag:gen
 	readTimeout time.Duration
 
 	stop chan struct{}

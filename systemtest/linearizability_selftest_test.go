@@ -295,7 +295,8 @@ func TestLinearizabilityFailureWritesVisualization(t *testing.T) {
 }
 
 func TestLinearizabilityParsesReplies(t *testing.T) {
-	ctr := func(op limiterOp) limiterOp { op.Family = "ct"; return op }
+	fam := func(op limiterOp, tag string) limiterOp { op.Family = tag; return op }
+	ctr := func(op limiterOp) limiterOp { return fam(op, "ct") }
 	ints := func(v ...int64) reply {
 		r := reply{kind: '*'}
 		for _, x := range v {
@@ -332,6 +333,15 @@ func TestLinearizabilityParsesReplies(t *testing.T) {
 		{ctr(peek("k")), reply{kind: '$', str: "x"}, limiterOut{Unknown: true}, true},
 		{ctr(thr("k")), reply{kind: '$', str: "1"}, limiterOut{Unknown: true}, true},
 		{ctr(thr("k")), reply{kind: '-', str: "TRYAGAIN no leader"}, limiterOut{Unknown: true}, false},
+		// INCREX's [count, applied] and the list's RPUSH/LLEN lengths.
+		{fam(thr("k"), "ix"), ints(1, 1), allowed(5), false},
+		{fam(thr("k"), "ix"), ints(6, 1), allowed(0), false},
+		{fam(thr("k"), "ix"), ints(6, 0), limited, false},
+		{fam(thr("k"), "ix"), ints(5, 0), limiterOut{Unknown: true}, true}, // refused below the bound
+		{fam(peek("k"), "ix"), reply{kind: '$', str: "6"}, limited, false},
+		{fam(thr("k"), "lc"), reply{kind: ':', num: 2}, allowed(4), false},
+		{fam(peek("k"), "lc"), reply{kind: ':', num: 0}, allowed(5), false},
+		{fam(peek("k"), "lc"), reply{kind: ':', num: 6}, limited, false},
 	}
 	for i, c := range cases {
 		got, err := parseLimiterReply(c.op, c.r)
