@@ -55,6 +55,10 @@ type hitResult struct {
 	// (Redcell unreachable, TRYAGAIN during a failover...); empty when it
 	// decided.
 	errText string
+	// remaining is the requests left in the window as the library reports
+	// them (envoy's limitRemaining, limits' get_window_stats,
+	// rate-limiter-flexible's remainingPoints).
+	remaining int64
 	// msBeforeNext is rate-limiter-flexible's msBeforeNext (the key's PTTL
 	// as the library read it); -1 for the other libraries.
 	msBeforeNext int64
@@ -267,13 +271,20 @@ func envoyHit(client *http.Client, url, id string) hitResult {
 	raw, _ := io.ReadAll(resp.Body)
 	var out struct {
 		OverallCode string `json:"overallCode"`
+		Statuses    []struct {
+			LimitRemaining int64 `json:"limitRemaining"` // omitted when 0
+		} `json:"statuses"`
 	}
 	_ = json.Unmarshal(raw, &out)
+	remaining := int64(-1)
+	if len(out.Statuses) == 1 {
+		remaining = out.Statuses[0].LimitRemaining
+	}
 	switch {
 	case resp.StatusCode == http.StatusOK && out.OverallCode == "OK":
-		return hitResult{admitted: true, msBeforeNext: -1}
+		return hitResult{admitted: true, remaining: remaining, msBeforeNext: -1}
 	case resp.StatusCode == http.StatusTooManyRequests && out.OverallCode == "OVER_LIMIT":
-		return hitResult{admitted: false, msBeforeNext: -1}
+		return hitResult{admitted: false, remaining: remaining, msBeforeNext: -1}
 	default:
 		return hitResult{errText: fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(raw))), msBeforeNext: -1}
 	}
@@ -374,6 +385,7 @@ func (d *lineDriver) next(v any) error {
 // driverAnswer is both scripts' answer to one request.
 type driverAnswer struct {
 	Admitted     bool   `json:"admitted"`
+	Remaining    int64  `json:"remaining"`
 	Key          string `json:"key"`
 	Error        string `json:"error"`
 	MsBeforeNext *int64 `json:"msBeforeNext"`
@@ -387,7 +399,7 @@ func driverHit(t *testing.T, d *lineDriver, id string) hitResult {
 	if err := d.ask(id, &a); err != nil {
 		t.Fatal(err)
 	}
-	r := hitResult{admitted: a.Admitted, errText: a.Error, msBeforeNext: -1}
+	r := hitResult{admitted: a.Admitted, errText: a.Error, remaining: a.Remaining, msBeforeNext: -1}
 	if a.MsBeforeNext != nil {
 		r.msBeforeNext = *a.MsBeforeNext
 	}

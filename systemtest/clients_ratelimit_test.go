@@ -68,21 +68,48 @@ func TestClusterRateLimitLibraries(t *testing.T) {
 // killed node back (so the next round has three nodes again).
 func clusterRateLimitRound(t *testing.T, c *cluster, open func(*testing.T, string) *rateLimitLib, id string) []string {
 	t.Helper()
-	leader := c.waitLeader()
-	follower := (leader + 1) % len(c.nodes)
+	follower := (c.waitLeader() + 1) % len(c.nodes)
+	leader, _ := leaderOtherThan(t, c, follower)
 	freezeClusterClock(t, c, leader)
 	lib := open(t, c.nodes[follower].addr())
 	fc := mustDial(t, c.nodes[follower].addr())
 
 	problems := checkExactLimit(lib, id+"-follower", counterOn(fc))
-	problems = append(problems, runAcrossLeaderKill(t, c, lib, leader, id+"-kill", counterOn(fc))...)
+	killed, kp := runAcrossLeaderKill(t, c, lib, follower, id+"-kill", counterOn(fc))
+	problems = append(problems, kp...)
 	// The library goes on against the new leader, exactly.
 	problems = append(problems, checkExactLimit(lib, id+"-after", counterOn(fc))...)
 
-	c.restart(leader)
+	if killed >= 0 {
+		c.restart(killed)
+	}
 	c.waitFormed(len(c.nodes))
-	c.compareReplicas(lib.name + " after the leader kill")
+	c.compareReplicas(lib.name + " after the round")
 	return problems
+}
+
+// leaderOtherThan returns the ready leader and the term it leads, first
+// moving leadership off node keep (RAFT TRANSFER) when keep leads: the
+// library attached to keep must outlive the leader's kill.
+func leaderOtherThan(t *testing.T, c *cluster, keep int) (int, int64) {
+	t.Helper()
+	for attempt := 0; ; attempt++ {
+		if attempt == 5 {
+			t.Fatalf("no stable leader other than %s after %d attempts", c.nodes[keep].id, attempt)
+		}
+		l := c.waitLeader()
+		if l == keep {
+			other := (keep + 1) % len(c.nodes)
+			if r, err := c.call(l, "RAFT", "TRANSFER", c.nodes[other].id); err != nil || r.isErr() {
+				t.Fatalf("RAFT TRANSFER %s: %v %v", c.nodes[other].id, r, err)
+			}
+			c.waitLeader(other)
+			continue
+		}
+		if st, err := c.status(l); err == nil && st.state == "leader" && st.ready {
+			return l, st.term
+		}
+	}
 }
 
 // freezeClusterClock freezes every running node's clock at one instant after
@@ -117,8 +144,9 @@ func counterOn(conn *respConn) func(key string) (int64, error) {
 }
 
 // checkExactLimit sends limit+2 requests for id: the first limit must be
-// admitted and the next two refused, without an error, and the counter must
-// have counted all of them (each library increments on a refusal too).
+// admitted and the next two refused, without an error, each with the
+// remaining count the library read, and the counter must have counted all
+// of them (each library increments on a refusal too).
 func checkExactLimit(lib *rateLimitLib, id string, counter func(string) (int64, error)) []string {
 	var problems []string
 	for i := 1; i <= rateLimitLimit+2; i++ {
@@ -129,6 +157,10 @@ func checkExactLimit(lib *rateLimitLib, id string, counter func(string) (int64, 
 		if want := i <= rateLimitLimit; r.admitted != want {
 			problems = append(problems, fmt.Sprintf("%s, %s: request %d of a limit of %d: admitted %v, want %v",
 				lib.name, id, i, rateLimitLimit, r.admitted, want))
+		}
+		if want := int64(max(rateLimitLimit-i, 0)); r.remaining != want {
+			problems = append(problems, fmt.Sprintf("%s, %s: request %d of a limit of %d: remaining %d, want %d",
+				lib.name, id, i, rateLimitLimit, r.remaining, want))
 		}
 	}
 	key := lib.counterKey(id)
@@ -145,8 +177,10 @@ func checkExactLimit(lib *rateLimitLib, id string, counter func(string) (int64, 
 // exceed the limit, and may fall short of it only by requests whose outcome
 // the library reported as an error (TRYAGAIN "outcome unknown" may have
 // been applied). The counter must hold every request the library got a
-// decision for, plus at most the errored ones.
-func runAcrossLeaderKill(t *testing.T, c *cluster, lib *rateLimitLib, leader int, id string, counter func(string) (int64, error)) []string {
+// decision for, plus at most the errored ones. The library is attached to
+// node follower, which the kill spares; it returns the killed node (-1 if
+// the run failed before the kill).
+func runAcrossLeaderKill(t *testing.T, c *cluster, lib *rateLimitLib, follower int, id string, counter func(string) (int64, error)) (int, []string) {
 	t.Helper()
 	var admitted, refused, failed, refusedAfter int
 	var errs errorCounts
@@ -167,13 +201,14 @@ func runAcrossLeaderKill(t *testing.T, c *cluster, lib *rateLimitLib, leader int
 	for admitted < rateLimitLimit/2 {
 		r := lib.hit(id)
 		if r.errText != "" {
-			return []string{fmt.Sprintf("%s, %s: before the kill: error %s", lib.name, id, r.errText)}
+			return -1, []string{fmt.Sprintf("%s, %s: before the kill: error %s", lib.name, id, r.errText)}
 		}
 		count(r, false)
 		if !r.admitted {
-			return []string{fmt.Sprintf("%s, %s: refused after %d admissions, before the kill", lib.name, id, admitted)}
+			return -1, []string{fmt.Sprintf("%s, %s: refused after %d admissions, before the kill", lib.name, id, admitted)}
 		}
 	}
+	leader, term := leaderOtherThan(t, c, follower)
 	killed := make(chan struct{})
 	go func() { // the killer: SIGKILL by PID, racing the request below
 		c.kill(leader)
@@ -185,7 +220,7 @@ func runAcrossLeaderKill(t *testing.T, c *cluster, lib *rateLimitLib, leader int
 	deadline := start.Add(2 * time.Minute)
 	for refusedAfter < 2 {
 		if time.Now().After(deadline) {
-			return []string{fmt.Sprintf("%s, %s: no two refusals within %v of the kill: admitted %d, refused %d, errors %d (%s)",
+			return leader, []string{fmt.Sprintf("%s, %s: no two refusals within %v of the kill: admitted %d, refused %d, errors %d (%s)",
 				lib.name, id, deadline.Sub(start), admitted, refused, failed, errs.String())}
 		}
 		r := lib.hit(id)
@@ -194,8 +229,8 @@ func runAcrossLeaderKill(t *testing.T, c *cluster, lib *rateLimitLib, leader int
 			time.Sleep(pollEvery) // a client's pause before retrying after a failover error
 		}
 	}
-	t.Logf("%s across the leader kill: admitted %d of %d, refused %d, errors %d (%s); %v from the kill to the end",
-		lib.name, admitted, rateLimitLimit, refused, failed, errs.String(), time.Since(start).Round(time.Millisecond))
+	t.Logf("%s across the kill of leader %s: admitted %d of %d, refused %d, errors %d (%s); %v from the kill to the end",
+		lib.name, c.nodes[leader].id, admitted, rateLimitLimit, refused, failed, errs.String(), time.Since(start).Round(time.Millisecond))
 
 	var problems []string
 	if admitted > rateLimitLimit {
@@ -211,7 +246,13 @@ func runAcrossLeaderKill(t *testing.T, c *cluster, lib *rateLimitLib, leader int
 		problems = append(problems, fmt.Sprintf("%s, %s: counter %s = %d, %v after %d decisions and %d errors: want between %d and %d",
 			lib.name, id, key, v, err, admitted+refused, failed, decided, decided+int64(failed)))
 	}
-	return problems
+	// The run went through a leader change: the node killed led term term
+	// a moment before, and a later term leads now.
+	if st, err := c.status(c.waitLeader()); err != nil || st.term <= term {
+		problems = append(problems, fmt.Sprintf("%s, %s: after killing %s, the leader of term %d: term %d, %v; want a later term",
+			lib.name, id, c.nodes[leader].id, term, st.term, err))
+	}
+	return leader, problems
 }
 
 // checkElasticExpiry: limits' fixed window with elastic expiry (INCRBY, then

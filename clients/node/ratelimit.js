@@ -13,7 +13,8 @@
 //
 // Then each line on stdin is one request, a key: the script awaits
 // limiter.consume(key) and prints one JSON object on a line of its own:
-// {"admitted": true|false, "key": <the Redis key>, "consumed", "msBeforeNext"}
+// {"admitted": true|false, "key": <the Redis key>, "consumed", "remaining",
+// "msBeforeNext"}
 // (consume resolved, or rejected with a RateLimiterRes), or {"error":
 // "<message>"} when it rejected with an Error (Redcell unreachable, TRYAGAIN
 // during a failover...). Requests are handled one at a time, in order: the
@@ -40,7 +41,11 @@ async function main() {
   for await (const line of lines) {
     const key = line.trim();
     const res = (admitted, r) => ({
-      admitted, key: limiter.getKey(key), consumed: r.consumedPoints, msBeforeNext: r.msBeforeNext,
+      admitted,
+      key: limiter.getKey(key),
+      consumed: r.consumedPoints,
+      remaining: r.remainingPoints,
+      msBeforeNext: r.msBeforeNext,
     });
     try {
       report(res(true, await limiter.consume(key)));

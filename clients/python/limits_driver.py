@@ -14,9 +14,12 @@ elastic-expiry strategy:
     item = limits.parse("5/minute")
 
 Then each line on stdin is one request, an identifier: the script calls
-limiter.hit(item, identifier) and prints one JSON object on a line of its
-own: {"admitted": true|false, "key": <the Redis key limits counts in>}, or
-{"error": "<exception class>: <message>"} when the library raised (Redcell
+limiter.hit(item, identifier) (INCRBY, then EXPIRE), then
+limiter.get_window_stats(item, identifier) (GET and TTL) as a web
+framework does for its rate-limit headers, and prints one JSON object on a
+line of its own: {"admitted": true|false, "remaining": <requests left in
+the window>, "key": <the Redis key limits counts in>}, or {"error":
+"<exception class>: <message>"} when the library raised (Redcell
 unreachable, TRYAGAIN during a failover...). It exits at the end of stdin.
 """
 import json
@@ -36,7 +39,9 @@ def main():
     for line in sys.stdin:
         ident = line.strip()
         try:
-            out = {"admitted": limiter.hit(item, ident), "key": item.key_for(ident)}
+            admitted = limiter.hit(item, ident)
+            _, remaining = limiter.get_window_stats(item, ident)
+            out = {"admitted": admitted, "remaining": remaining, "key": item.key_for(ident)}
         except Exception as e:  # reported, not raised: the test counts errors
             out = {"error": f"{type(e).__name__}: {e}"}
         print(json.dumps(out), flush=True)
