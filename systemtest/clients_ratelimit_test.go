@@ -18,11 +18,19 @@ import (
 
 // TestRateLimitLibraries: each library on one node admits exactly its limit,
 // and its window follows Redcell's clock as the library expects of Redis.
+// The same limit check runs against redis-server first, so that what it
+// expects is what the library does on Redis.
 func TestRateLimitLibraries(t *testing.T) {
 	n := sharedNode(t)
 	c := mustDial(t, n.addr())
+	redisAddr := startRedisServer(t)
+	rc := mustDial(t, redisAddr)
 	for _, l := range rateLimitLibs {
 		t.Run(l.name, func(t *testing.T) {
+			onRedis := l.open(t, redisAddr)
+			inOneWallWindow(t, l.wallWindow, "redis", func(id string) []string {
+				return checkExactLimit(onRedis, id, counterOn(rc))
+			})
 			base := freshBase(t, c)
 			lib := l.open(t, n.addr())
 			tag := strconv.FormatInt(base/second, 10)
