@@ -82,11 +82,11 @@ func clusterRateLimitRound(t *testing.T, c *cluster, open func(*testing.T, strin
 	lib := open(t, c.nodes[follower].addr())
 	fc := mustDial(t, c.nodes[follower].addr())
 
-	problems := checkExactLimit(lib, id+"-follower", counterOn(fc))
+	problems := clusterExactLimit(t, c, lib, id+"-follower", counterOn(fc))
 	killed, kp := runAcrossLeaderKill(t, c, lib, follower, id+"-kill", counterOn(fc))
 	problems = append(problems, kp...)
 	// The library goes on against the new leader, exactly.
-	problems = append(problems, checkExactLimit(lib, id+"-after", counterOn(fc))...)
+	problems = append(problems, clusterExactLimit(t, c, lib, id+"-after", counterOn(fc))...)
 
 	if killed >= 0 {
 		c.restart(killed)
@@ -94,6 +94,38 @@ func clusterRateLimitRound(t *testing.T, c *cluster, open func(*testing.T, strin
 	c.waitFormed(len(c.nodes))
 	c.compareReplicas(lib.name + " after the round")
 	return problems
+}
+
+// clusterExactLimit is checkExactLimit through a cluster. A check that
+// failed while leadership changed (on a busy machine a stalled leader steps
+// down) runs again, up to twice, with a new identifier: the library's errors
+// then stand for failover replies, and a "may or may not have been applied"
+// one leaves the count ambiguous. A failure within one term is reported.
+func clusterExactLimit(t *testing.T, c *cluster, lib *rateLimitLib, id string, counter func(string) (int64, error)) []string {
+	t.Helper()
+	term := func() int64 {
+		st, err := c.status(c.waitLeader())
+		if err != nil {
+			t.Fatalf("INFO raft of the leader: %v", err)
+		}
+		return st.term
+	}
+	for attempt := 0; ; attempt++ {
+		runID := id
+		if attempt > 0 {
+			runID = fmt.Sprintf("%s-again%d", id, attempt)
+		}
+		before := term()
+		problems := checkExactLimit(lib, runID, counter)
+		if len(problems) == 0 {
+			return nil
+		}
+		after := term()
+		if after == before || attempt == 2 {
+			return problems
+		}
+		t.Logf("leadership changed during %s's check (term %d, then %d): %v; checking again", lib.name, before, after, problems)
+	}
 }
 
 // leaderOtherThan returns the ready leader and the term it leads, first
@@ -206,17 +238,22 @@ func runAcrossLeaderKill(t *testing.T, c *cluster, lib *rateLimitLib, follower i
 			}
 		}
 	}
+	// Before the kill, errors are counted as after it (a stalled leader on
+	// a busy machine may step down by itself), up to a few.
 	for admitted < rateLimitLimit/2 {
 		r := lib.hit(id)
-		if r.errText != "" {
-			return -1, []string{fmt.Sprintf("%s, %s: before the kill: error %s", lib.name, id, r.errText)}
-		}
 		count(r, false)
-		if !r.admitted {
+		switch {
+		case r.errText != "" && failed > 3:
+			return -1, []string{fmt.Sprintf("%s, %s: %d errors before the kill (%s)", lib.name, id, failed, errs.String())}
+		case r.errText != "":
+			time.Sleep(pollEvery) // a client's pause before retrying after a failover error
+		case !r.admitted:
 			return -1, []string{fmt.Sprintf("%s, %s: refused after %d admissions, before the kill", lib.name, id, admitted)}
 		}
 	}
 	leader, term := leaderOtherThan(t, c, follower)
+	start := time.Now()
 	killed := make(chan struct{})
 	go func() { // the killer: SIGKILL by PID, racing the request below
 		c.kill(leader)
@@ -224,7 +261,6 @@ func runAcrossLeaderKill(t *testing.T, c *cluster, lib *rateLimitLib, follower i
 	}()
 	count(lib.hit(id), false)
 	<-killed
-	start := time.Now()
 	deadline := start.Add(2 * time.Minute)
 	for refusedAfter < 2 {
 		if time.Now().After(deadline) {
