@@ -47,6 +47,8 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		{74, "GET", OneKey, false, KindBulk, Strings},
 		{75, "STRLEN", OneKey, false, KindInt, Strings},
 		{76, "MGET", KeyList, false, KindBulks, Strings},
+		{27, "WATCHGUARD", KeyPairs, false, KindInt, nil},
+		{93, "WATCHMARK", KeyList, false, KindBulk, nil},
 	} {
 		d := Describe(tt.code)
 		if !tt.code.Known() || d.Code != tt.code || d.Name != tt.name || d.Keys != tt.keys || d.Creates != tt.creates || d.Reply != tt.reply || d.Family != tt.family {
