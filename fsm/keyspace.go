@@ -33,6 +33,7 @@ func (f *FSM) del(r *request.Request, now int64, res *request.Result) {
 
 func (f *FSM) flushAll(_ *request.Request, _ int64, res *request.Result) {
 	f.store.Clear()
+	f.flushIndex = f.entryIndex // every watched key changed (watchguard.go)
 	res.Kind = request.KindOK
 }
 
