@@ -8,8 +8,8 @@ import (
 // Digest returns the index of the last applied entry and a SHA-256 of the
 // whole replicated state at that index, in the canonical snapshot encoding
 // (keys sorted with their change markers, gone keys kept for WATCH
-// included, idle keys left out, the replicated clock, the flush index and
-// the last applied term included).
+// included, idle keys left out, the replicated clock and the last applied
+// term included).
 // Two replicas at the same applied index must return the same digest; the
 // cluster tests compare them after load, snapshot installs and restarts.
 //
@@ -21,7 +21,7 @@ func (f *FSM) Digest() (uint64, [sha256.Size]byte, error) {
 	f.applyMu.RLock()
 	index := f.applied.Load()
 	clock := f.clock.Load()
-	snap := &fsmSnapshot{clock: clock, flushIndex: f.flushIndex, term: f.term.Load(), snap: f.store.Snapshot(clock)}
+	snap := &fsmSnapshot{clock: clock, term: f.term.Load(), snap: f.store.Snapshot(clock)}
 	f.applyMu.RUnlock()
 	h := sha256.New()
 	if err := snap.write(h); err != nil {

@@ -28,16 +28,15 @@ func RegisteredFamilies() []*request.Family {
 }
 
 // SnapshotAs re-encodes snapshot b of the current version as version v (1
-// to 3): its live keys, without markers, gone records, flush index or term.
+// to 3): its live keys, without markers, gone records or term.
 func SnapshotAs(b []byte, v byte) []byte { return asOldVersion(b, v) }
 
 // RestoredFromOld is what a state restored from an older version of
-// snapshot b snapshots to: b's live keys with marker 0, flush index and
-// term 0.
+// snapshot b snapshots to: b's live keys with marker 0 and term 0.
 func RestoredFromOld(b []byte) []byte { return restoredFromOld(b) }
 
 // SnapshotHeaderLen is the size of a current snapshot's header.
-const SnapshotHeaderLen = 37
+const SnapshotHeaderLen = 29
 
 // SnapshotVersion is the version this build writes.
 const SnapshotVersion = snapshotVersion

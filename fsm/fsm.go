@@ -59,10 +59,6 @@ type FSM struct {
 	term    atomic.Uint64 // term of that entry (WatchMark)
 	failed  atomic.Bool
 
-	// flushIndex is the index of the last entry that ran FLUSHALL (0:
-	// none known), for WATCH (watchguard.go). Guarded by applyMu.
-	flushIndex uint64
-
 	// Owned by the FSM goroutine.
 	// entryIndex and entryTerm are the raft index and term of the entry
 	// being applied (the keyspace stamps its writes with the index).

@@ -22,7 +22,6 @@ import (
 //	[4]byte "RCSN", byte version (4)
 //	int64   replicated clock (little endian)
 //	uint64  number of records (little endian)
-//	uint64  flush index: the raft index of the last FLUSHALL (little endian)
 //	uint64  the term of the last applied entry (little endian)
 //	records in ascending key order, each either a live key:
 //	  byte kind (| 0x80 when a value follows), uvarint key length, key,
@@ -34,10 +33,9 @@ import (
 //	  uvarint change marker
 //	uint32  CRC-32C of every byte before it (little endian)
 //
-// Version 3 has neither the flush index and term nor markers nor gone
-// records: its records are version 4's live records without the marker. A
-// version 3 (or older) stream restores with every marker 0, flush index 0
-// and term 0, which is safe because WATCH compares markers only as "> w",
+// Version 3 has neither the term nor markers nor gone records: its records
+// are version 4's live records without the marker. A version 3 (or older)
+// stream restores with every marker 0 and term 0, which is safe because WATCH compares markers only as "> w",
 // and any w is read after the restore.
 //
 // Version 2 is the same as 3, except that a CL (GCRA) record's b is always 0
@@ -94,14 +92,13 @@ func (f *FSM) snapshot() *fsmSnapshot {
 	f.applyMu.RLock()
 	defer f.applyMu.RUnlock()
 	clock := f.clock.Load()
-	return &fsmSnapshot{clock: clock, flushIndex: f.flushIndex, term: f.term.Load(), snap: f.store.Snapshot(clock)}
+	return &fsmSnapshot{clock: clock, term: f.term.Load(), snap: f.store.Snapshot(clock)}
 }
 
 type fsmSnapshot struct {
-	clock      int64
-	flushIndex uint64
-	term       uint64
-	snap       *shard.Snapshot
+	clock int64
+	term  uint64
+	snap  *shard.Snapshot
 }
 
 // Persist writes the snapshot to sink; it runs concurrently with ApplyBatch.
@@ -116,13 +113,12 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 func (s *fsmSnapshot) write(w io.Writer) error {
 	cw := &crcWriter{h: crc32.New(crcTable), w: w}
 	bw := bufio.NewWriterSize(cw, 256<<10)
-	var hdr [4 + 1 + 8 + 8 + 8 + 8]byte
+	var hdr [4 + 1 + 8 + 8 + 8]byte
 	copy(hdr[:], snapshotMagic)
 	hdr[4] = snapshotVersion
 	binary.LittleEndian.PutUint64(hdr[5:], uint64(s.clock))
 	binary.LittleEndian.PutUint64(hdr[13:], uint64(s.snap.Len()))
-	binary.LittleEndian.PutUint64(hdr[21:], s.flushIndex)
-	binary.LittleEndian.PutUint64(hdr[29:], s.term)
+	binary.LittleEndian.PutUint64(hdr[21:], s.term)
 	if _, err := bw.Write(hdr[:]); err != nil {
 		return err
 	}
@@ -205,7 +201,6 @@ func (f *FSM) restore(rc io.ReadCloser) error {
 	f.applyMu.Lock()
 	f.store = store
 	f.clock.Store(h.clock)
-	f.flushIndex = h.flushIndex
 	f.term.Store(h.term)
 	if w := f.watching(); w != nil {
 		w.Written(nil, true) // every key may have changed
@@ -216,16 +211,15 @@ func (f *FSM) restore(rc io.ReadCloser) error {
 
 // snapshotHeader is what a stream's header says besides its record count.
 type snapshotHeader struct {
-	version    byte
-	clock      int64
-	flushIndex uint64 // 0 before version 4
-	term       uint64 // 0 before version 4
+	version byte
+	clock   int64
+	term    uint64 // 0 before version 4
 }
 
 func readSnapshot(r io.Reader, stripes int) (snapshotHeader, *shard.Store, error) {
 	var h snapshotHeader
 	hr := &hashingReader{r: bufio.NewReaderSize(r, 256<<10), h: crc32.New(crcTable)}
-	var hdr [4 + 1 + 8 + 8 + 8 + 8]byte
+	var hdr [4 + 1 + 8 + 8 + 8]byte
 	if _, err := io.ReadFull(hr, hdr[:21]); err != nil {
 		return h, nil, fmt.Errorf("reading header: %w", err)
 	}
@@ -242,8 +236,7 @@ func readSnapshot(r io.Reader, stripes int) (snapshotHeader, *shard.Store, error
 		if _, err := io.ReadFull(hr, hdr[21:]); err != nil {
 			return h, nil, fmt.Errorf("reading header: %w", err)
 		}
-		h.flushIndex = binary.LittleEndian.Uint64(hdr[21:])
-		h.term = binary.LittleEndian.Uint64(hdr[29:])
+		h.term = binary.LittleEndian.Uint64(hdr[21:])
 	}
 	store := shard.New(stripes)
 	var rr recordReader

@@ -20,11 +20,11 @@ type streamRecord struct {
 }
 
 // streamHeader is a snapshot stream's header as the test oracle reads it
-// (flush and term are 0 before version 4).
+// (term is 0 before version 4).
 type streamHeader struct {
-	version     byte
-	clock       int64
-	flush, term uint64
+	version byte
+	clock   int64
+	term    uint64
 }
 
 // parseStream is an independent reading of the snapshot format (from a byte
@@ -45,12 +45,11 @@ func parseStream(b []byte) (h streamHeader, recs []streamRecord, err error) {
 	rest := body[21:]
 	v4 := h.version >= 4
 	if v4 {
-		if len(rest) < 16 {
+		if len(rest) < 8 {
 			return h, nil, errors.New("no header")
 		}
-		h.flush = binary.LittleEndian.Uint64(rest)
-		h.term = binary.LittleEndian.Uint64(rest[8:])
-		rest = rest[16:]
+		h.term = binary.LittleEndian.Uint64(rest)
+		rest = rest[8:]
 	}
 	uv := func() uint64 {
 		v, n := binary.Uvarint(rest)
@@ -118,7 +117,6 @@ func encodeStream(h streamHeader, recs []streamRecord) []byte {
 	b = binary.LittleEndian.AppendUint64(b, uint64(h.clock))
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(recs)))
 	if v4 {
-		b = binary.LittleEndian.AppendUint64(b, h.flush)
 		b = binary.LittleEndian.AppendUint64(b, h.term)
 	}
 	for _, r := range recs {
@@ -149,7 +147,7 @@ func encodeStream(h streamHeader, recs []streamRecord) []byte {
 }
 
 // asOldVersion re-encodes a current snapshot as version v (1 to 3) of the
-// same live keys: no markers, no gone records, no flush index or term.
+// same live keys: no markers, no gone records, no term.
 func asOldVersion(b []byte, v byte) []byte {
 	h, recs, err := parseStream(b)
 	if err != nil {
@@ -165,7 +163,7 @@ func asOldVersion(b []byte, v byte) []byte {
 }
 
 // restoredFromOld is what a state restored from an old version of snapshot
-// b snapshots to: the live keys of b with marker 0, flush index and term 0.
+// b snapshots to: the live keys of b with marker 0 and term 0.
 func restoredFromOld(b []byte) []byte {
 	h, recs, err := parseStream(b)
 	if err != nil {
@@ -200,7 +198,7 @@ func FuzzSnapshotStream(f *testing.F) {
 		f.Add(snapshotBytes(f, fsm), false)
 	}
 	f.Add(snapshotBytes(f, quietFSM(1)), false)
-	v4 := streamHeader{version: snapshotVersion, clock: 5, flush: 2, term: 3}
+	v4 := streamHeader{version: snapshotVersion, clock: 5, term: 3}
 	f.Add(encodeStream(v4, []streamRecord{{key: []byte("b"), st: shard.State{Kind: clKind, Expire: 9}}, {key: []byte("a"), st: shard.State{Kind: clKind, Expire: 9}}}), false)
 	f.Add(encodeStream(v4, []streamRecord{{key: []byte("a"), st: shard.State{Kind: clKind, Expire: 1}}}), false)
 	f.Add(encodeStream(v4, []streamRecord{{key: []byte("a"), st: shard.State{Expire: 1, Mark: 7}}, {key: []byte("b"), st: shard.State{Kind: clKind, Expire: 9, Mark: 4}}}), false)
@@ -236,7 +234,7 @@ func FuzzSnapshotStream(f *testing.F) {
 			t.Fatalf("restore accepted version %d", h.version)
 		}
 		// A current stream snapshots back to itself; an older one to its
-		// live keys, with marker 0 and no flush index or term.
+		// live keys, with marker 0 and no term.
 		var kept []streamRecord
 		for i, r := range recs {
 			if i > 0 && bytes.Compare(recs[i-1].key, r.key) >= 0 {

@@ -12,19 +12,21 @@ import (
 // Every record of the keyspace carries a change marker: the raft index of
 // the last entry that changed the key (shard stamps it on every write that
 // is not Keep, and on deletions, which leave a tombstone for shard.Linger of
-// replicated time). WATCH k… reads, on the node the client is connected to,
+// replicated time; FLUSHALL leaves one for every key that existed, so it
+// changes exactly those, as in Redis 7.0). WATCH k… reads, on the node the client is connected to,
 // WatchMark: the applied index w, the term of the last applied entry, the
-// replicated clock tw and whether each key is live. EXEC then proposes a
-// WatchGuard first in its batch, and the guard decides "changed" iff
+// replicated clock tw and whether each key is live; each key keeps the w and
+// tw of the WATCH that first named it, as Redis keeps a key's first watch.
+// EXEC then proposes a WatchGuard first in its batch, and the guard decides
+// "changed" iff for some key
 //
 //	(a) a key's liveness now differs from what WATCH saw, or
 //	(b) a key's record (live, expired or a tombstone) has a marker > w, or
 //	(c) a key was missing at WATCH and Linger has passed since tw (a record
 //	    written after w and gone since may have been dropped), or
-//	(d) FLUSHALL ran after w (flushIndex > w), or
-//	(e) the guard's entry has another term than the last entry WATCH saw
-//	    applied (a leader change in between), or w is not before the
-//	    guard's own entry (a WatchMark from another log).
+//	(d) w is not before the guard's own entry (a WatchMark from another
+//	    log), or for the transaction: the guard's entry has another term
+//	    than the last entry WATCH saw applied (a leader change in between).
 //
 // Deterministic on every replica: markers are only compared as "> w"; a
 // record stamped after w was stamped at an instant >= tw, so when (c) does
@@ -38,20 +40,20 @@ var watchOps = []op{
 	{code: request.WatchMark, run: (*FSM).watchMark},
 }
 
-// watchGuardValid: w, term, tw and N, N not negative, and watched keys in
-// pairs with their liveness byte (0 or 1).
+// watchGuardValid: the term and N, N not negative, and watched keys in
+// pairs with their items (request.WatchedItem).
 func watchGuardValid(r *request.Request) string {
 	switch {
-	case r.NArgs != 4:
-		return "a watch guard takes four arguments"
-	case r.Args[3] < 0:
+	case r.NArgs != 2:
+		return "a watch guard takes two arguments"
+	case r.Args[1] < 0:
 		return "a watch guard guarding a negative number of requests"
 	case len(r.Keys) == 0 || len(r.Keys)%2 != 0:
-		return "a watch guard without its keys and their flags"
+		return "a watch guard without its keys and their items"
 	}
 	for i := 1; i < len(r.Keys); i += 2 {
-		if len(r.Keys[i]) != 1 || r.Keys[i][0] > 1 {
-			return "a watch guard's liveness flag is not one byte 0 or 1"
+		if _, _, _, ok := request.WatchedItem(r.Keys[i]); !ok {
+			return "a watch guard's key item is malformed"
 		}
 	}
 	return ""
@@ -68,13 +70,15 @@ func (f *FSM) watchGuard(r *request.Request, now int64, res *request.Result) {
 }
 
 func (f *FSM) watchedChanged(r *request.Request, now int64) bool {
-	w, term, tw := uint64(r.Args[0]), uint64(r.Args[1]), r.Args[2]
-	if w >= f.entryIndex || term != f.entryTerm || f.flushIndex > w || now < tw {
+	if uint64(r.Args[0]) != f.entryTerm {
 		return true
 	}
-	lapsed := uint64(now)-uint64(tw) >= uint64(shard.Linger)
 	for i := 0; i < len(r.Keys); i += 2 {
-		was := r.Keys[i+1][0] == 1
+		was, w, tw, _ := request.WatchedItem(r.Keys[i+1]) // valid: checked
+		if w >= f.entryIndex || now < tw {
+			return true // not read from this log before this entry
+		}
+		lapsed := uint64(now)-uint64(tw) >= uint64(shard.Linger)
 		live, mark := f.store.Watch(r.Keys[i], now)
 		if live != was || mark > w || !was && lapsed {
 			return true
@@ -89,7 +93,7 @@ func guardSkips(r *request.Request, res *request.Result) int64 {
 	if r.Code != request.WatchGuard || res.Kind != request.KindInt || res.Ints[0] == 0 {
 		return 0
 	}
-	return r.Args[3]
+	return r.Args[1]
 }
 
 // watchMark answers WATCH's read: the applied index, the term of the last

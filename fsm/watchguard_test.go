@@ -55,11 +55,8 @@ func (r *replica) lines(t testing.TB, now int64, lines ...string) {
 
 // watched is what WATCH read on one node.
 type watched struct {
-	keys [][]byte
-	live []bool
-	w    uint64
+	keys []request.WatchedKey
 	term uint64
-	tw   int64
 }
 
 // watch reads WatchMark for keys at now, as the server's WATCH does.
@@ -74,9 +71,9 @@ func (r *replica) watch(t testing.TB, now int64, keys ...string) watched {
 	if res.Kind != request.KindBulk || len(res.Data) != len(keys) {
 		t.Fatalf("WatchMark answered %+v", res)
 	}
-	wd := watched{keys: req.Keys, w: uint64(res.Ints[0]), term: uint64(res.Ints[1]), tw: res.Ints[2]}
-	for _, b := range res.Data {
-		wd.live = append(wd.live, b == 1)
+	wd := watched{term: uint64(res.Ints[1])}
+	for i, b := range res.Data {
+		wd.keys = append(wd.keys, request.WatchedKey{Key: req.Keys[i], Live: b == 1, W: uint64(res.Ints[0]), TW: res.Ints[2]})
 	}
 	return wd
 }
@@ -85,7 +82,7 @@ func (r *replica) watch(t testing.TB, now int64, keys ...string) watched {
 // reports whether the guard aborted it, with the transaction's results.
 func (r *replica) exec(t testing.TB, now int64, wd watched, lines ...string) (aborted bool, res []request.Result) {
 	t.Helper()
-	reqs := []request.Request{request.NewWatchGuard(wd.keys, wd.live, wd.w, wd.term, wd.tw, len(lines))}
+	reqs := []request.Request{request.NewWatchGuard(wd.keys, wd.term, len(lines))}
 	for _, l := range lines {
 		reqs = append(reqs, parsed(t, l))
 	}
@@ -128,7 +125,10 @@ func TestWatchGuardDecides(t *testing.T) {
 		{"EXPIRE in the past", []string{"SET k v"}, []string{"k"}, []string{"EXPIRE k -1"}, 0, true},
 		{"PERSIST of a key with a TTL", []string{"SET k v EX 100"}, []string{"k"}, []string{"PERSIST k"}, 0, true},
 		{"CL.THROTTLE", nil, []string{"k"}, []string{"CL.THROTTLE k 5 1 60"}, 0, true},
-		{"FLUSHALL, even of a missing key", nil, []string{"k"}, []string{"FLUSHALL"}, 0, true},
+		// FLUSHALL changes the keys that existed, as in Redis 7.0.
+		{"FLUSHALL of a live key", []string{"SET k v"}, []string{"k"}, []string{"FLUSHALL"}, 0, true},
+		{"FLUSHALL of a key created after WATCH", nil, []string{"k"}, []string{"SET k v", "FLUSHALL"}, 0, true},
+		{"FLUSHALL of a missing key", []string{"SET j v"}, []string{"k"}, []string{"FLUSHALL"}, 0, false},
 		// (a): liveness differs without a write after WATCH.
 		{"expiry between WATCH and EXEC", []string{"SET k v PX 500"}, []string{"k"}, nil, sec, true},
 		// (b) through a tombstone: missing at both ends, written between.
@@ -207,12 +207,12 @@ func TestWatchGuardSeesItsEntry(t *testing.T) {
 	r := newReplica(2)
 	r.lines(t, t0, "SET k v")
 	wd := r.watch(t, t0, "k")
-	out := r.apply(t, t0, parsed(t, "SET k w"), request.NewWatchGuard(wd.keys, wd.live, wd.w, wd.term, wd.tw, 1), parsed(t, "SET k x"))
+	out := r.apply(t, t0, parsed(t, "SET k w"), request.NewWatchGuard(wd.keys, wd.term, 1), parsed(t, "SET k x"))
 	if out[1].Ints[0] != 1 || out[2].Err != request.ErrWatchAborted {
 		t.Fatalf("a write earlier in the entry: guard %+v, transaction %+v", out[1], out[2])
 	}
 	wd = r.watch(t, t0, "k")
-	out = r.apply(t, t0, request.NewWatchGuard(wd.keys, wd.live, wd.w, wd.term, wd.tw, 1), parsed(t, "SET k x"), parsed(t, "GET k"))
+	out = r.apply(t, t0, request.NewWatchGuard(wd.keys, wd.term, 1), parsed(t, "SET k x"), parsed(t, "GET k"))
 	if out[0].Ints[0] != 0 || out[1].Kind != request.KindOK || string(out[2].Data) != "x" {
 		t.Fatalf("the transaction's own write: %+v", out)
 	}
@@ -253,11 +253,10 @@ func TestWatchGuardReplicasAgree(t *testing.T) {
 		c.f.SweepAll(at)
 		for _, keys := range [][]string{{"gone"}, {"del"}, {"live"}, {"fresh"}, {"tomb"}, {"old"}, {"gone", "live"}} {
 			sub := wd
-			sub.keys, sub.live = nil, nil
-			for i, k := range wd.keys {
-				if slices.Contains(keys, string(k)) {
+			sub.keys = nil
+			for _, k := range wd.keys {
+				if slices.Contains(keys, string(k.Key)) {
 					sub.keys = append(sub.keys, k)
-					sub.live = append(sub.live, wd.live[i])
 				}
 			}
 			var got []bool
@@ -281,15 +280,16 @@ func TestWatchGuardReplicasAgree(t *testing.T) {
 	}
 }
 
-// TestWatchMarkSnapshot: the flush index and the term travel in a
-// snapshot, so a replica restored after a FLUSHALL still aborts a
-// transaction watched before it, and answers WATCH with the term.
+// TestWatchMarkSnapshot: the term travels in a snapshot, and so do the
+// tombstones FLUSHALL leaves: a replica restored after a FLUSHALL aborts a
+// transaction watching a key created after WATCH and flushed, and answers
+// WATCH with the term.
 func TestWatchMarkSnapshot(t *testing.T) {
 	a := newReplica(2)
 	a.lines(t, t0, "SET k v")
-	wd := a.watch(t, t0, "x")
+	wd := a.watch(t, t0, "x", "y")
 	a.term = 7
-	a.lines(t, t0, "FLUSHALL")
+	a.lines(t, t0, "SET x 1", "FLUSHALL")
 	b := newReplica(2)
 	if err := b.f.Restore(io.NopCloser(strings.NewReader(snapshotOf(t, a.f)))); err != nil {
 		t.Fatal(err)
@@ -298,8 +298,12 @@ func TestWatchMarkSnapshot(t *testing.T) {
 	if got := b.watch(t, t0, "x").term; got != 7 {
 		t.Errorf("restored term %d, want 7", got)
 	}
-	wd.term = 7 // only the flush may decide
+	wd.term = 7 // only the keys may decide
 	if aborted, _ := b.exec(t, t0, wd, "GET k"); !aborted {
-		t.Error("a FLUSHALL before the snapshot did not abort on the restored replica")
+		t.Error("a key created and flushed before the snapshot did not abort on the restored replica")
+	}
+	wd.keys = wd.keys[1:] // y alone: never existed
+	if aborted, _ := b.exec(t, t0, wd, "GET k"); aborted {
+		t.Error("FLUSHALL aborted a transaction watching a key that never existed")
 	}
 }

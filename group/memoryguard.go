@@ -113,14 +113,14 @@ func (g *Group) proposeWithinMemory(b *Batch) error {
 // that it still guards exactly the transaction. The guard is a copy in the
 // new batch; the caller's request is untouched.
 func guardKeeps(guard *request.Request, refusedAfter []bool) {
-	n := guard.Args[3]
+	n := guard.Args[1]
 	kept := n
 	for j := 0; j < int(n) && j < len(refusedAfter); j++ {
 		if refusedAfter[j] {
 			kept--
 		}
 	}
-	guard.Args[3] = kept
+	guard.Args[1] = kept
 }
 
 // isLive reports whether key holds a live limiter at now.

@@ -65,13 +65,14 @@ const (
 // The keyspace's WATCH codes (server/multi.go, fsm/watchguard.go).
 const (
 	// WatchGuard is the first request of a watched transaction's batch
-	// (EXEC after WATCH). Keys alternates the watched keys and one byte
-	// each, 1 when the key was live at WATCH, else 0. Args: the applied
-	// index w and the term of the last applied entry read by WATCH, the
-	// replicated clock tw there, and N, how many requests of the entry
-	// after it are the transaction. The result is 0 when no watched key
-	// changed since w (the N requests then run), 1 when one may have
-	// (the N requests are skipped, each answering ErrWatchAborted).
+	// (EXEC after WATCH). Keys alternates the watched keys and an item
+	// each (AppendWatchedItem: whether the key was live at WATCH, and the
+	// applied index w and the replicated clock tw WATCH read for it).
+	// Args: the term of the last applied entry WATCH read, and N, how many
+	// requests of the entry after it are the transaction. The result is 0
+	// when no watched key changed since its w (the N requests then run), 1
+	// when one may have (the N requests are skipped, each answering
+	// ErrWatchAborted).
 	WatchGuard Code = 27
 
 	// WatchMark is WATCH's read, answered from the local state machine

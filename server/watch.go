@@ -20,14 +20,12 @@ import (
 //
 // Only the connection's goroutine touches a watchState.
 type watchState struct {
-	keys [][]byte // copied, each once
-	live []bool   // per key: live when it was first watched
+	// keys are the watched keys (copied, each once) with what the WATCH
+	// that first named each read: as in Redis, watching a key again keeps
+	// its first watch, so a change between the two WATCHes still counts.
+	keys []request.WatchedKey
 	seen map[string]struct{}
-	// What the first WATCH read, lowered by later ones: the smallest w and
-	// tw are the conservative ones.
-	w    uint64
-	term uint64
-	tw   int64
+	term uint64 // the term the first WATCH read
 	// doomed: two WATCHes saw different terms (a leader changed between
 	// them), so EXEC fails whatever happens.
 	doomed bool
@@ -46,27 +44,25 @@ func (ws *watchState) reset() {
 func (ws *watchState) add(keys [][]byte, res *request.Result) {
 	w, term, tw := uint64(res.Ints[0]), uint64(res.Ints[1]), res.Ints[2]
 	if !ws.active() {
-		ws.w, ws.term, ws.tw = w, term, tw
+		ws.term = term
 		ws.seen = make(map[string]struct{}, len(keys))
-	} else {
-		ws.w, ws.tw = min(ws.w, w), min(ws.tw, tw)
-		if term != ws.term {
-			ws.doomed = true
-		}
+	} else if term != ws.term {
+		ws.doomed = true
 	}
 	for i, k := range keys {
 		if _, dup := ws.seen[string(k)]; dup {
 			continue
 		}
 		ws.seen[string(k)] = struct{}{}
-		ws.keys = append(ws.keys, append([]byte(nil), k...))
-		ws.live = append(ws.live, i < len(res.Data) && res.Data[i] == 1)
+		ws.keys = append(ws.keys, request.WatchedKey{
+			Key: append([]byte(nil), k...), Live: i < len(res.Data) && res.Data[i] == 1, W: w, TW: tw,
+		})
 	}
 }
 
 // guard is the WatchGuard of a transaction of n requests.
 func (ws *watchState) guard(n int) request.Request {
-	return request.NewWatchGuard(ws.keys, ws.live, ws.w, ws.term, ws.tw, n)
+	return request.NewWatchGuard(ws.keys, ws.term, n)
 }
 
 // guardAborted reads the guard's result: aborted when a watched key

@@ -288,8 +288,30 @@ func (s *Store) Len(now int64) int {
 	return n
 }
 
-// Clear removes every key (FLUSHALL) and releases the memory of every
-// stripe. Writer goroutine only.
+// BuryAll removes every key live at now (FLUSHALL): each becomes a
+// tombstone stamped with the current stamp, as Delete leaves, so that WATCH
+// sees exactly the keys that existed change (as Redis 7.0's FLUSHALL
+// touches only watched keys that exist). The memory is reclaimed when the
+// sweeper drops the tombstones, Linger later. A sequential pass over the
+// arenas, one stripe's lock at a time. Writer goroutine only.
+func (s *Store) BuryAll(now int64) {
+	for i := range s.stripes {
+		st := &s.stripes[i]
+		st.mu.Lock()
+		a := st.arena
+		for off := 0; off < len(a); {
+			_, end, dead := recordKey(a, off)
+			if !dead && readExpire(a, off) > now {
+				bury(a, off, now, s.stamp)
+			}
+			off = end
+		}
+		st.mu.Unlock()
+	}
+}
+
+// Clear removes every key and releases the memory of every stripe, leaving
+// no tombstone. Writer goroutine only.
 func (s *Store) Clear() {
 	for i := range s.stripes {
 		st := &s.stripes[i]
