@@ -64,9 +64,9 @@ type FSM struct {
 	// being applied (the keyspace stamps its writes with the index).
 	entryIndex, entryTerm uint64
 	dec                   Decoder
-	req   request.Request
-	ahead lookahead // prefetches the keys of requests ahead of req (prefetch.go)
-	pool  sync.Pool // *Results
+	req                   request.Request
+	ahead                 lookahead // prefetches the keys of requests ahead of req (prefetch.go)
+	pool                  sync.Pool // *Results
 	// origin marks this node's own proposals (SetOrigin); unread is the
 	// buffer that the entries of other origins are applied into.
 	origin []byte

@@ -39,7 +39,7 @@ func TestWatchLikeRedis(t *testing.T) {
 	}
 	incr := []string{"INCR", "tx"}
 	scripts := map[string][]watchScriptStep{
-		"no change": append([]watchScriptStep{w1("SET", "k", "v"), w1("WATCH", "k", "missing")}, tx(incr, []string{"GET", "k"})...),
+		"no change":             append([]watchScriptStep{w1("SET", "k", "v"), w1("WATCH", "k", "missing")}, tx(incr, []string{"GET", "k"})...),
 		"SET twice, same value": append([]watchScriptStep{w1("SET", "k", "v"), w1("WATCH", "k"), w2("SET", "k", "v")}, tx(incr)...),
 		"own INCR":              append([]watchScriptStep{w1("SET", "k", "1"), w1("WATCH", "k"), w1("INCR", "k")}, tx(incr)...),
 		"DEL by another":        append([]watchScriptStep{w1("SET", "k", "1"), w1("WATCH", "k"), w2("DEL", "k")}, tx(incr)...),
@@ -55,13 +55,13 @@ func TestWatchLikeRedis(t *testing.T) {
 		"expiry between WATCH and EXEC": append([]watchScriptStep{w1("SET", "k", "v", "PX", "50"), w1("WATCH", "k"),
 			{expire: "k"}}, tx(incr)...),
 		"expired before WATCH": append([]watchScriptStep{w1("SET", "k", "v", "PX", "50"), {expire: "k"}, w1("WATCH", "k")}, tx(incr)...),
-		"UNWATCH": append([]watchScriptStep{w1("WATCH", "k"), w1("UNWATCH"), w2("SET", "k", "v")}, tx(incr)...),
+		"UNWATCH":              append([]watchScriptStep{w1("WATCH", "k"), w1("UNWATCH"), w2("SET", "k", "v")}, tx(incr)...),
 		"EXEC forgets": append(append([]watchScriptStep{w1("WATCH", "k")}, tx()...),
 			append([]watchScriptStep{w2("SET", "k", "v")}, tx(incr)...)...),
-		"DISCARD forgets": {w1("WATCH", "k"), w1("MULTI"), w1("DISCARD"), w2("SET", "k", "v"), w1("MULTI"), w1("INCR", "tx"), w1("EXEC")},
-		"empty transaction": append([]watchScriptStep{w1("WATCH", "k"), w2("SET", "k", "v")}, tx()...),
+		"DISCARD forgets":    {w1("WATCH", "k"), w1("MULTI"), w1("DISCARD"), w2("SET", "k", "v"), w1("MULTI"), w1("INCR", "tx"), w1("EXEC")},
+		"empty transaction":  append([]watchScriptStep{w1("WATCH", "k"), w2("SET", "k", "v")}, tx()...),
 		"WATCH inside MULTI": {w1("WATCH", "k"), w1("MULTI"), w1("WATCH", "k"), w1("UNWATCH"), w1("INCR", "tx"), w1("EXEC")},
-		"two WATCHes": append([]watchScriptStep{w1("WATCH", "a"), w1("WATCH", "b", "a"), w2("SET", "b", "1")}, tx(incr)...),
+		"two WATCHes":        append([]watchScriptStep{w1("WATCH", "a"), w1("WATCH", "b", "a"), w2("SET", "b", "1")}, tx(incr)...),
 	}
 	for name, script := range scripts {
 		for _, proto := range []string{"2", "3"} {
