@@ -60,13 +60,14 @@ type FSM struct {
 	failed  atomic.Bool
 
 	// Owned by the FSM goroutine.
+	dec   Decoder
+	req   request.Request
+	ahead lookahead // prefetches the keys of requests ahead of req (prefetch.go)
+	pool  sync.Pool // *Results
 	// entryIndex and entryTerm are the raft index and term of the entry
-	// being applied (the keyspace stamps its writes with the index).
+	// being applied (the keyspace stamps its writes with the index; the
+	// WatchGuard compares both, watchguard.go).
 	entryIndex, entryTerm uint64
-	dec                   Decoder
-	req                   request.Request
-	ahead                 lookahead // prefetches the keys of requests ahead of req (prefetch.go)
-	pool                  sync.Pool // *Results
 	// origin marks this node's own proposals (SetOrigin); unread is the
 	// buffer that the entries of other origins are applied into.
 	origin []byte
