@@ -108,10 +108,16 @@ func parseStream(b []byte) (h streamHeader, recs []streamRecord, err error) {
 	return h, recs, err
 }
 
-// encodeStream writes records as a stream of h.version (the oracle's
-// writer): version 4 with markers and gone records, or the older layout
-// (what a version 1 to 3 stream holds: no markers, no gone records).
-func encodeStream(h streamHeader, recs []streamRecord) []byte {
+// encodeStream writes records as a stream of the current version at clock,
+// term 0 (the oracle's writer).
+func encodeStream(clock int64, recs []streamRecord) []byte {
+	return encodeStreamAs(streamHeader{version: snapshotVersion, clock: clock}, recs)
+}
+
+// encodeStreamAs writes records as a stream of h.version: version 4 with
+// markers and gone records, or the older layout (what a version 1 to 3
+// stream holds: no markers, no gone records).
+func encodeStreamAs(h streamHeader, recs []streamRecord) []byte {
 	v4 := h.version >= 4
 	b := append([]byte(snapshotMagic), h.version)
 	b = binary.LittleEndian.AppendUint64(b, uint64(h.clock))
@@ -159,7 +165,7 @@ func asOldVersion(b []byte, v byte) []byte {
 			live = append(live, r)
 		}
 	}
-	return encodeStream(streamHeader{version: v, clock: h.clock}, live)
+	return encodeStreamAs(streamHeader{version: v, clock: h.clock}, live)
 }
 
 // restoredFromOld is what a state restored from an old version of snapshot
@@ -176,7 +182,7 @@ func restoredFromOld(b []byte) []byte {
 			live = append(live, r)
 		}
 	}
-	return encodeStream(streamHeader{version: snapshotVersion, clock: h.clock}, live)
+	return encodeStreamAs(streamHeader{version: snapshotVersion, clock: h.clock}, live)
 }
 
 // FuzzSnapshotStream hands Restore arbitrary whole streams (header, records,
@@ -198,11 +204,11 @@ func FuzzSnapshotStream(f *testing.F) {
 		f.Add(snapshotBytes(f, fsm), false)
 	}
 	f.Add(snapshotBytes(f, quietFSM(1)), false)
+	f.Add(encodeStream(5, []streamRecord{{key: []byte("b"), st: shard.State{Kind: clKind, Expire: 9}}, {key: []byte("a"), st: shard.State{Kind: clKind, Expire: 9}}}), false)
+	f.Add(encodeStream(5, []streamRecord{{key: []byte("a"), st: shard.State{Kind: clKind, Expire: 1}}}), false)
 	v4 := streamHeader{version: snapshotVersion, clock: 5, term: 3}
-	f.Add(encodeStream(v4, []streamRecord{{key: []byte("b"), st: shard.State{Kind: clKind, Expire: 9}}, {key: []byte("a"), st: shard.State{Kind: clKind, Expire: 9}}}), false)
-	f.Add(encodeStream(v4, []streamRecord{{key: []byte("a"), st: shard.State{Kind: clKind, Expire: 1}}}), false)
-	f.Add(encodeStream(v4, []streamRecord{{key: []byte("a"), st: shard.State{Expire: 1, Mark: 7}}, {key: []byte("b"), st: shard.State{Kind: clKind, Expire: 9, Mark: 4}}}), false)
-	f.Add(encodeStream(streamHeader{version: 3, clock: 5}, []streamRecord{{key: []byte("a"), st: shard.State{Kind: clKind, Expire: 1}}, {key: []byte("b"), st: shard.State{Kind: clKind, Expire: 9}}}), false)
+	f.Add(encodeStreamAs(v4, []streamRecord{{key: []byte("a"), st: shard.State{Expire: 1, Mark: 7}}, {key: []byte("b"), st: shard.State{Kind: clKind, Expire: 9, Mark: 4}}}), false)
+	f.Add(encodeStreamAs(streamHeader{version: 3, clock: 5}, []streamRecord{{key: []byte("a"), st: shard.State{Kind: clKind, Expire: 1}}, {key: []byte("b"), st: shard.State{Kind: clKind, Expire: 9}}}), false)
 	f.Add([]byte("RCSN\x02"), true)
 	f.Fuzz(func(t *testing.T, data []byte, fixCRC bool) {
 		if fixCRC && len(data) >= 4 {
@@ -245,7 +251,7 @@ func FuzzSnapshotStream(f *testing.F) {
 			}
 		}
 		h.version = snapshotVersion
-		if got, want := snapshotBytes(t, fsm), encodeStream(h, kept); !bytes.Equal(got, want) {
+		if got, want := snapshotBytes(t, fsm), encodeStreamAs(h, kept); !bytes.Equal(got, want) {
 			t.Fatalf("the restored state snapshots to\n%x\nthe stream's live records are\n%x", got, want)
 		}
 	})
