@@ -31,10 +31,6 @@ const (
 	ErrMultiNested    = "ERR MULTI calls can not be nested"
 	ErrExecAbort      = "EXECABORT Transaction discarded because of previous errors."
 	ErrWatchInMulti   = "ERR WATCH inside MULTI is not allowed"
-	// Redcell's own: WATCH needs optimistic locking across round trips,
-	// which Redcell does not offer; a transaction is one log entry.
-	ErrWatchUnsupported   = "ERR WATCH is not supported by Redcell: MULTI/EXEC runs its commands atomically in one log entry, without optimistic locking"
-	ErrUnwatchUnsupported = "ERR UNWATCH is not supported by Redcell: WATCH is not supported, so nothing is ever watched"
 	// ErrLoading answers, while the node loads its state after a restart,
 	// every command the table does not flag "loading", as Redis does.
 	ErrLoading = "LOADING Redis is loading the dataset in memory"

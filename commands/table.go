@@ -180,7 +180,8 @@ var table = []*Spec{
 	{Name: "readwrite", Arity: 1, Flags: []string{"fast", "loading", "stale"}, Group: "cluster", Since: "3.0.0", Complexity: "O(1)",
 		ACL: []string{"@fast", "@connection"}, Summary: "Reads on this connection are linearizable again (the default)."},
 	// Transactions (server/multi.go): the queued requests are decided in one
-	// log entry. WATCH and UNWATCH answer that they are not supported.
+	// log entry. WATCH's check is made in that entry by the state machine
+	// (server/watch.go, fsm/watchguard.go).
 	{Name: "multi", Arity: 1, Flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, Group: "transactions", Since: "1.2.0", Complexity: "O(1)",
 		ACL: []string{"@fast", "@transaction"}, Summary: "Starts a transaction: the commands until EXEC are queued and then run atomically, at one instant, in one log entry."},
 	{Name: "exec", Arity: 1, Flags: []string{"noscript", "loading", "stale", "skip_slowlog"}, Group: "transactions", Since: "1.2.0", Complexity: "Depends on commands in the transaction",
@@ -188,10 +189,10 @@ var table = []*Spec{
 	{Name: "discard", Arity: 1, Flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, Group: "transactions", Since: "2.0.0", Complexity: "O(N), when N is the number of queued commands",
 		ACL: []string{"@fast", "@transaction"}, Summary: "Discards the queued commands of a transaction."},
 	{Name: "watch", Arity: -2, Flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, FirstKey: 1, LastKey: -1, Step: 1, Group: "transactions", Since: "2.2.0", Complexity: "O(1)",
-		ACL: []string{"@fast", "@transaction"}, Summary: "Not supported: answers an error (a transaction is one log entry; there is no optimistic locking).",
+		ACL: []string{"@fast", "@transaction"}, Summary: "Watches keys: the next EXEC answers nil, running nothing, if any of them changed (through any node), or the leader changed, since.",
 		Args: []Arg{{Name: "key", Type: "key", Multiple: true}}},
 	{Name: "unwatch", Arity: 1, Flags: []string{"noscript", "loading", "stale", "fast", "allow_busy"}, Group: "transactions", Since: "2.2.0", Complexity: "O(1)",
-		ACL: []string{"@fast", "@transaction"}, Summary: "Not supported: answers an error, as WATCH does."},
+		ACL: []string{"@fast", "@transaction"}, Summary: "Forgets every key the connection watches."},
 	// Pubsub, for the one channel Redcell publishes: client-side caching
 	// invalidations redirected to a RESP2 connection (server/tracking.go).
 	{Name: "subscribe", Arity: -2, Flags: []string{"pubsub", "noscript", "loading", "stale"}, Group: "pubsub", Since: "2.0.0", Complexity: "O(N) where N is the number of channels to subscribe to.",

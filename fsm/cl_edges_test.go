@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"io"
 	"testing"
+
+	"github.com/redcell/redcell/fsm"
 )
 
 // clStep is one command at an instant and the reply expected, as text.
@@ -84,8 +86,8 @@ func TestCLWideExpirySnapshot(t *testing.T) {
 	a.line(t, t0, "CL.THROTTLE wide 1 1 3800000000")
 	a.line(t, t0, "CL.THROTTLE plain 5 1 60")
 	data := []byte(snapshotOf(t, a.f))
-	if data[4] != 3 {
-		t.Fatalf("snapshot version %d, want 3", data[4])
+	if data[4] != fsm.SnapshotVersion {
+		t.Fatalf("snapshot version %d, want %d", data[4], fsm.SnapshotVersion)
 	}
 	b := newEngine(8)
 	if err := b.f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
@@ -100,7 +102,7 @@ func TestCLWideExpirySnapshot(t *testing.T) {
 			t.Errorf("%s: original %s, restored %s", cmd, ga, gb)
 		}
 	}
-	if err := newEngine(1).f.Restore(io.NopCloser(bytes.NewReader(withVersion(data, 2)))); err == nil {
+	if err := newEngine(1).f.Restore(io.NopCloser(bytes.NewReader(fsm.SnapshotAs(data, 2)))); err == nil {
 		t.Errorf("a version 2 stream with a wide CL expiry was restored")
 	}
 }

@@ -7,7 +7,9 @@ import (
 
 // Digest returns the index of the last applied entry and a SHA-256 of the
 // whole replicated state at that index, in the canonical snapshot encoding
-// (live keys sorted, idle keys left out, the replicated clock included).
+// (keys sorted with their change markers, gone keys kept for WATCH
+// included, idle keys left out, the replicated clock and the last applied
+// term included).
 // Two replicas at the same applied index must return the same digest; the
 // cluster tests compare them after load, snapshot installs and restarts.
 //
@@ -18,7 +20,8 @@ import (
 func (f *FSM) Digest() (uint64, [sha256.Size]byte, error) {
 	f.applyMu.RLock()
 	index := f.applied.Load()
-	snap := &fsmSnapshot{clock: f.clock.Load(), snap: f.store.Snapshot(f.clock.Load())}
+	clock := f.clock.Load()
+	snap := &fsmSnapshot{clock: clock, term: f.term.Load(), snap: f.store.Snapshot(clock)}
 	f.applyMu.RUnlock()
 	h := sha256.New()
 	if err := snap.write(h); err != nil {

@@ -26,3 +26,21 @@ func RegisteredFamilies() []*request.Family {
 	}
 	return out
 }
+
+// SnapshotAs re-encodes snapshot b of the current version as version v (1
+// to 3): its live keys, without markers, gone records or term.
+func SnapshotAs(b []byte, v byte) []byte { return asOldVersion(b, v) }
+
+// RestoredFromOld is what a state restored from an older version of
+// snapshot b snapshots to: b's live keys with marker 0 and term 0.
+func RestoredFromOld(b []byte) []byte { return restoredFromOld(b) }
+
+// SnapshotHeaderLen is the size of a current snapshot's header.
+const SnapshotHeaderLen = 29
+
+// SnapshotVersion is the version this build writes.
+const SnapshotVersion = snapshotVersion
+
+// SweepAll drops every record the keyspace may drop at now, as a replica
+// whose sweeper ran ahead would have.
+func (f *FSM) SweepAll(now int64) { f.store.Sweep(now, 1<<40) }

@@ -69,6 +69,7 @@ var (
 func init() {
 	register(keyspaceOps, nil)
 	register(expireOps, nil)
+	register(watchOps, nil)
 	for _, fam := range families {
 		register(fam.ops, fam.desc)
 		for _, k := range fam.desc.Kinds {

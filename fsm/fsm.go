@@ -56,6 +56,7 @@ type FSM struct {
 
 	clock   atomic.Int64  // replicated clock: now of the last applied command entry
 	applied atomic.Uint64 // index of the last entry ApplyBatch has seen
+	term    atomic.Uint64 // term of that entry (WatchMark)
 	failed  atomic.Bool
 
 	// Owned by the FSM goroutine.
@@ -63,6 +64,10 @@ type FSM struct {
 	req   request.Request
 	ahead lookahead // prefetches the keys of requests ahead of req (prefetch.go)
 	pool  sync.Pool // *Results
+	// entryIndex and entryTerm are the raft index and term of the entry
+	// being applied (the keyspace stamps its writes with the index; the
+	// WatchGuard compares both, watchguard.go).
+	entryIndex, entryTerm uint64
 	// origin marks this node's own proposals (SetOrigin); unread is the
 	// buffer that the entries of other origins are applied into.
 	origin []byte
@@ -156,9 +161,12 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	f.applyMu.Lock()
 	for i, l := range logs {
 		if l.Type == raft.LogCommand {
+			f.entryIndex, f.entryTerm = l.Index, l.Term
+			f.store.SetStamp(l.Index) // every write of the entry marks its key with it
 			out[i] = f.applyEntry(l)
 		}
 		f.applied.Store(l.Index)
+		f.term.Store(l.Term)
 	}
 	f.applyMu.Unlock()
 	f.notifyApplied()
@@ -186,6 +194,7 @@ func (f *FSM) applyEntry(l *raft.Log) interface{} {
 	}
 	watcher := f.watching()
 	invalid, firstWhy := 0, ""
+	var skip int64 // requests of a transaction whose WatchGuard aborted it
 	f.ahead.start(f.store, l.Data, f.dec.Version)
 	for i := 0; ; i++ {
 		f.ahead.next()
@@ -199,6 +208,12 @@ func (f *FSM) applyEntry(l *raft.Log) interface{} {
 		}
 		if !ok {
 			break
+		}
+		if skip > 0 {
+			// Not run: the server answers EXEC with a nil array.
+			skip--
+			res.R[i].SetErr(request.ErrWatchAborted)
+			continue
 		}
 		if why := validRequest(&f.req); why != "" {
 			// Every replica decodes the same request and refuses it the
@@ -214,7 +229,8 @@ func (f *FSM) applyEntry(l *raft.Log) interface{} {
 		// A read inside an entry (MULTI/EXEC) answers at the entry's now,
 		// which every replica shares: deterministic like a write.
 		f.run(&f.req, now, &res.R[i])
-		if watcher != nil && f.req.Code.IsWrite() {
+		skip = guardSkips(&f.req, &res.R[i])
+		if watcher != nil && f.req.Code.IsWrite() && f.req.Code != request.WatchGuard {
 			f.written(&f.req)
 		}
 	}

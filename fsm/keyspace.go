@@ -31,8 +31,12 @@ func (f *FSM) del(r *request.Request, now int64, res *request.Result) {
 	res.SetInt(n)
 }
 
-func (f *FSM) flushAll(_ *request.Request, _ int64, res *request.Result) {
-	f.store.Clear()
+// flushAll removes every key. Each live key leaves a tombstone, as DEL
+// does, so that WATCH sees the keys that existed change and no other (Redis
+// 7.0's touchAllWatchedKeysInDb); the sweeper reclaims the memory
+// shard.Linger later.
+func (f *FSM) flushAll(_ *request.Request, now int64, res *request.Result) {
+	f.store.BuryAll(now)
 	res.Kind = request.KindOK
 }
 

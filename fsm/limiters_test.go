@@ -206,6 +206,7 @@ func TestSnapshotRoundTripAllFamilies(t *testing.T) {
 	if err := b.f.Restore(io.NopCloser(bytes.NewReader(data))); err != nil {
 		t.Fatal(err)
 	}
+	b.index = a.index // the log goes on where the snapshot was taken
 	if got := snapshotOf(t, b.f); got != string(data) {
 		t.Fatalf("the restored state's snapshot differs")
 	}
@@ -242,16 +243,16 @@ func TestSnapshotVersion1StillRestores(t *testing.T) {
 	for i := 0; i < 30; i++ {
 		e.line(t, t0+int64(i)*1e6, "CL.THROTTLE key:"+string(rune('a'+i%11))+" 20 5 60")
 	}
-	v3 := []byte(snapshotOf(t, e.f))
-	if v3[4] != 3 {
-		t.Fatalf("snapshot version %d, want 3", v3[4])
+	cur := []byte(snapshotOf(t, e.f))
+	if cur[4] != fsm.SnapshotVersion {
+		t.Fatalf("snapshot version %d, want %d", cur[4], fsm.SnapshotVersion)
 	}
-	for _, old := range []byte{1, 2} {
+	for _, old := range []byte{1, 2, 3} {
 		r := newEngine(8)
-		if err := r.f.Restore(io.NopCloser(bytes.NewReader(withVersion(v3, old)))); err != nil {
+		if err := r.f.Restore(io.NopCloser(bytes.NewReader(fsm.SnapshotAs(cur, old)))); err != nil {
 			t.Fatalf("restoring version %d: %v", old, err)
 		}
-		if got := snapshotOf(t, r.f); got != string(v3) {
+		if got := snapshotOf(t, r.f); got != string(fsm.RestoredFromOld(cur)) {
 			t.Errorf("a restored version %d snapshot snapshots differently", old)
 		}
 	}
@@ -266,10 +267,10 @@ func TestSnapshotVersion1StillRestores(t *testing.T) {
 			t.Errorf("%s: restored", name)
 		}
 	}
-	refuse("a value in version 1", withVersion(withLog, 1))
-	// Record layout after the 21-byte header: kind, key length 1, "k",
-	// expire, a, b, value length, value.
-	kindAt := 21
+	refuse("a value in version 1", fsm.SnapshotAs(withLog, 1))
+	// Record layout after the header: kind, key length 1, "k",
+	// expire, a, b, marker, value length, value.
+	kindAt := fsm.SnapshotHeaderLen
 	if withLog[kindAt] != 4|0x80 || withLog[kindAt+2] != 'k' {
 		t.Fatalf("unexpected record layout % x", withLog[kindAt:])
 	}
@@ -289,7 +290,7 @@ func TestSnapshotVersion1StillRestores(t *testing.T) {
 // advances, WRONGTYPE or not).
 func recordsOf(t testing.TB, f *fsm.FSM) string {
 	s := snapshotOf(t, f)
-	return s[21 : len(s)-4]
+	return s[fsm.SnapshotHeaderLen : len(s)-4]
 }
 
 func withVersion(data []byte, v byte) []byte {
@@ -331,7 +332,8 @@ func TestLimiterEntriesAreAppliedLikeReplicas(t *testing.T) {
 			t.Errorf("%s in one entry: %s, alone %s", lines[i], got, want[i])
 		}
 	}
-	if snapshotOf(t, one.f) != snapshotOf(t, batch.f) {
+	// The keys' change markers are the entries' indexes, which differ.
+	if !bytes.Equal(fsm.RestoredFromOld([]byte(snapshotOf(t, one.f))), fsm.RestoredFromOld([]byte(snapshotOf(t, batch.f)))) {
 		t.Errorf("states differ")
 	}
 }

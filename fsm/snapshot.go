@@ -17,18 +17,28 @@ import (
 	"github.com/redcell/redcell/slidinglog"
 )
 
-// Snapshot stream format, version 3:
+// Snapshot stream format, version 4:
 //
-//	[4]byte "RCSN", byte version (3)
+//	[4]byte "RCSN", byte version (4)
 //	int64   replicated clock (little endian)
 //	uint64  number of records (little endian)
-//	records in ascending key order, each:
+//	uint64  the term of the last applied entry (little endian)
+//	records in ascending key order, each either a live key:
 //	  byte kind (| 0x80 when a value follows), uvarint key length, key,
-//	  varint expire, varint a, varint b,
+//	  varint expire, varint a, varint b, uvarint change marker,
 //	  [uvarint value length, value]   only when the kind byte has 0x80
+//	or a gone key (a tombstone, or a key past its expiry) that is kept for
+//	its change marker, shard.Linger after it went (WATCH, watchguard.go):
+//	  byte 0, uvarint key length, key, varint expire (<= clock),
+//	  uvarint change marker
 //	uint32  CRC-32C of every byte before it (little endian)
 //
-// Version 2 is the same, except that a CL (GCRA) record's b is always 0
+// Version 3 has neither the term nor markers nor gone records: its records
+// are version 4's live records without the marker. A version 3 (or older)
+// stream restores with every marker 0 and term 0, which is safe because WATCH compares markers only as "> w",
+// and any w is read after the restore.
+//
+// Version 2 is the same as 3, except that a CL (GCRA) record's b is always 0
 // there; from version 3 it holds the key's expiry in Unix ms when that lies
 // past 2262, the end of int64 nanoseconds (see cl.go: expire is then
 // saturated at MaxInt64). Version 1 is version 2 without values (no kind
@@ -43,13 +53,17 @@ import (
 // the replicated clock) are left out: they are equivalent to absent.
 const (
 	snapshotMagic = "RCSN"
-	// snapshotVersion is what this build writes; snapshotV1 and snapshotV2
+	// snapshotVersion is what this build writes; snapshotV1 to snapshotV3
 	// still restore.
-	snapshotVersion = 3
+	snapshotVersion = 4
+	snapshotV3      = 3
 	snapshotV2      = 2
 	snapshotV1      = 1
 	// recordHasValue flags a record's kind byte when a value follows.
 	recordHasValue = 0x80
+	// recordGone is the kind byte of a gone record (version 4): no kind
+	// has the number 0.
+	recordGone = 0
 	// maxSnapshotKey bounds one key read from a snapshot stream, so a corrupt
 	// stream cannot make Restore allocate from a declared length. Redis caps
 	// a bulk string at 512 MB; keys here are far smaller in practice.
@@ -78,11 +92,12 @@ func (f *FSM) snapshot() *fsmSnapshot {
 	f.applyMu.RLock()
 	defer f.applyMu.RUnlock()
 	clock := f.clock.Load()
-	return &fsmSnapshot{clock: clock, snap: f.store.Snapshot(clock)}
+	return &fsmSnapshot{clock: clock, term: f.term.Load(), snap: f.store.Snapshot(clock)}
 }
 
 type fsmSnapshot struct {
 	clock int64
+	term  uint64
 	snap  *shard.Snapshot
 }
 
@@ -98,17 +113,28 @@ func (s *fsmSnapshot) Persist(sink raft.SnapshotSink) error {
 func (s *fsmSnapshot) write(w io.Writer) error {
 	cw := &crcWriter{h: crc32.New(crcTable), w: w}
 	bw := bufio.NewWriterSize(cw, 256<<10)
-	var hdr [4 + 1 + 8 + 8]byte
+	var hdr [4 + 1 + 8 + 8 + 8]byte
 	copy(hdr[:], snapshotMagic)
 	hdr[4] = snapshotVersion
 	binary.LittleEndian.PutUint64(hdr[5:], uint64(s.clock))
 	binary.LittleEndian.PutUint64(hdr[13:], uint64(s.snap.Len()))
+	binary.LittleEndian.PutUint64(hdr[21:], s.term)
 	if _, err := bw.Write(hdr[:]); err != nil {
 		return err
 	}
 	var rec []byte
 	var werr error
 	s.snap.Range(func(key []byte, st shard.State) bool {
+		if st.Expire <= s.clock {
+			// Gone: only its marker matters (its kind, fields and value
+			// may be whatever it held before, which nothing reads).
+			rec = append(rec[:0], recordGone)
+			rec = appendBytes(rec, key)
+			rec = binary.AppendVarint(rec, st.Expire)
+			rec = binary.AppendUvarint(rec, st.Mark)
+			_, werr = bw.Write(rec)
+			return werr == nil
+		}
 		kind := byte(st.Kind)
 		if len(st.Val) > 0 {
 			kind |= recordHasValue
@@ -118,6 +144,7 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 		rec = binary.AppendVarint(rec, st.Expire)
 		rec = binary.AppendVarint(rec, st.A)
 		rec = binary.AppendVarint(rec, st.B)
+		rec = binary.AppendUvarint(rec, st.Mark)
 		if len(st.Val) > 0 {
 			rec = appendBytes(rec, st.Val)
 		}
@@ -167,13 +194,14 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 
 func (f *FSM) restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	store, clock, err := readSnapshot(rc, f.cfg.Stripes)
+	h, store, err := readSnapshot(rc, f.cfg.Stripes)
 	if err != nil {
 		return fmt.Errorf("fsm: restoring snapshot: %w", err)
 	}
 	f.applyMu.Lock()
 	f.store = store
-	f.clock.Store(clock)
+	f.clock.Store(h.clock)
+	f.term.Store(h.term)
 	if w := f.watching(); w != nil {
 		w.Written(nil, true) // every key may have changed
 	}
@@ -181,53 +209,70 @@ func (f *FSM) restore(rc io.ReadCloser) error {
 	return nil
 }
 
-func readSnapshot(r io.Reader, stripes int) (*shard.Store, int64, error) {
+// snapshotHeader is what a stream's header says besides its record count.
+type snapshotHeader struct {
+	version byte
+	clock   int64
+	term    uint64 // 0 before version 4
+}
+
+func readSnapshot(r io.Reader, stripes int) (snapshotHeader, *shard.Store, error) {
+	var h snapshotHeader
 	hr := &hashingReader{r: bufio.NewReaderSize(r, 256<<10), h: crc32.New(crcTable)}
-	var hdr [4 + 1 + 8 + 8]byte
-	if _, err := io.ReadFull(hr, hdr[:]); err != nil {
-		return nil, 0, fmt.Errorf("reading header: %w", err)
+	var hdr [4 + 1 + 8 + 8 + 8]byte
+	if _, err := io.ReadFull(hr, hdr[:21]); err != nil {
+		return h, nil, fmt.Errorf("reading header: %w", err)
 	}
 	if string(hdr[:4]) != snapshotMagic {
-		return nil, 0, errors.New("not a Redcell snapshot")
+		return h, nil, errors.New("not a Redcell snapshot")
 	}
-	version := hdr[4]
-	if version != snapshotVersion && version != snapshotV2 && version != snapshotV1 {
-		return nil, 0, fmt.Errorf("snapshot version %d, this node understands %d to %d", version, snapshotV1, snapshotVersion)
+	h.version = hdr[4]
+	if h.version < snapshotV1 || h.version > snapshotVersion {
+		return h, nil, fmt.Errorf("snapshot version %d, this node understands %d to %d", h.version, snapshotV1, snapshotVersion)
 	}
-	clock := int64(binary.LittleEndian.Uint64(hdr[5:]))
+	h.clock = int64(binary.LittleEndian.Uint64(hdr[5:]))
 	count := binary.LittleEndian.Uint64(hdr[13:])
+	if h.version >= snapshotVersion {
+		if _, err := io.ReadFull(hr, hdr[21:]); err != nil {
+			return h, nil, fmt.Errorf("reading header: %w", err)
+		}
+		h.term = binary.LittleEndian.Uint64(hdr[21:])
+	}
 	store := shard.New(stripes)
 	var rr recordReader
 	var prev []byte
 	for i := uint64(0); i < count; i++ {
-		st, err := rr.read(hr, version)
+		st, err := rr.read(hr, h.version, h.clock)
 		if err != nil {
-			return nil, 0, fmt.Errorf("record %d: %w", i, err)
+			return h, nil, fmt.Errorf("record %d: %w", i, err)
 		}
 		// Every writer sorts its records (that is what makes replicas'
 		// snapshots byte-identical), so a key out of order or repeated
 		// means the stream was not written by a Redcell node: restoring it
 		// would silently keep one of two states for a key.
 		if i > 0 && bytes.Compare(prev, rr.key) >= 0 {
-			return nil, 0, fmt.Errorf("record %d: key %q not after the previous key %q", i, rr.key, prev)
+			return h, nil, fmt.Errorf("record %d: key %q not after the previous key %q", i, rr.key, prev)
 		}
 		prev = append(prev[:0], rr.key...)
-		store.Put(rr.key, st)
+		if h.version < snapshotVersion && st.Expire <= h.clock {
+			continue // gone, and without a marker: the same as absent
+		}
+		store.Load(rr.key, st)
 	}
 	want := hr.h.Sum32()
 	var trailer [4]byte
 	if _, err := io.ReadFull(hr.r, trailer[:]); err != nil {
-		return nil, 0, fmt.Errorf("reading checksum: %w", err)
+		return h, nil, fmt.Errorf("reading checksum: %w", err)
 	}
 	if got := binary.LittleEndian.Uint32(trailer[:]); got != want {
-		return nil, 0, fmt.Errorf("checksum mismatch: stream says %08x, content is %08x", got, want)
+		return h, nil, fmt.Errorf("checksum mismatch: stream says %08x, content is %08x", got, want)
 	}
 	// The checksum ends the stream: more bytes mean a count that is too
 	// small, or two streams run together.
 	if _, err := hr.r.ReadByte(); err != io.EOF {
-		return nil, 0, errors.New("bytes after the checksum")
+		return h, nil, errors.New("bytes after the checksum")
 	}
-	return store, clock, nil
+	return h, store, nil
 }
 
 // recordReader reads snapshot records, reusing its buffers: a record's key
@@ -237,11 +282,14 @@ type recordReader struct {
 	runs     []slidinglog.Run
 }
 
-func (rr *recordReader) read(r *hashingReader, version byte) (shard.State, error) {
+func (rr *recordReader) read(r *hashingReader, version byte, clock int64) (shard.State, error) {
 	var st shard.State
 	kind, err := r.ReadByte()
 	if err != nil {
 		return st, err
+	}
+	if kind == recordGone && version >= snapshotVersion {
+		return rr.readGone(r, clock)
 	}
 	hasValue := kind&recordHasValue != 0
 	st.Kind = shard.Kind(kind &^ recordHasValue)
@@ -260,6 +308,15 @@ func (rr *recordReader) read(r *hashingReader, version byte) (shard.State, error
 	if st.B, err = binary.ReadVarint(r); err != nil {
 		return st, err
 	}
+	if version >= snapshotVersion {
+		if st.Mark, err = binary.ReadUvarint(r); err != nil {
+			return st, err
+		}
+		if st.Expire <= clock {
+			// A writer writes a gone key as a gone record.
+			return st, fmt.Errorf("a key of kind %d gone at %d, before the clock %d", st.Kind, st.Expire, clock)
+		}
+	}
 	if hasValue {
 		if rr.val, err = readChunked(r, rr.val, maxSnapshotValue); err != nil {
 			return st, fmt.Errorf("value: %w", err)
@@ -268,6 +325,27 @@ func (rr *recordReader) read(r *hashingReader, version byte) (shard.State, error
 	}
 	if err := rr.check(st, version); err != nil {
 		return st, err
+	}
+	return st, nil
+}
+
+// readGone reads the rest of a gone record: its key, the instant it went
+// and its marker. A writer keeps gone keys exactly while they are younger
+// than shard.Linger at its clock, so any other is refused.
+func (rr *recordReader) readGone(r *hashingReader, clock int64) (shard.State, error) {
+	var st shard.State
+	var err error
+	if rr.key, err = readChunked(r, rr.key, maxSnapshotKey); err != nil {
+		return st, fmt.Errorf("key: %w", err)
+	}
+	if st.Expire, err = binary.ReadVarint(r); err != nil {
+		return st, err
+	}
+	if st.Mark, err = binary.ReadUvarint(r); err != nil {
+		return st, err
+	}
+	if st.Expire > clock || uint64(clock)-uint64(st.Expire) >= uint64(shard.Linger) {
+		return st, fmt.Errorf("a gone key gone at %d, not within %d ns before the clock %d", st.Expire, shard.Linger, clock)
 	}
 	return st, nil
 }

@@ -12,28 +12,45 @@ import (
 	"github.com/redcell/redcell/shard"
 )
 
-// streamRecord is one record of a snapshot stream as the test oracle reads it.
+// streamRecord is one record of a snapshot stream as the test oracle reads it:
+// in version 4 a gone record has Kind 0 and Expire <= the clock.
 type streamRecord struct {
 	key []byte
 	st  shard.State
 }
 
+// streamHeader is a snapshot stream's header as the test oracle reads it
+// (term is 0 before version 4).
+type streamHeader struct {
+	version byte
+	clock   int64
+	term    uint64
+}
+
 // parseStream is an independent reading of the snapshot format (from a byte
-// slice, where readSnapshot reads a stream): it returns the header's clock,
-// version and records, or an error for anything that is not exactly one
-// well-formed stream. It checks framing only, not what apply could write.
-func parseStream(b []byte) (clock int64, version byte, recs []streamRecord, err error) {
+// slice, where readSnapshot reads a stream): it returns the header and the
+// records, or an error for anything that is not exactly one well-formed
+// stream. It checks framing only, not what apply could write.
+func parseStream(b []byte) (h streamHeader, recs []streamRecord, err error) {
 	if len(b) < 21+4 || string(b[:4]) != snapshotMagic {
-		return 0, 0, nil, errors.New("no header")
+		return h, nil, errors.New("no header")
 	}
 	body, sum := b[:len(b)-4], binary.LittleEndian.Uint32(b[len(b)-4:])
 	if crc32.Checksum(body, crcTable) != sum {
-		return 0, 0, nil, errors.New("checksum")
+		return h, nil, errors.New("checksum")
 	}
-	version = b[4]
-	clock = int64(binary.LittleEndian.Uint64(b[5:]))
+	h.version = b[4]
+	h.clock = int64(binary.LittleEndian.Uint64(b[5:]))
 	count := binary.LittleEndian.Uint64(b[13:])
 	rest := body[21:]
+	v4 := h.version >= 4
+	if v4 {
+		if len(rest) < 8 {
+			return h, nil, errors.New("no header")
+		}
+		h.term = binary.LittleEndian.Uint64(rest)
+		rest = rest[8:]
+	}
 	uv := func() uint64 {
 		v, n := binary.Uvarint(rest)
 		if n <= 0 {
@@ -64,14 +81,22 @@ func parseStream(b []byte) (clock int64, version byte, recs []streamRecord, err 
 	}
 	for i := uint64(0); i < count && err == nil; i++ {
 		if len(rest) == 0 {
-			return 0, 0, nil, errors.New("short")
+			return h, nil, errors.New("short")
 		}
 		kind := rest[0]
 		rest = rest[1:]
 		var r streamRecord
 		r.st.Kind = shard.Kind(kind &^ recordHasValue)
 		r.key = bs()
+		if v4 && kind == 0 {
+			r.st.Expire, r.st.Mark = sv(), uv()
+			recs = append(recs, r)
+			continue
+		}
 		r.st.Expire, r.st.A, r.st.B = sv(), sv(), sv()
+		if v4 {
+			r.st.Mark = uv()
+		}
 		if kind&recordHasValue != 0 {
 			r.st.Val = bs()
 		}
@@ -80,16 +105,34 @@ func parseStream(b []byte) (clock int64, version byte, recs []streamRecord, err 
 	if err == nil && len(rest) != 0 {
 		err = errors.New("trailing")
 	}
-	return clock, version, recs, err
+	return h, recs, err
 }
 
-// encodeStream writes records as a stream of the current version (the
-// oracle's writer).
+// encodeStream writes records as a stream of the current version at clock,
+// term 0 (the oracle's writer).
 func encodeStream(clock int64, recs []streamRecord) []byte {
-	b := append([]byte(snapshotMagic), snapshotVersion)
-	b = binary.LittleEndian.AppendUint64(b, uint64(clock))
+	return encodeStreamAs(streamHeader{version: snapshotVersion, clock: clock}, recs)
+}
+
+// encodeStreamAs writes records as a stream of h.version: version 4 with
+// markers and gone records, or the older layout (what a version 1 to 3
+// stream holds: no markers, no gone records).
+func encodeStreamAs(h streamHeader, recs []streamRecord) []byte {
+	v4 := h.version >= 4
+	b := append([]byte(snapshotMagic), h.version)
+	b = binary.LittleEndian.AppendUint64(b, uint64(h.clock))
 	b = binary.LittleEndian.AppendUint64(b, uint64(len(recs)))
+	if v4 {
+		b = binary.LittleEndian.AppendUint64(b, h.term)
+	}
 	for _, r := range recs {
+		if v4 && r.st.Expire <= h.clock {
+			b = append(b, 0)
+			b = appendBytes(b, r.key)
+			b = binary.AppendVarint(b, r.st.Expire)
+			b = binary.AppendUvarint(b, r.st.Mark)
+			continue
+		}
 		kind := byte(r.st.Kind)
 		if len(r.st.Val) > 0 {
 			kind |= recordHasValue
@@ -99,11 +142,47 @@ func encodeStream(clock int64, recs []streamRecord) []byte {
 		b = binary.AppendVarint(b, r.st.Expire)
 		b = binary.AppendVarint(b, r.st.A)
 		b = binary.AppendVarint(b, r.st.B)
+		if v4 {
+			b = binary.AppendUvarint(b, r.st.Mark)
+		}
 		if len(r.st.Val) > 0 {
 			b = appendBytes(b, r.st.Val)
 		}
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))
+}
+
+// asOldVersion re-encodes a current snapshot as version v (1 to 3) of the
+// same live keys: no markers, no gone records, no term.
+func asOldVersion(b []byte, v byte) []byte {
+	h, recs, err := parseStream(b)
+	if err != nil {
+		panic(err)
+	}
+	var live []streamRecord
+	for _, r := range recs {
+		if r.st.Expire > h.clock {
+			live = append(live, r)
+		}
+	}
+	return encodeStreamAs(streamHeader{version: v, clock: h.clock}, live)
+}
+
+// restoredFromOld is what a state restored from an old version of snapshot
+// b snapshots to: the live keys of b with marker 0 and term 0.
+func restoredFromOld(b []byte) []byte {
+	h, recs, err := parseStream(b)
+	if err != nil {
+		panic(err)
+	}
+	var live []streamRecord
+	for _, r := range recs {
+		if r.st.Expire > h.clock {
+			r.st.Mark = 0
+			live = append(live, r)
+		}
+	}
+	return encodeStreamAs(streamHeader{version: snapshotVersion, clock: h.clock}, live)
 }
 
 // FuzzSnapshotStream hands Restore arbitrary whole streams (header, records,
@@ -112,7 +191,8 @@ func encodeStream(clock int64, recs []streamRecord) []byte {
 // size; a refused stream must leave the state machine exactly as it was;
 // and an accepted one must be a stream the oracle reads too, with keys in
 // strictly ascending order, whose state snapshots back to the same records
-// (minus those already expired at its clock, which are equivalent to absent).
+// (for an older version: minus those already expired at its clock, which
+// are equivalent to absent, and with marker 0).
 func FuzzSnapshotStream(f *testing.F) {
 	for _, seed := range []uint64{1, 2} {
 		fsm := quietFSM(2)
@@ -127,6 +207,9 @@ func FuzzSnapshotStream(f *testing.F) {
 	f.Add(encodeStream(5, []streamRecord{{key: []byte("b"), st: shard.State{Kind: clKind, Expire: 9}}, {key: []byte("a"), st: shard.State{Kind: clKind, Expire: 9}}}), false)
 	f.Add(encodeStream(5, []streamRecord{{key: []byte("a"), st: shard.State{Kind: clKind, Expire: 1}}}), false)
 	f.Add(encodeStream(5, []streamRecord{{key: []byte("s"), st: shard.State{Kind: setKind, Expire: 9, A: 2, Val: []byte{1, 1, 'a', 'b'}}}}), false)
+	v4 := streamHeader{version: snapshotVersion, clock: 5, term: 3}
+	f.Add(encodeStreamAs(v4, []streamRecord{{key: []byte("a"), st: shard.State{Expire: 1, Mark: 7}}, {key: []byte("b"), st: shard.State{Kind: clKind, Expire: 9, Mark: 4}}}), false)
+	f.Add(encodeStreamAs(streamHeader{version: 3, clock: 5}, []streamRecord{{key: []byte("a"), st: shard.State{Kind: clKind, Expire: 1}}, {key: []byte("b"), st: shard.State{Kind: clKind, Expire: 9}}}), false)
 	f.Add([]byte("RCSN\x02"), true)
 	f.Fuzz(func(t *testing.T, data []byte, fixCRC bool) {
 		if fixCRC && len(data) >= 4 {
@@ -144,7 +227,7 @@ func FuzzSnapshotStream(f *testing.F) {
 		if limit := uint64(2<<20 + 64*len(data)); n > limit {
 			t.Fatalf("restoring %d bytes allocated %d (limit %d)", len(data), n, limit)
 		}
-		clock, version, recs, perr := parseStream(data)
+		h, recs, perr := parseStream(data)
 		if err != nil {
 			if after := snapshotBytes(t, fsm); !bytes.Equal(after, before) {
 				t.Fatalf("a refused snapshot (%v) changed the state", err)
@@ -154,19 +237,22 @@ func FuzzSnapshotStream(f *testing.F) {
 		if perr != nil {
 			t.Fatalf("restore accepted a stream the format does not allow (%v)", perr)
 		}
-		if version != snapshotVersion && version != snapshotV2 && version != snapshotV1 {
-			t.Fatalf("restore accepted version %d", version)
+		if h.version < snapshotV1 || h.version > snapshotVersion {
+			t.Fatalf("restore accepted version %d", h.version)
 		}
-		var live []streamRecord
+		// A current stream snapshots back to itself; an older one to its
+		// live keys, with marker 0 and no term.
+		var kept []streamRecord
 		for i, r := range recs {
 			if i > 0 && bytes.Compare(recs[i-1].key, r.key) >= 0 {
 				t.Fatalf("restore accepted key %q after %q", r.key, recs[i-1].key)
 			}
-			if r.st.Expire > clock {
-				live = append(live, r)
+			if h.version == snapshotVersion || r.st.Expire > h.clock {
+				kept = append(kept, r)
 			}
 		}
-		if got, want := snapshotBytes(t, fsm), encodeStream(clock, live); !bytes.Equal(got, want) {
+		h.version = snapshotVersion
+		if got, want := snapshotBytes(t, fsm), encodeStreamAs(h, kept); !bytes.Equal(got, want) {
 			t.Fatalf("the restored state snapshots to\n%x\nthe stream's live records are\n%x", got, want)
 		}
 	})

@@ -88,6 +88,9 @@ func (g *Group) proposeWithinMemory(b *Batch) error {
 	for i := range b.Ops {
 		if !refused[i] {
 			rest.Ops = append(rest.Ops, b.Ops[i])
+			if op := &rest.Ops[len(rest.Ops)-1]; op.Code == request.WatchGuard {
+				guardKeeps(op, refused[i+1:])
+			}
 		}
 	}
 	if len(rest.Ops) > 0 {
@@ -110,6 +113,21 @@ func (g *Group) proposeWithinMemory(b *Batch) error {
 		j++
 	}
 	return nil
+}
+
+// guardKeeps lowers a WatchGuard's count of the transaction's requests
+// that follow it (its last argument) by those left out of the entry, so
+// that it still guards exactly the transaction. The guard is a copy in the
+// new batch; the caller's request is untouched.
+func guardKeeps(guard *request.Request, refusedAfter []bool) {
+	n := guard.Args[1]
+	kept := n
+	for j := 0; j < int(n) && j < len(refusedAfter); j++ {
+		if refusedAfter[j] {
+			kept--
+		}
+	}
+	guard.Args[1] = kept
 }
 
 // isLive reports whether key holds a live limiter at now.

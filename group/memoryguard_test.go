@@ -59,3 +59,13 @@ func Test_MemoryGuard_RefusesNewKeysOnly(t *testing.T) {
 		t.Errorf("below maxmemory a new key was refused: %+v", b.Results)
 	}
 }
+
+// guardKeeps: a WatchGuard above maxmemory still guards exactly its
+// transaction when some of its requests are left out of the entry.
+func Test_MemoryGuard_WatchGuardCountsWhatIsProposed(t *testing.T) {
+	g := request.NewWatchGuard([]request.WatchedKey{{Key: []byte("k"), Live: true, W: 5}}, 1, 3)
+	guardKeeps(&g, []bool{true, false, true, false})
+	if g.Args[1] != 1 {
+		t.Fatalf("guard counts %d requests, want 1", g.Args[1])
+	}
+}

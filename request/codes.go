@@ -62,6 +62,26 @@ const (
 	Touch Code = 92
 )
 
+// The keyspace's WATCH codes (server/multi.go, fsm/watchguard.go).
+const (
+	// WatchGuard is the first request of a watched transaction's batch
+	// (EXEC after WATCH). Keys alternates the watched keys and an item
+	// each (AppendWatchedItem: whether the key was live at WATCH, and the
+	// applied index w and the replicated clock tw WATCH read for it).
+	// Args: the term of the last applied entry WATCH read, and N, how many
+	// requests of the entry after it are the transaction. The result is 0
+	// when no watched key changed since its w (the N requests then run), 1
+	// when one may have (the N requests are skipped, each answering
+	// ErrWatchAborted).
+	WatchGuard Code = 27
+
+	// WatchMark is WATCH's read, answered from the local state machine
+	// of the node the client is connected to: Ints[0] the applied index,
+	// Ints[1] the term of the last applied entry, Ints[2] the replicated
+	// clock, and in Data one byte per key of Keys, 1 when it is live.
+	WatchMark Code = 93
+)
+
 // The option flags of the expiry codes (their Args[1]).
 const (
 	ExpireNX int64 = 1 << iota
@@ -128,6 +148,10 @@ var keyspaceErrors = []ErrText{
 	{ErrPExpireTime, "ERR invalid expire time in 'pexpire' command"},
 	// Redis 7's text for RENAME and RENAMENX of a missing key.
 	{ErrNoSuchKey, "ERR no such key"},
+	// What a transaction's request answers when its WatchGuard found a
+	// watched key changed and it did not run. The server answers EXEC
+	// with a nil array instead, so no client sees this text.
+	{ErrWatchAborted, "EXECABORT Transaction discarded because a watched key changed"},
 }
 
 // keyspaceOps are the codes that work on any key.
@@ -151,6 +175,8 @@ var keyspaceOps = []Op{
 	{Code: Touch, Name: "TOUCH", Keys: KeyList, Reply: KindInt},
 	{Code: Rename, Name: "RENAME", Keys: KeyList, Reply: KindOK},
 	{Code: RenameNX, Name: "RENAMENX", Keys: KeyList, Reply: KindInt},
+	{Code: WatchGuard, Name: "WATCHGUARD", Keys: KeyPairs, Reply: KindInt},
+	{Code: WatchMark, Name: "WATCHMARK", Keys: KeyList, Reply: KindBulk},
 }
 
 func init() { describeKeyspace(keyspaceOps, keyspaceErrors) }

@@ -74,6 +74,8 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		{116, "SMISMEMBER", KeyValue, false, KindInts, Sets},
 		{117, "SCARD", OneKey, false, KindInt, Sets},
 		{118, "SMEMBERS", OneKey, false, KindSet, Sets},
+		{27, "WATCHGUARD", KeyPairs, false, KindInt, nil},
+		{93, "WATCHMARK", KeyList, false, KindBulk, nil},
 	} {
 		d := Describe(tt.code)
 		if !tt.code.Known() || d.Code != tt.code || d.Name != tt.name || d.Keys != tt.keys || d.Creates != tt.creates || d.Reply != tt.reply || d.Family != tt.family {

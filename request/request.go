@@ -150,6 +150,13 @@ const (
 	ErrNoSuchKey ErrCode = 30
 )
 
+// The errors of WATCH, numbered 36..39 (never renumber).
+const (
+	// ErrWatchAborted: the request belongs to a transaction whose
+	// WatchGuard found a watched key changed; it did not run.
+	ErrWatchAborted ErrCode = 36
+)
+
 // Result is the answer to one Request.
 //
 // Every reply but KEYS and SCAN is a kind and integers, so a Result of a

@@ -36,6 +36,7 @@ type conn struct {
 
 	readonly   bool         // READONLY: reads answer from this node's own state
 	tx         transaction  // MULTI ... EXEC (multi.go)
+	watch      watchState   // WATCH's marks until EXEC (watch.go)
 	authed     bool         // gave the password, or none was required (auth.go)
 	trk        connTracking // CLIENT TRACKING, SUBSCRIBE (tracking.go)
 	out        pushOut      // invalidation pushes; its wmu serialises socket writes

@@ -74,6 +74,7 @@ func cmdReset(c *conn, _ *commands.Spec, _ [][]byte) {
 	c.trk.subscribed.Store(false)
 	c.readonly = false
 	c.tx.reset()
+	c.watch.reset()
 	c.w.simple("RESET")
 }
 

@@ -53,7 +53,9 @@ const maxTransactionBytes = commands.MaxRequestLogBytes
 
 // runsInsideMulti reports whether a command acts at once inside MULTI
 // instead of being queued: those that end or reset the transaction, QUIT,
-// and WATCH, as in Redis (processCommand's exceptions).
+// and WATCH (which answers its error there), as in Redis
+// (processCommand's exceptions). UNWATCH is queued and answers OK in
+// EXEC's array, as in Redis.
 func runsInsideMulti(s *commands.Spec) bool {
 	switch s.Name {
 	case "multi", "exec", "discard", "watch", "quit", "reset":
@@ -198,20 +200,39 @@ func cmdExec(c *conn, _ *commands.Spec, _ [][]byte) {
 		c.fail(commands.ErrExecNoMulti)
 		return
 	}
+	watched := c.watch.active()
 	if c.tx.dirty {
 		c.tx.reset()
+		c.watch.reset()
 		c.fail(commands.ErrExecAbort)
 		return
 	}
-	reqs := c.tx.reqs
-	if cap(c.tx.res) < len(reqs) {
-		c.tx.res = make([]request.Result, len(reqs))
+	if watched && c.watch.doomed {
+		// Two WATCHes saw different terms: a leader changed in between.
+		c.tx.reset()
+		c.watch.reset()
+		c.w.nullArray()
+		return
 	}
-	res := c.tx.res[:len(reqs)]
+	reqs := c.tx.reqs
+	batch := reqs
+	if watched {
+		// The guard goes first, in the same batch, so in the same entry:
+		// the state machine decides there whether a watched key changed
+		// and skips the transaction if so (watch.go).
+		batch = make([]request.Request, 0, len(reqs)+1)
+		batch = append(batch, c.watch.guard(len(reqs)))
+		batch = append(batch, reqs...)
+		c.watch.reset()
+	}
+	if cap(c.tx.res) < len(batch) {
+		c.tx.res = make([]request.Result, len(batch))
+	}
+	res := c.tx.res[:len(batch)]
 	c.trackReads(reqs) // before they run: see tracking.go
-	if len(reqs) > 0 {
+	if len(batch) > 0 {
 		noloop := c.noloopBegin(reqs)
-		err := c.s.cfg.Backend.Propose(reqs, res)
+		err := c.s.cfg.Backend.Propose(batch, res)
 		if noloop {
 			c.noloopEnd()
 		}
@@ -221,6 +242,20 @@ func cmdExec(c *conn, _ *commands.Spec, _ [][]byte) {
 			// or the outcome is unknown), for all of it.
 			c.tx.reset()
 			c.fail(backendErrText(err))
+			return
+		}
+	}
+	if watched {
+		guard := res[0]
+		res = res[1:]
+		if aborted, text := guardAborted(&guard); aborted {
+			clear(c.tx.res)
+			c.tx.reset()
+			if text != "" {
+				c.fail(text)
+				return
+			}
+			c.w.nullArray() // as Redis: a watched key changed
 			return
 		}
 	}
@@ -239,7 +274,7 @@ func cmdExec(c *conn, _ *commands.Spec, _ [][]byte) {
 		}
 		handlers[it.spec.Name](c, it.spec, it.args)
 	}
-	clear(res) // drop the key lists of SCAN and KEYS results
+	clear(c.tx.res) // drop the key lists of SCAN and KEYS results
 	c.tx.reset()
 }
 
@@ -251,23 +286,6 @@ func cmdDiscard(c *conn, _ *commands.Spec, _ [][]byte) {
 		return
 	}
 	c.tx.reset()
+	c.watch.reset()
 	c.w.ok()
-}
-
-// WATCH key [key ...]
-// Not supported: a transaction is one log entry, decided at once, and there
-// is no optimistic locking across round trips. Inside MULTI it answers as
-// Redis does.
-func cmdWatch(c *conn, _ *commands.Spec, _ [][]byte) {
-	if c.tx.active {
-		c.fail(commands.ErrWatchInMulti)
-		return
-	}
-	c.fail(commands.ErrWatchUnsupported)
-}
-
-// UNWATCH
-// Not supported, as WATCH is not.
-func cmdUnwatch(c *conn, _ *commands.Spec, _ [][]byte) {
-	c.fail(commands.ErrUnwatchUnsupported)
 }

@@ -63,12 +63,15 @@ func Test_Store_ChurnAllocatesRarely(t *testing.T) {
 	s, keys := filledStore(16, 20_000)
 	fresh := make([]byte, 0, 32)
 	put := func(State, bool) (State, Action) { return State{Kind: kindA, Expire: 1 << 60}, Put }
+	var now int64
 	churn := func(from, to int) {
 		for i := from; i < to; i++ {
-			s.Delete(keys[i%len(keys)], 0)
+			s.Delete(keys[i%len(keys)], now) // a tombstone, dropped Linger later
 			fresh = appendUserKey(fresh[:0], i+len(keys))
 			keys[i%len(keys)] = append(keys[i%len(keys)][:0], fresh...)
-			s.Update(fresh, 0, put)
+			s.Update(fresh, now, put)
+			now += Linger / 4096
+			s.Sweep(now, 4)
 		}
 	}
 	churn(0, 100_000) // reach the steady cycle

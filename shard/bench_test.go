@@ -42,16 +42,16 @@ func heapPerKeyWithValue(stripes, n, valLen int) (heap, table float64) {
 	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n), float64(st.TotalBytes) / float64(n)
 }
 
-// The table must cost ~50 bytes per key or less at a million keys like
-// "user:0000012345" (15 bytes of key, 25 of state).
+// The table must cost ~60 bytes per key or less at a million keys like
+// "user:0000012345" (15 bytes of key, 25 of state, 8 of change marker).
 func Test_Store_MemoryPerKey(t *testing.T) {
 	if testing.Short() {
 		t.Skip("inserts a million keys")
 	}
 	heap, table := heapPerKey(64, 1_000_000)
 	t.Logf("1M keys, 64 stripes: %.1f heap bytes/key (table accounting %.1f)", heap, table)
-	if heap > 54 {
-		t.Fatalf("%.1f heap bytes per key, want <= 54", heap)
+	if heap > 62 {
+		t.Fatalf("%.1f heap bytes per key, want <= 62", heap)
 	}
 }
 

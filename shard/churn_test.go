@@ -50,10 +50,10 @@ func Test_Store_ChurnKeepsMemoryFlat(t *testing.T) {
 				for i := range perRound {
 					// Varying key lengths leave holes of varying sizes.
 					key = fmt.Appendf(key[:0], "gen%d:key%0*d", round, 1+i%9, i)
-					st := State{Kind: kindA, Expire: now + ttl, A: int64(round), B: int64(i)}
+					st := State{Kind: kindA, Expire: now + ttl*Linger, A: int64(round), B: int64(i)}
 					s.Update(key, now, putState(st))
 				}
-				now++
+				now += Linger // a round: what expired a round ago is droppable
 				removed := s.Sweep(now, tt.budget)
 				if removed > tt.budget {
 					t.Fatalf("round %d: Sweep removed %d > budget %d", round, removed, tt.budget)
@@ -68,9 +68,9 @@ func Test_Store_ChurnKeepsMemoryFlat(t *testing.T) {
 				}
 				// The sweeper keeps up: expired leftovers stay below what one
 				// full pass over the table takes (a round when unbounded).
-				leftover := 2 * perRound
+				leftover := 3 * perRound // one round more: expired records linger
 				if tt.budget < 1<<30 {
-					leftover = (st.Entries/tt.budget + 2) * perRound
+					leftover = (st.Entries/tt.budget + 3) * perRound
 				}
 				if st.Entries > live+leftover {
 					t.Fatalf("round %d: %d entries for %d live keys", round, st.Entries, live)
@@ -106,7 +106,7 @@ func Test_Store_ChurnKeepsMemoryFlat(t *testing.T) {
 			t.Logf("peak arena %d, index %d bytes for %d live keys", peakLate.ArenaCap, peakLate.IndexBytes, perRound*(ttl-1))
 
 			// Everything expires: sweeping releases all memory.
-			now += ttl
+			now += ttl*Linger + Linger
 			for i := 0; i < 1000 && s.Stats().Entries > 0; i++ {
 				s.Sweep(now, 500)
 				s.checkInvariants(t)
@@ -156,6 +156,10 @@ func Test_Store_DeletesShrinkMemory(t *testing.T) {
 			t.Fatalf("Delete(%d) = false", i)
 		}
 	}
+	if st := s.Stats(); st.Entries != n {
+		t.Fatalf("after the deletes: %d entries, want %d tombstones and live keys", st.Entries, n)
+	}
+	s.Sweep(Linger, n) // the tombstones have lingered: dropped
 	st := s.Stats()
 	if st.Entries != 100 || st.ArenaCap > full.ArenaCap/50 || st.IndexBytes > full.IndexBytes/50 {
 		t.Fatalf("full %+v, after deleting all but 100: %+v", full, st)

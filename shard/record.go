@@ -12,15 +12,16 @@ import (
 //	+0   Expire  int64, little-endian
 //	+8   A       int64, little-endian
 //	+16  B       int64, little-endian
-//	+24  Kind    uint8
-//	+25  uvarint(len(key)<<1 | dead)
-//	+25+h key bytes (h = 1 for keys shorter than 64 bytes)
+//	+24  Mark    uint64, little-endian: the change marker (State.Mark)
+//	+32  Kind    uint8
+//	+33  uvarint(len(key)<<1 | dead)
+//	+33+h key bytes (h = 1 for keys shorter than 64 bytes)
 //	     only when Kind has hasValue set, a value region:
 //	     uvarint(cap), then cap bytes: uvarint(len(value)), value, slack
 //
 // The state and the key sit side by side, so an update touches one or two
 // cache lines of the arena after the index probe; a key like "user:0000012345"
-// costs 25+1+15 = 41 bytes. The dead bit is bit 0 of the first header byte
+// costs 33+1+15 = 49 bytes. The dead bit is bit 0 of the first header byte
 // (uvarint stores the low 7 bits of the value first), so marking a record dead
 // is a single byte write that leaves its length readable: sequential scans
 // (Sweep, Snapshot, Len, index rebuilds) step over dead records.
@@ -37,8 +38,9 @@ const (
 	recExpire = 0
 	recA      = 8
 	recB      = 16
-	recKind   = 24
-	recFixed  = 25 // bytes before the key header
+	recMark   = 24
+	recKind   = 32
+	recFixed  = 33 // bytes before the key header
 	deadBit   = 1
 	// hasValue is set in the stored Kind byte when a value follows the key.
 	// Kinds are below 128 (New families append small numbers).
@@ -79,6 +81,7 @@ func appendRecord(a []byte, key []byte, st State) []byte {
 	a = binary.LittleEndian.AppendUint64(a, uint64(st.Expire))
 	a = binary.LittleEndian.AppendUint64(a, uint64(st.A))
 	a = binary.LittleEndian.AppendUint64(a, uint64(st.B))
+	a = binary.LittleEndian.AppendUint64(a, st.Mark)
 	a = append(a, kindByte(st.Kind, len(st.Val) > 0))
 	a = binary.AppendUvarint(a, uint64(len(key))<<1)
 	a = append(a, key...)
@@ -101,6 +104,7 @@ func readState(a []byte, off int) State {
 		Expire: int64(binary.LittleEndian.Uint64(r[recExpire:])),
 		A:      int64(binary.LittleEndian.Uint64(r[recA:])),
 		B:      int64(binary.LittleEndian.Uint64(r[recB:])),
+		Mark:   binary.LittleEndian.Uint64(r[recMark:]),
 		Kind:   Kind(r[recKind] &^ hasValue),
 	}
 }
@@ -145,6 +149,7 @@ func writeState(a []byte, off int, st State) {
 	binary.LittleEndian.PutUint64(r[recExpire:], uint64(st.Expire))
 	binary.LittleEndian.PutUint64(r[recA:], uint64(st.A))
 	binary.LittleEndian.PutUint64(r[recB:], uint64(st.B))
+	binary.LittleEndian.PutUint64(r[recMark:], st.Mark)
 	region := valueRegion(a, off)
 	r[recKind] = kindByte(st.Kind, region != nil)
 	if region != nil {
@@ -204,6 +209,19 @@ func keyEqual(a []byte, off int, key []byte) bool {
 
 // markDead flags the record at off as garbage; its length stays readable.
 func markDead(a []byte, off int) { a[off+recFixed] |= deadBit }
+
+// bury makes the record at off a tombstone (see Store.Delete): gone from
+// now on, its change marker mark. Its key, kind and value stay until the
+// record is dropped, which nothing reads.
+func bury(a []byte, off int, now int64, mark uint64) {
+	binary.LittleEndian.PutUint64(a[off+recExpire:], uint64(now))
+	binary.LittleEndian.PutUint64(a[off+recMark:], mark)
+}
+
+// readMark decodes only the change marker of the record at off.
+func readMark(a []byte, off int) uint64 {
+	return binary.LittleEndian.Uint64(a[off+recMark:])
+}
 
 // readExpire decodes only the Expire field of the record at off.
 func readExpire(a []byte, off int) int64 {

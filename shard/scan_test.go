@@ -81,7 +81,7 @@ func scanWhileChanging(t *testing.T, stripes, count int, seed uint64) {
 			for range rng.IntN(100) {
 				insert(int64(rng.IntN(5)))
 			}
-			now += 3
+			now += Linger / 3 // deleted and expired records become droppable
 			s.Sweep(now, rng.IntN(5000))
 		case 4:
 			s.Sweep(now, 1000)

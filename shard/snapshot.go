@@ -7,7 +7,9 @@ import (
 	"sync"
 )
 
-// Snapshot is an immutable copy of the entries live at one instant. It may be
+// Snapshot is an immutable copy of the entries kept at one instant: the live
+// ones, and the gone ones (tombstones, expired keys) not yet droppable, whose
+// change markers WATCH needs (Range gives them with Expire <= Now). It may be
 // read from any goroutine (several at once) while the Store keeps changing.
 type Snapshot struct {
 	now  int64
@@ -27,7 +29,9 @@ type sortEntry struct {
 	off    int
 }
 
-// Snapshot copies every entry live at now into a new Snapshot. It is a
+// Snapshot copies every entry kept at now (live, or gone for less than
+// Linger) into a new Snapshot. Which records it holds depends only on the
+// entries and now, never on the sweeper. It is a
 // sequential copy of each stripe's arena skipping dead and expired records
 // (runs of live records are copied with one copy call), into one
 // allocation; no per-key work beyond reading each record's header, no
@@ -48,19 +52,19 @@ func (s *Store) Snapshot(now int64) *Snapshot {
 	for i := range s.stripes {
 		st := &s.stripes[i]
 		st.mu.RLock()
-		sn.data, sn.n = appendLiveRecords(sn.data, sn.n, st.arena, now)
+		sn.data, sn.n = appendKeptRecords(sn.data, sn.n, st.arena, now)
 		st.mu.RUnlock()
 	}
 	return sn
 }
 
-// appendLiveRecords appends the records of arena a that are live at now to
-// dst and returns it with the updated record count n.
-func appendLiveRecords(dst []byte, n int, a []byte, now int64) ([]byte, int) {
-	run := 0 // start of the current run of live records
+// appendKeptRecords appends the records of arena a that are kept at now
+// (not droppable) to dst and returns it with the updated record count n.
+func appendKeptRecords(dst []byte, n int, a []byte, now int64) ([]byte, int) {
+	run := 0 // start of the current run of kept records
 	for off := 0; off < len(a); {
 		_, end, dead := recordKey(a, off)
-		if dead || readExpire(a, off) <= now {
+		if dead || droppable(readExpire(a, off), now) {
 			dst = append(dst, a[run:off]...)
 			run = end
 		} else {

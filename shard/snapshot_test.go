@@ -72,7 +72,7 @@ func Test_Snapshot_RangeOrdersByKeyBytes(t *testing.T) {
 			for i, k := range tt.keys {
 				s.Put(k, State{Kind: kindC, Expire: 10, A: int64(i)})
 			}
-			s.Put([]byte("expired-"+tt.name), State{Expire: 5}) // excluded at now=5
+			s.Put([]byte("expired-"+tt.name), State{Expire: 5 - Linger}) // droppable at now=5: excluded
 			sn := s.Snapshot(5)
 			if sn.Len() != len(want) || sn.Now() != 5 {
 				t.Fatalf("%s/%d: Len %d Now %d, want %d 5", tt.name, stripes, sn.Len(), sn.Now(), len(want))

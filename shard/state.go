@@ -8,7 +8,8 @@ package shard
 type Kind uint8
 
 // State is one key's limiter state: 25 fixed bytes and, for families whose
-// state has no fixed size, a variable-length value.
+// state has no fixed size, a variable-length value; and the store's change
+// marker of the key (Mark), which families never set.
 //
 // The key exists iff now < Expire. At or after Expire the key is equivalent to
 // a fresh one: every method of Store behaves as if it were absent (Update
@@ -26,6 +27,12 @@ type State struct {
 	Expire int64 // Unix ns at which the key becomes equivalent to fresh
 	A, B   int64 // family-specific
 	Val    []byte
+	// Mark is the key's change marker: the stamp (Store.SetStamp, the
+	// raft index of the entry being applied) of the last write that
+	// changed the key, its deletion included. The store sets it on every
+	// write; Update and Put ignore what the caller gives. Only Load (the
+	// restore path) stores a given one. WATCH compares it (fsm).
+	Mark uint64
 }
 
 // Action tells Update what to do with the key after the callback.
@@ -46,7 +53,8 @@ const (
 func (st State) live(now int64) bool { return now < st.Expire }
 
 // Equal reports whether two states are the same, values compared by content
-// (nil and empty are the same: no value).
+// (nil and empty are the same: no value). The change marker is not part of
+// the state a family sees, and is not compared.
 func (st State) Equal(o State) bool {
 	return st.Kind == o.Kind && st.Expire == o.Expire && st.A == o.A && st.B == o.B &&
 		string(st.Val) == string(o.Val)

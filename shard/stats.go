@@ -6,7 +6,8 @@ package shard
 // only, never part of a reply that replicas must agree on.
 type Stats struct {
 	// Entries is the number of entries in the tables: live ones plus
-	// expired ones the sweeper has not reclaimed yet.
+	// gone ones (expired keys and tombstones) the sweeper has not dropped
+	// yet (it may only Linger after they went).
 	Entries int
 	// ArenaBytes is the arena bytes in use: records of entries plus dead
 	// records awaiting compaction (ArenaGarbage of them).
@@ -15,7 +16,8 @@ type Stats struct {
 	// IndexBytes is the memory of the hash indexes.
 	IndexBytes int
 	// EntryBytes is the part of ArenaBytes holding the fixed-size states of
-	// Entries (25 bytes each); keys and key headers are the rest. In this
+	// Entries (33 bytes each: the state and the change marker); keys and
+	// key headers are the rest. In this
 	// layout states live inside the arena: do not add it to ArenaBytes.
 	EntryBytes int
 	Stripes    int

@@ -33,6 +33,20 @@ import (
 // MaxStripes caps the stripe count given to New.
 const MaxStripes = 1 << 16
 
+// Linger is how long a gone record (a tombstone, or a key past its expiry)
+// stays in the table before the sweeper may drop it, in ns of the caller's
+// clock: Linger after its Expire. Until then its change marker is kept (in
+// snapshots too), which is what lets WATCH decide a key changed whatever
+// the sweeper did (fsm/DESIGN.md, "WATCH"). Part of what the state machine
+// decides: changing it changes which watched transactions abort.
+const Linger int64 = 10e9
+
+// droppable reports whether a record whose Expire is expire may be
+// dropped at now: Linger has passed since it went. Exact over all int64s.
+func droppable(expire, now int64) bool {
+	return now >= expire && uint64(now)-uint64(expire) >= uint64(Linger)
+}
+
 // Store is the keyspace. The zero value is not usable; call New.
 type Store struct {
 	stripes []stripe
@@ -40,6 +54,9 @@ type Store struct {
 	seed    maphash.Seed
 
 	sweepStripe int // stripe where Sweep resumes; writer only
+
+	// stamp is the change marker writes stamp (SetStamp); writer only.
+	stamp uint64
 
 	// moving holds a value while its record moves (put); writer only.
 	moving []byte
@@ -79,8 +96,17 @@ func (s *Store) locate(key []byte) (uint64, *stripe) {
 // live=false, so fn's input never depends on whether the sweeper has
 // reclaimed it yet; an expired entry is reused in place by Put.
 //
+// Every action but Keep is a change of the key, and stamps its record with
+// the current stamp (SetStamp): Put stores next; Put of a State that is not
+// live at now (Expire <= now) leaves a tombstone instead (the key is gone,
+// and its record remembers that it changed, see Delete), even where the
+// key was absent; Delete of a live key leaves a tombstone, and Delete of a
+// key that is not live is Keep (nothing changes). So a callback whose
+// command changes nothing must return Keep.
+//
 // cur.Val aliases the stripe's memory: fn may read it, and may return it as
-// next.Val, but must not keep it. next (its Val included) is copied.
+// next.Val, but must not keep it. next (its Val included) is copied; its
+// Mark is ignored.
 //
 // Writer goroutine only. fn runs with the key's stripe locked exclusively: it
 // must be quick and must not call back into the Store. The key bytes are
@@ -104,16 +130,15 @@ func (s *Store) Update(key []byte, now int64, fn func(cur State, live bool) (nex
 		}
 	}
 	next, act := fn(cur, live)
-	if act == Put && !next.live(now) {
-		act = Delete // invisible from now on: reclaim instead of storing
-	}
-	switch act {
-	case Put:
+	switch {
+	case act == Put && next.live(now):
+		next.Mark = s.stamp
 		s.put(st, h, key, next, p, want, found)
-	case Delete:
-		if found {
-			st.remove(p)
-		}
+	case act == Put && found, act == Delete && live:
+		bury(st.arena, st.offsetAt(p), now, s.stamp)
+	case act == Put:
+		// Gone at once, but written: a tombstone remembers the write.
+		st.insert(h, key, State{Expire: now, Mark: s.stamp}, p, want)
 	}
 }
 
@@ -143,15 +168,43 @@ func (s *Store) put(st *stripe, h uint64, key []byte, next State, p, want uint64
 }
 
 // Put stores st under key, replacing any entry, without looking at the
-// clock; it stores st even if it is already expired. It is the restore
-// path (loading a snapshot). Writer goroutine only. The key bytes and the
-// value are copied.
+// clock (it stores st even if it is already expired), and stamps it: a
+// write of the key (RENAME's destination). Writer goroutine only. The key
+// bytes and the value are copied.
 func (s *Store) Put(key []byte, st State) {
+	st.Mark = s.stamp
+	s.Load(key, st)
+}
+
+// Load is Put keeping st.Mark as given: the restore path (loading a
+// snapshot, whose records carry their markers). Writer goroutine only.
+func (s *Store) Load(key []byte, st State) {
 	h, sp := s.locate(key)
 	sp.mu.Lock()
 	defer sp.mu.Unlock()
 	p, want, found := sp.find(h, key)
 	s.put(sp, h, key, st, p, want, found)
+}
+
+// SetStamp sets the change marker that every later write stamps on the
+// records it changes: the raft index of the entry about to be applied.
+// Writer goroutine only.
+func (s *Store) SetStamp(stamp uint64) { s.stamp = stamp }
+
+// Watch reports whether key is live at now, and the change marker of its
+// record, whether live, expired or a tombstone, as long as the record has
+// not been dropped (0 when there is none). Any goroutine; takes the
+// stripe's read lock.
+func (s *Store) Watch(key []byte, now int64) (live bool, mark uint64) {
+	h, st := s.locate(key)
+	st.mu.RLock()
+	defer st.mu.RUnlock()
+	p, _, found := st.find(h, key)
+	if !found {
+		return false, 0
+	}
+	off := st.offsetAt(p)
+	return readExpire(st.arena, off) > now, readMark(st.arena, off)
 }
 
 // Get returns the state of key if it is live at now, without its value (Val
@@ -194,8 +247,11 @@ func (s *Store) GetValue(key []byte, now int64, buf []byte) (State, bool) {
 	return cur, true
 }
 
-// Delete removes key and reports whether it was live at now. An expired
-// entry is removed too (it was invisible already). Writer goroutine only.
+// Delete removes key and reports whether it was live at now. The removal
+// leaves a tombstone: the record stays, gone (Expire = now) and stamped,
+// until the sweeper drops it Linger later, so that WATCH sees the deletion
+// (fsm). Deleting a key that is not live changes nothing. Writer goroutine
+// only.
 func (s *Store) Delete(key []byte, now int64) bool {
 	h, st := s.locate(key)
 	st.mu.Lock()
@@ -204,9 +260,12 @@ func (s *Store) Delete(key []byte, now int64) bool {
 	if !found {
 		return false
 	}
-	live := readExpire(st.arena, st.offsetAt(p)) > now
-	st.remove(p)
-	return live
+	off := st.offsetAt(p)
+	if readExpire(st.arena, off) <= now {
+		return false
+	}
+	bury(st.arena, off, now, s.stamp)
+	return true
 }
 
 // Len counts the keys live at now: an O(n) sequential scan of the arenas,
@@ -229,8 +288,30 @@ func (s *Store) Len(now int64) int {
 	return n
 }
 
-// Clear removes every key (FLUSHALL) and releases the memory of every
-// stripe. Writer goroutine only.
+// BuryAll removes every key live at now (FLUSHALL): each becomes a
+// tombstone stamped with the current stamp, as Delete leaves, so that WATCH
+// sees exactly the keys that existed change (as Redis 7.0's FLUSHALL
+// touches only watched keys that exist). The memory is reclaimed when the
+// sweeper drops the tombstones, Linger later. A sequential pass over the
+// arenas, one stripe's lock at a time. Writer goroutine only.
+func (s *Store) BuryAll(now int64) {
+	for i := range s.stripes {
+		st := &s.stripes[i]
+		st.mu.Lock()
+		a := st.arena
+		for off := 0; off < len(a); {
+			_, end, dead := recordKey(a, off)
+			if !dead && readExpire(a, off) > now {
+				bury(a, off, now, s.stamp)
+			}
+			off = end
+		}
+		st.mu.Unlock()
+	}
+}
+
+// Clear removes every key and releases the memory of every stripe, leaving
+// no tombstone. Writer goroutine only.
 func (s *Store) Clear() {
 	for i := range s.stripes {
 		st := &s.stripes[i]

@@ -8,8 +8,9 @@ const (
 	sweepLockSpan = 1024
 )
 
-// Sweep examines up to budget records and removes every expired one among
-// them (Expire <= now), returning how many it removed. It walks the stripes
+// Sweep examines up to budget records and drops every one among them that
+// has been gone for Linger (Expire + Linger <= now: an expired key or a
+// tombstone), returning how many it removed. It walks the stripes
 // round robin, each stripe's arena sequentially, resuming where the previous
 // call stopped, and never examines more than one full round, so its cost is
 // O(budget) whatever the state of the table. Because every expired record it
@@ -62,7 +63,7 @@ func (st *stripe) sweep(now int64, span int) (removed, examined int, done bool) 
 		key, end, dead := recordKey(st.arena, off)
 		st.sweepPos = end
 		examined++
-		if dead || readExpire(st.arena, off) > now {
+		if dead || !droppable(readExpire(st.arena, off), now) {
 			continue
 		}
 		p, ok := st.idx.findOffset(maphash.Bytes(st.seed, key), off)

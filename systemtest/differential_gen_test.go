@@ -53,6 +53,7 @@ var differentialFamilies = []family{
 	hashFamily,
 	listFamily,
 	setFamily,
+	watchFamily,
 	connectionFamily,
 	errorFamily,
 }
@@ -60,12 +61,7 @@ var differentialFamilies = []family{
 // excludedToFix lists replies found to differ from Redis 7.0 that are
 // redcell bugs to fix; the generators below do not produce these commands.
 // Remove an entry (and re-enable its generator) when it is fixed.
-var excludedToFix = []string{
-	// WATCH k: Redis +OK; redcell -ERR WATCH is not supported by Redcell:
-	// … (issue 33 point 3 brings WATCH). UNWATCH: Redis +OK; redcell
-	// -ERR UNWATCH is not supported by Redcell: …
-	"WATCH and UNWATCH outside MULTI",
-}
+var excludedToFix = []string{}
 
 // family is a named set of command generators.
 type family struct {
@@ -224,10 +220,6 @@ var connectionFamily = family{name: "connection", gens: []gen{
 			[]string{"COMMAND", "nosuch"}, []string{"CLIENT", "GETNAME", "x"}, []string{"CONFIG", "GET"})...)
 	}},
 	{name: "RESET", weight: 1, make: func(g *seqGen) step { return cmd("RESET") }},
-	// WATCH and UNWATCH outside MULTI: weight 0 (never drawn) until
-	// issue 33 brings WATCH; see excludedToFix.
-	{name: "WATCH", weight: 0, make: func(g *seqGen) step { return cmd(with("WATCH", g.keys(2)...)...) }},
-	{name: "UNWATCH", weight: 0, inMulti: true, make: func(g *seqGen) step { return cmd("UNWATCH") }},
 }}
 
 // message is a PING/ECHO argument: empty, spaced, binary or long.
@@ -318,6 +310,8 @@ func generateSequence(seed uint64) ([]step, bool) {
 			seq = append(seq, g.hello())
 		case p < 17:
 			seq = append(seq, cmd(g.pick("EXEC", "DISCARD", "exec")))
+		case p < 25:
+			seq = append(seq, g.watchBlock(all, total, queueable, totalQ, draw)...)
 		default:
 			seq = append(seq, draw(all, total))
 		}

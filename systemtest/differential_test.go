@@ -89,8 +89,16 @@ func runDifferential(seq []step, pipelined bool, redisAddr, redcellAddr string) 
 			c.close()
 			return "", fmt.Errorf("FLUSHALL on %s: %w", addr, err)
 		}
-		got[side], err = runSequence(c, side, seq, pipelined)
+		// The second connection of steps marked second (another client
+		// writing between a WATCH and its EXEC).
+		c2, err := dialRESP(addr)
+		if err != nil {
+			c.close()
+			return "", err
+		}
+		got[side], err = runSequence(c, c2, side, seq, pipelined)
 		c.close()
+		c2.close()
 		if err != nil {
 			return describeSequence(seq, got, -1), fmt.Errorf("on %s, step %d: %w", []string{"redis", "redcell"}[side], len(got[side]), err)
 		}
@@ -108,12 +116,18 @@ func runDifferential(seq []step, pipelined bool, redisAddr, redcellAddr string) 
 }
 
 // runSequence sends seq on c, the connection to side 0 (redis) or 1
-// (redcell), and returns one value per step (fewer on an error).
-func runSequence(c *respConn, side int, seq []step, pipelined bool) ([]rawValue, error) {
+// (redcell), and steps marked second on c2, and returns one value per step
+// (fewer on an error). A step on c2 is sent after every earlier step of c
+// was answered, and answered before any later one is sent.
+func runSequence(c, c2 *respConn, side int, seq []step, pipelined bool) ([]rawValue, error) {
 	var vals []rawValue
 	for i := 0; i < len(seq); {
-		if !pipelined || seq[i].scanAll || seq[i].protocolError != "" {
-			v, err := seq[i].runOn(c, side)
+		if !pipelined || seq[i].scanAll || seq[i].protocolError != "" || seq[i].second {
+			on := c
+			if seq[i].second {
+				on = c2
+			}
+			v, err := seq[i].runOn(on, side)
 			if err != nil {
 				return vals, err
 			}
@@ -123,7 +137,7 @@ func runSequence(c *respConn, side int, seq []step, pipelined bool) ([]rawValue,
 		}
 		j := i
 		_ = c.nc.SetDeadline(time.Now().Add(opTimeout))
-		for ; j < len(seq) && !seq[j].scanAll && seq[j].protocolError == ""; j++ {
+		for ; j < len(seq) && !seq[j].scanAll && seq[j].protocolError == "" && !seq[j].second; j++ {
 			seq[j].write(c, side)
 		}
 		if err := c.bw.Flush(); err != nil {
@@ -177,6 +191,9 @@ type step struct {
 	// inline sends args as an inline command line (words separated by
 	// spaces) instead of a RESP array; only for plain words.
 	inline bool
+	// second sends the step on the sequence's second connection: another
+	// client (differential_watch_test.go).
+	second bool
 	// protocolError, when set, is sent as raw bytes that break the
 	// protocol; the value is the reply followed by whether the server then
 	// closed the connection. Only as a sequence's last step.
@@ -188,6 +205,11 @@ type step struct {
 }
 
 func (s step) String() string {
+	if s.second {
+		t := s
+		t.second = false
+		return "[second connection] " + t.String()
+	}
 	if s.protocolError != "" {
 		return "raw bytes " + strconv.Quote(s.protocolError)
 	}
