@@ -96,6 +96,10 @@ var table = []*Spec{
 	stringSpecs[6], stringSpecs[7], stringSpecs[8], stringSpecs[9], stringSpecs[10], stringSpecs[11],
 	stringSpecs[12], stringSpecs[13], stringSpecs[14], stringSpecs[15], stringSpecs[16], stringSpecs[17],
 
+	// Sorted sets (zset.go).
+	zsetSpecs[0], zsetSpecs[1], zsetSpecs[2], zsetSpecs[3], zsetSpecs[4], zsetSpecs[5],
+	zsetSpecs[6], zsetSpecs[7], zsetSpecs[8], zsetSpecs[9], zsetSpecs[10], zsetSpecs[11],
+
 	// Iterating the keyspace (scan.go).
 	scanSpec, keysSpec,
 

@@ -56,7 +56,9 @@ type family struct {
 }
 
 // families lists every limiter family the state machine applies.
-var families = []*family{&clFamily, &tbFamily, &slFamily, &stringFamily}
+var families = []*family{&clFamily, &tbFamily, &slFamily, &stringFamily,
+	&zsetFamily,
+}
 
 var (
 	handlers [256]op

@@ -71,6 +71,7 @@ type FSM struct {
 	// renameBuf holds the value a RENAME moves (rename.go).
 	renameBuf []byte
 	strBuf    []byte // the new string of the call being applied (strings.go)
+	zsetBuf   []byte // the new sorted set of the call being applied (zset.go)
 
 	entries atomic.Uint64
 	ops     atomic.Uint64

@@ -47,6 +47,15 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		{74, "GET", OneKey, false, KindBulk, Strings},
 		{75, "STRLEN", OneKey, false, KindInt, Strings},
 		{76, "MGET", KeyList, false, KindBulks, Strings},
+		{44, "ZADD", KeyValue, true, KindInt, Zsets},
+		{45, "ZREM", KeyValue, false, KindInt, Zsets},
+		{46, "ZREMRANGEBYSCORE", OneKey, false, KindInt, Zsets},
+		{47, "ZREMRANGEBYRANK", OneKey, false, KindInt, Zsets},
+		{120, "ZCARD", OneKey, false, KindInt, Zsets},
+		{121, "ZCOUNT", OneKey, false, KindInt, Zsets},
+		{122, "ZSCORE", KeyValue, false, KindDouble, Zsets},
+		{123, "ZRANGE", KeyValue, false, KindArray, Zsets},
+		{124, "ZRANK", KeyValue, false, KindInt, Zsets},
 	} {
 		d := Describe(tt.code)
 		if !tt.code.Known() || d.Code != tt.code || d.Name != tt.name || d.Keys != tt.keys || d.Creates != tt.creates || d.Reply != tt.reply || d.Family != tt.family {
@@ -66,6 +75,7 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		{TokenBucket, "tokenbucket", 2, []KeyKind{2, 3}},
 		{SlidingLog, "slidinglog", 3, []KeyKind{4}},
 		{Strings, "string", 1, []KeyKind{5}},
+		{Zsets, "zset", 8, []KeyKind{9}},
 	} {
 		if tt.fam.TypeName != tt.typeName || tt.fam.ScanType != tt.scanType || !slices.Equal(tt.fam.Kinds, tt.kinds) {
 			t.Errorf("family %s: TYPE %q, SCAN TYPE %d, kinds %v", tt.fam.Name, tt.fam.TypeName, tt.fam.ScanType, tt.fam.Kinds)
@@ -84,8 +94,8 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 	if ScanTypeAny != 0 || ScanTypeNone != 4 {
 		t.Errorf("SCAN TYPE any %d, none %d", ScanTypeAny, ScanTypeNone)
 	}
-	for v := int64(-1); v < 8; v++ {
-		if got := ValidScanType(v); got != (v >= 0 && v <= 4) {
+	for v := int64(-1); v < 9; v++ {
+		if got := ValidScanType(v); got != (v >= 0 && v <= 4 || v == ScanTypeZset) {
 			t.Errorf("ValidScanType(%d) = %v", v, got)
 		}
 	}
@@ -96,7 +106,7 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 func TestScanTypeByName(t *testing.T) {
 	for name, want := range map[string]int64{
 		"string": ScanTypeString, "STRING": ScanTypeString, "tokenBucket": ScanTypeTokenBucket,
-		"slidinglog": ScanTypeSlidingLog, "list": ScanTypeNone, "": ScanTypeNone, "none": ScanTypeNone,
+		"slidinglog": ScanTypeSlidingLog, "zset": ScanTypeZset, "ZSet": ScanTypeZset, "list": ScanTypeNone, "": ScanTypeNone, "none": ScanTypeNone,
 	} {
 		if got := ScanTypeByName([]byte(name)); got != want {
 			t.Errorf("ScanTypeByName(%q) = %d, want %d", name, got, want)
