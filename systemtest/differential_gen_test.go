@@ -50,6 +50,7 @@ var differentialFamilies = []family{
 	keyspaceFamily,
 	expiryFamily,
 	stringFamily,
+	zsetFamily,
 	connectionFamily,
 	errorFamily,
 }

@@ -1,0 +1,116 @@
+package systemtest
+
+// The sorted-set family in the differential test: ZADD with every option
+// and their conflicts, ZINCRBY, ZREM, the reads, the three kinds of ZRANGE
+// with REV, LIMIT and WITHSCORES, and the range removals, over a small pool
+// of members and of scores and bounds that include strtod's edge cases
+// (hexadecimal, -0, inf, out of range, NaN, not numbers).
+var zsetFamily = family{name: "zset", gens: []gen{
+	{name: "ZADD", weight: 6, inMulti: true, make: func(g *seqGen) step {
+		args := []string{g.pick("ZADD", "zadd"), g.key()}
+		for _, opt := range g.r.Perm(6) {
+			if g.chance(15) {
+				args = append(args, []string{"NX", "XX", "GT", "LT", "CH", "INCR"}[opt])
+			}
+		}
+		for n := 1 + g.r.IntN(3); n > 0; n-- {
+			args = append(args, g.score(), g.member())
+		}
+		if g.chance(5) {
+			args = args[:len(args)-1] // a score without its member
+		}
+		return cmd(args...)
+	}},
+	{name: "ZINCRBY", weight: 3, inMulti: true, make: func(g *seqGen) step {
+		return cmd("ZINCRBY", g.key(), g.pick(g.score(), "nx", "incr"), g.member())
+	}},
+	{name: "ZREM", weight: 3, inMulti: true, make: func(g *seqGen) step {
+		args := []string{"ZREM", g.anyKey()}
+		for n := 1 + g.r.IntN(3); n > 0; n-- {
+			args = append(args, g.member())
+		}
+		return cmd(args...)
+	}},
+	{name: "zset reads", weight: 4, inMulti: true, make: func(g *seqGen) step {
+		switch g.r.IntN(4) {
+		case 0:
+			return cmd("ZCARD", g.anyKey())
+		case 1:
+			return cmd("ZSCORE", g.anyKey(), g.member())
+		case 2:
+			return cmd("ZRANK", g.anyKey(), g.member())
+		default:
+			return cmd("ZCOUNT", g.anyKey(), g.scoreBound(), g.scoreBound())
+		}
+	}},
+	{name: "ZRANGE", weight: 5, inMulti: true, make: func(g *seqGen) step {
+		kind := g.r.IntN(3)
+		args := []string{"ZRANGE", g.anyKey()}
+		switch kind {
+		case 0:
+			args = append(args, g.rank(), g.rank())
+		case 1:
+			args = append(args, g.scoreBound(), g.scoreBound(), "BYSCORE")
+		default:
+			args = append(args, g.lexBound(), g.lexBound(), "BYLEX")
+		}
+		if g.chance(40) {
+			args = append(args, "REV")
+		}
+		if g.chance(kind*25 + 5) {
+			args = append(args, "LIMIT", g.pick("0", "1", "2", "-1", "5", "x"), g.pick("-1", "0", "1", "2", "-5", "x"))
+		}
+		if g.chance(40 - kind*15) {
+			args = append(args, g.pick("WITHSCORES", "withscores"))
+		}
+		if g.chance(5) {
+			args = append(args, g.pick("BYSCORE", "BYLEX", "REV", "BOGUS", "LIMIT"))
+		}
+		if g.chance(50) {
+			g.r.Shuffle(len(args)-4, func(i, j int) { args[4+i], args[4+j] = args[4+j], args[4+i] })
+		}
+		return cmd(args...)
+	}},
+	{name: "ZRANGEBYSCORE", weight: 3, inMulti: true, make: func(g *seqGen) step {
+		args := []string{g.pick("ZRANGEBYSCORE", "ZREVRANGEBYSCORE"), g.anyKey(), g.scoreBound(), g.scoreBound()}
+		if g.chance(40) {
+			args = append(args, "WITHSCORES")
+		}
+		if g.chance(30) {
+			args = append(args, "LIMIT", g.pick("0", "1", "-1", "3"), g.pick("-1", "0", "1", "2"))
+		}
+		if g.chance(5) {
+			args = append(args, g.pick("REV", "BYSCORE", "LIMIT"))
+		}
+		return cmd(args...)
+	}},
+	{name: "zset removals", weight: 3, inMulti: true, make: func(g *seqGen) step {
+		if g.chance(50) {
+			return cmd("ZREMRANGEBYSCORE", g.anyKey(), g.scoreBound(), g.scoreBound())
+		}
+		return cmd("ZREMRANGEBYRANK", g.anyKey(), g.rank(), g.rank())
+	}},
+}}
+
+// score is a ZADD score: numbers in the forms strtod reads, and words that
+// are not numbers.
+func (g *seqGen) score() string {
+	return g.pick("1", "2", "3", "-1", "0", "-0", "0.1", "1.5", "inf", "-inf", "+inf", "1e3", "0x10", "5", "2.5e-3",
+		"nan", "abc", "", "1e400", " 1", "-0x1p-3")
+}
+
+// member is a sorted-set member.
+func (g *seqGen) member() string { return g.pick("a", "b", "c", "d", "m", "", "bin\x00\xff", "aa") }
+
+// scoreBound is one end of a score range.
+func (g *seqGen) scoreBound() string {
+	return g.pick("-inf", "+inf", "inf", "(1", "1", "(0", "0", "2", "(2", "5", "(5", "x", "(", "-0", "(-0", "1e400", "nan", "0x1", " 3", "")
+}
+
+// lexBound is one end of a lex range.
+func (g *seqGen) lexBound() string {
+	return g.pick("-", "+", "[a", "(a", "[c", "(c", "[", "(", "a", "[b", "(bin", "-x", "[aa")
+}
+
+// rank is a rank index.
+func (g *seqGen) rank() string { return g.pick("0", "1", "-1", "-2", "2", "5", "-100", "x", "+1") }
