@@ -67,6 +67,8 @@ func randomLog(seed uint64, n int) []logEntry {
 				ops[j] = g.expiryOp()
 			case 1, 2:
 				ops[j] = g.stringOp()
+			case 3:
+				ops[j] = g.zsetOp()
 			}
 		}
 		out = append(out, logEntry{log: commandLog(index, encodeEntry(stamp, ops)), ops: len(ops)})
