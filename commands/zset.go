@@ -266,6 +266,9 @@ func parseZRange(args [][]byte) (request.Request, string) {
 		}
 		r.Keys = [][]byte{min, max}
 	default:
+		// LIMIT offset -1 is accepted on a rank range, and its offset
+		// ignored, as in Redis.
+		offset = 0
 		var ok bool
 		if lo, ok = redisInt(min); !ok {
 			return request.Request{}, ErrNotInteger

@@ -144,7 +144,7 @@ func zrangeValid(r *request.Request) string {
 		return "WITHSCORES with BYLEX"
 	case !byScore && fl&(request.ZMinEx|request.ZMaxEx) != 0:
 		return "exclusive score bounds without BYSCORE"
-	case !byScore && !byLex && r.Args[4] != -1:
+	case !byScore && !byLex && (r.Args[3] != 0 || r.Args[4] != -1):
 		return "LIMIT on a rank range"
 	case byLex != (len(r.Keys) == 2) || !byLex && len(r.Keys) != 0:
 		return "lex bounds without BYLEX, or BYLEX without them"

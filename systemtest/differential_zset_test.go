@@ -46,28 +46,34 @@ var zsetFamily = family{name: "zset", gens: []gen{
 	{name: "ZRANGE", weight: 5, inMulti: true, make: func(g *seqGen) step {
 		kind := g.r.IntN(3)
 		args := []string{"ZRANGE", g.anyKey()}
+		var opts [][]string // shuffled as groups: LIMIT keeps its two numbers
 		switch kind {
 		case 0:
 			args = append(args, g.rank(), g.rank())
 		case 1:
-			args = append(args, g.scoreBound(), g.scoreBound(), "BYSCORE")
+			args = append(args, g.scoreBound(), g.scoreBound())
+			opts = append(opts, []string{"BYSCORE"})
 		default:
-			args = append(args, g.lexBound(), g.lexBound(), "BYLEX")
+			args = append(args, g.lexBound(), g.lexBound())
+			opts = append(opts, []string{"BYLEX"})
 		}
 		if g.chance(40) {
-			args = append(args, "REV")
+			opts = append(opts, []string{"REV"})
 		}
-		if g.chance(kind*25 + 5) {
-			args = append(args, "LIMIT", g.pick("0", "1", "2", "-1", "5", "x"), g.pick("-1", "0", "1", "2", "-5", "x"))
+		if g.chance(kind*25 + 10) {
+			opts = append(opts, []string{"LIMIT", g.pick("0", "1", "2", "-1", "5", "x"), g.pick("-1", "-1", "0", "1", "2", "-5", "x")})
 		}
 		if g.chance(40 - kind*15) {
-			args = append(args, g.pick("WITHSCORES", "withscores"))
+			opts = append(opts, []string{g.pick("WITHSCORES", "withscores")})
 		}
 		if g.chance(5) {
-			args = append(args, g.pick("BYSCORE", "BYLEX", "REV", "BOGUS", "LIMIT"))
+			opts = append(opts, []string{g.pick("BYSCORE", "BYLEX", "REV", "BOGUS", "LIMIT")})
 		}
 		if g.chance(50) {
-			g.r.Shuffle(len(args)-4, func(i, j int) { args[4+i], args[4+j] = args[4+j], args[4+i] })
+			g.r.Shuffle(len(opts), func(i, j int) { opts[i], opts[j] = opts[j], opts[i] })
+		}
+		for _, o := range opts {
+			args = append(args, o...)
 		}
 		return cmd(args...)
 	}},

@@ -47,7 +47,7 @@ var zsetOracleCases = []oracleCase{
 		ex("ZRANGE z 0 1 BYSCORE BYLEX"), ex("ZRANGE z 0 1 REV REV"), ex("ZRANGE z 0 1 FOO"), ex("ZRANGE z 0 1 LIMIT x 1 FOO"),
 		ex("ZRANGE z 0 1 FOO LIMIT x 1"), ex("ZRANGE z 0 1 LIMIT 0"), ex("ZRANGE z x 1"), ex("ZRANGE z 0 1 WITHSCORES BYLEX LIMIT 0 1"),
 		ex("ZRANGE z 100 200"), ex("ZRANGE z -100 -50"), ex("ZRANGE z 2 1"), ex("ZRANGE z -1 -1 REV"), ex("ZRANGE z 1 100 REV WITHSCORES"),
-		ex("ZRANGE z -100 100"), ex("ZRANGE z 0 -1 withscores rev"), ex("ZRANGE nokey 0 -1"), ex("ZRANGE nokey 0 -1 WITHSCORES"),
+		ex("ZRANGE z -100 100"), ex("ZRANGE z 0 -1 withscores rev"), ex("ZRANGE z 0 -1 LIMIT 2 -1"), ex("ZRANGE z 0 -1 REV LIMIT -2 -1 WITHSCORES"), ex("ZRANGE nokey 0 -1"), ex("ZRANGE nokey 0 -1 WITHSCORES"),
 		ex("ZRANGEBYSCORE z -inf +inf WITHSCORES"), ex("ZRANGEBYSCORE z -inf +inf BYSCORE"), ex("ZRANGEBYSCORE z -inf +inf REV"),
 		ex("ZRANGEBYSCORE z (1 +inf LIMIT 1 1"), ex("ZRANGEBYSCORE z 1e400 -1e400"), ex("ZRANGEBYSCORE z -1e400 1e400"),
 		ex("ZRANGEBYSCORE z ( 2"), ex("ZRANGEBYSCORE z 0x 2"), ex("ZRANGEBYSCORE z 1e 2"), ex("ZRANGEBYSCORE z -infinity +Infinity"),
