@@ -7,7 +7,7 @@ package systemtest
 // (hexadecimal, -0, inf, out of range, NaN, not numbers).
 var zsetFamily = family{name: "zset", gens: []gen{
 	{name: "ZADD", weight: 6, inMulti: true, make: func(g *seqGen) step {
-		args := []string{g.pick("ZADD", "zadd"), g.key()}
+		args := []string{g.pick("ZADD", "zadd"), g.zkey()}
 		for _, opt := range g.r.Perm(6) {
 			if g.chance(15) {
 				args = append(args, []string{"NX", "XX", "GT", "LT", "CH", "INCR"}[opt])
@@ -22,10 +22,10 @@ var zsetFamily = family{name: "zset", gens: []gen{
 		return cmd(args...)
 	}},
 	{name: "ZINCRBY", weight: 3, inMulti: true, make: func(g *seqGen) step {
-		return cmd("ZINCRBY", g.key(), g.pick(g.score(), "nx", "incr"), g.member())
+		return cmd("ZINCRBY", g.zkey(), g.pick(g.score(), "nx", "incr"), g.member())
 	}},
 	{name: "ZREM", weight: 3, inMulti: true, make: func(g *seqGen) step {
-		args := []string{"ZREM", g.anyKey()}
+		args := []string{"ZREM", g.zkey()}
 		for n := 1 + g.r.IntN(3); n > 0; n-- {
 			args = append(args, g.member())
 		}
@@ -34,18 +34,18 @@ var zsetFamily = family{name: "zset", gens: []gen{
 	{name: "zset reads", weight: 4, inMulti: true, make: func(g *seqGen) step {
 		switch g.r.IntN(4) {
 		case 0:
-			return cmd("ZCARD", g.anyKey())
+			return cmd("ZCARD", g.zkey())
 		case 1:
-			return cmd("ZSCORE", g.anyKey(), g.member())
+			return cmd("ZSCORE", g.zkey(), g.member())
 		case 2:
-			return cmd("ZRANK", g.anyKey(), g.member())
+			return cmd("ZRANK", g.zkey(), g.member())
 		default:
-			return cmd("ZCOUNT", g.anyKey(), g.scoreBound(), g.scoreBound())
+			return cmd("ZCOUNT", g.zkey(), g.scoreBound(), g.scoreBound())
 		}
 	}},
 	{name: "ZRANGE", weight: 5, inMulti: true, make: func(g *seqGen) step {
 		kind := g.r.IntN(3)
-		args := []string{"ZRANGE", g.anyKey()}
+		args := []string{"ZRANGE", g.zkey()}
 		var opts [][]string // shuffled as groups: LIMIT keeps its two numbers
 		switch kind {
 		case 0:
@@ -60,8 +60,12 @@ var zsetFamily = family{name: "zset", gens: []gen{
 		if g.chance(40) {
 			opts = append(opts, []string{"REV"})
 		}
-		if g.chance(kind*25 + 10) {
-			opts = append(opts, []string{"LIMIT", g.pick("0", "1", "2", "-1", "5", "x"), g.pick("-1", "-1", "0", "1", "2", "-5", "x")})
+		if g.chance(25) {
+			count := g.pick("-1", "0", "1", "2", "-5", "x")
+			if kind == 0 && g.chance(70) {
+				count = "-1" // a rank range takes only this count
+			}
+			opts = append(opts, []string{"LIMIT", g.pick("0", "1", "2", "-1", "5", "x"), count})
 		}
 		if g.chance(40 - kind*15) {
 			opts = append(opts, []string{g.pick("WITHSCORES", "withscores")})
@@ -78,7 +82,7 @@ var zsetFamily = family{name: "zset", gens: []gen{
 		return cmd(args...)
 	}},
 	{name: "ZRANGEBYSCORE", weight: 3, inMulti: true, make: func(g *seqGen) step {
-		args := []string{g.pick("ZRANGEBYSCORE", "ZREVRANGEBYSCORE"), g.anyKey(), g.scoreBound(), g.scoreBound()}
+		args := []string{g.pick("ZRANGEBYSCORE", "ZREVRANGEBYSCORE"), g.zkey(), g.scoreBound(), g.scoreBound()}
 		if g.chance(40) {
 			args = append(args, "WITHSCORES")
 		}
@@ -92,9 +96,9 @@ var zsetFamily = family{name: "zset", gens: []gen{
 	}},
 	{name: "zset removals", weight: 3, inMulti: true, make: func(g *seqGen) step {
 		if g.chance(50) {
-			return cmd("ZREMRANGEBYSCORE", g.anyKey(), g.scoreBound(), g.scoreBound())
+			return cmd("ZREMRANGEBYSCORE", g.zkey(), g.scoreBound(), g.scoreBound())
 		}
-		return cmd("ZREMRANGEBYRANK", g.anyKey(), g.rank(), g.rank())
+		return cmd("ZREMRANGEBYRANK", g.zkey(), g.rank(), g.rank())
 	}},
 }}
 
@@ -120,3 +124,16 @@ func (g *seqGen) lexBound() string {
 
 // rank is a rank index.
 func (g *seqGen) rank() string { return g.pick("0", "1", "-1", "-2", "2", "5", "-100", "x", "+1") }
+
+// zsetKeyPool holds keys that only the sorted-set commands write, so that
+// most of their commands meet a sorted set of several members; zkey takes
+// the shared pool too, where they meet the other types (WRONGTYPE) and
+// the keyspace commands.
+var zsetKeyPool = []string{"z:1", "z:2"}
+
+func (g *seqGen) zkey() string {
+	if g.chance(70) {
+		return zsetKeyPool[g.r.IntN(len(zsetKeyPool))]
+	}
+	return g.anyKey()
+}
