@@ -160,8 +160,8 @@ func zrangeValid(r *request.Request) string {
 	return ""
 }
 
-// zsetOf returns the live key's value and count; ok false with res
-// answered WRONGTYPE when it is not a sorted set.
+// zsetOf reports whether a live key is a sorted set, answering WRONGTYPE
+// in res when it is not.
 func zsetOf(cur shard.State, res *request.Result) bool {
 	if cur.Kind != zsetKind {
 		res.SetErr(request.ErrWrongType)
