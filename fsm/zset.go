@@ -171,11 +171,12 @@ func zsetOf(cur shard.State, res *request.Result) bool {
 }
 
 // zsetNext is cur (or a new key) holding the value v of count elements.
-func zsetNext(cur shard.State, live bool, v []byte, count int64) shard.State {
+// a is the count with zsetBig.
+func zsetNext(cur shard.State, live bool, v []byte, a int64) shard.State {
 	if !live {
-		return shard.State{Kind: zsetKind, Expire: noExpiry, A: count, Val: v}
+		return shard.State{Kind: zsetKind, Expire: noExpiry, A: a, Val: v}
 	}
-	cur.A, cur.Val = count, v
+	cur.A, cur.Val = a, v
 	return cur
 }
 
@@ -193,19 +194,21 @@ func (f *FSM) zadd(r *request.Request, now int64, res *request.Result) {
 		}
 		var (
 			buf                       []byte
-			count                     int64
 			added, updated, processed int
 			last                      float64
 			ok                        bool
 		)
+		// Redis creates a skiplist when the first member is too long for
+		// a listpack.
+		z := zaddState{count: 0, big: len(r.Keys[1]) > listpackValue}
 		if live {
-			count = cur.A
+			z = zaddState{count: zcount(cur.A), big: cur.A&zsetBig != 0}
 		}
 		if len(r.Keys)/2 > zaddBulk {
-			buf, added, updated, processed = f.zaddMany(cur.Val, r.Keys, fl)
+			buf, added, updated, processed = f.zaddMany(cur.Val, r.Keys, fl, &z)
 			ok = true
 		} else {
-			buf, added, updated, processed, last, ok = f.zaddFew(cur.Val, r.Keys, fl)
+			buf, added, updated, processed, last, ok = f.zaddFew(cur.Val, r.Keys, fl, &z)
 		}
 		if !ok {
 			res.SetErr(request.ErrZNaN)
@@ -219,11 +222,31 @@ func (f *FSM) zadd(r *request.Request, now int64, res *request.Result) {
 		if added+updated == 0 {
 			return cur, shard.Keep
 		}
-		return zsetNext(cur, live, buf, count+int64(added)), shard.Put
+		a := z.count
+		if z.big {
+			a |= zsetBig
+		}
+		return zsetNext(cur, live, buf, a), shard.Put
 	})
 	if cap(f.zsetBuf) > maxKeptLogBuf {
 		f.zsetBuf = nil
 	}
+}
+
+// zaddState is what a ZADD tracks of its set as it adds: the count, and
+// whether Redis holds it as a skiplist by now.
+type zaddState struct {
+	count int64
+	big   bool
+}
+
+// adding counts a new member, converting the set as zsetAdd does before
+// it inserts one that a listpack cannot take.
+func (z *zaddState) adding(member []byte) {
+	if z.count+1 > listpackEntries || len(member) > listpackValue {
+		z.big = true
+	}
+	z.count++
 }
 
 func zaddReply(res *request.Result, fl int64, added, updated, processed int, last float64) {
@@ -242,7 +265,7 @@ func zaddReply(res *request.Result, fl int64, added, updated, processed int, las
 // zaddFew applies a few pairs one by one to a copy of v in f.zsetBuf: a
 // scan for the member, then a splice. ok false: an increment made NaN
 // (INCR takes one pair, so nothing was changed).
-func (f *FSM) zaddFew(v []byte, pairs [][]byte, fl int64) (buf []byte, added, updated, processed int, last float64, ok bool) {
+func (f *FSM) zaddFew(v []byte, pairs [][]byte, fl int64, z *zaddState) (buf []byte, added, updated, processed int, last float64, ok bool) {
 	buf = append(f.zsetBuf[:0], v...)
 	defer func() { f.zsetBuf = buf }()
 	nx, xx, gt, lt := fl&request.ZAddNX != 0, fl&request.ZAddXX != 0, fl&request.ZAddGT != 0, fl&request.ZAddLT != 0
@@ -266,11 +289,12 @@ func (f *FSM) zaddFew(v []byte, pairs [][]byte, fl int64) (buf []byte, added, up
 			last = score
 			if score != e.score {
 				buf = zCut(buf, e.start, e.end)
-				buf = zInsert(buf, score, member)
+				buf = zInsert(buf, storedScore(score, z.big), member)
 				updated++
 			}
 		default:
-			buf = zInsert(buf, score, member)
+			z.adding(member)
+			buf = zInsert(buf, storedScore(score, z.big), member)
 			added++
 			processed++
 			last = score
@@ -282,7 +306,7 @@ func (f *FSM) zaddFew(v []byte, pairs [][]byte, fl int64) (buf []byte, added, up
 // zaddMany applies many pairs (never INCR) at once: the elements decoded,
 // the pairs applied through a map of members, one sort, one encoding, so a
 // large ZADD costs O((n+m) log(n+m)) instead of a splice per pair.
-func (f *FSM) zaddMany(v []byte, pairs [][]byte, fl int64) (buf []byte, added, updated, processed int) {
+func (f *FSM) zaddMany(v []byte, pairs [][]byte, fl int64, z *zaddState) (buf []byte, added, updated, processed int) {
 	nx, xx, gt, lt := fl&request.ZAddNX != 0, fl&request.ZAddXX != 0, fl&request.ZAddGT != 0, fl&request.ZAddLT != 0
 	elems := zElems(nil, v)
 	index := make(map[string]int, len(elems)+len(pairs)/2)
@@ -302,12 +326,13 @@ func (f *FSM) zaddMany(v []byte, pairs [][]byte, fl int64) (buf []byte, added, u
 			}
 			processed++
 			if score != cur {
-				elems[j].score = score
+				elems[j].score = storedScore(score, z.big)
 				updated++
 			}
 		default:
+			z.adding(member)
 			index[string(member)] = len(elems)
-			elems = append(elems, zElem{score: score, member: member})
+			elems = append(elems, zElem{score: storedScore(score, z.big), member: member})
 			added++
 			processed++
 		}
@@ -382,10 +407,10 @@ func zsetRemoved(cur shard.State, v []byte, removed int64, res *request.Result) 
 	switch {
 	case removed == 0:
 		return cur, shard.Keep
-	case removed == cur.A:
+	case removed == zcount(cur.A):
 		return cur, shard.Delete
 	}
-	cur.A, cur.Val = cur.A-removed, v
+	cur.A, cur.Val = cur.A-removed, v // zsetBig stays
 	return cur, shard.Put
 }
 
@@ -464,7 +489,7 @@ func (f *FSM) zremRangeByRank(r *request.Request, now int64, res *request.Result
 		if !zsetOf(cur, res) {
 			return cur, shard.Keep
 		}
-		first, last, ok := rankRange(r.Args[0], r.Args[1], cur.A)
+		first, last, ok := rankRange(r.Args[0], r.Args[1], zcount(cur.A))
 		if !ok {
 			res.SetInt(0)
 			return cur, shard.Keep
@@ -505,7 +530,7 @@ func (f *FSM) readZset(key []byte, now int64, res *request.Result, missing func(
 	case st.Kind != zsetKind:
 		res.SetErr(request.ErrWrongType)
 	default:
-		fn(st.Val, st.A)
+		fn(st.Val, zcount(st.A))
 	}
 }
 
@@ -519,7 +544,7 @@ func (f *FSM) zcard(r *request.Request, now int64, res *request.Result) {
 	case st.Kind != zsetKind:
 		res.SetErr(request.ErrWrongType)
 	default:
-		res.SetInt(st.A)
+		res.SetInt(zcount(st.A))
 	}
 }
 

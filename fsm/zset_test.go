@@ -230,6 +230,7 @@ func TestZsetRefusesCorruptSnapshotValues(t *testing.T) {
 		"nan":             {el(math.NaN(), "a"), 1},
 		"truncated":       {good[:len(good)-1], 2},
 		"short":           {good[:5], 1},
+		"negative count":  {good, -2},
 	} {
 		if err := fsm.CheckZsetValue(tc.v, tc.count); err == nil {
 			t.Errorf("%s: accepted", name)

@@ -9,6 +9,34 @@ import (
 	"strconv"
 )
 
+// zsetBig is the bit of a sorted set's A that says Redis would hold it as a
+// skiplist, not a listpack; the rest of A is the count. Redis 7.0 stores a
+// -0 score in a listpack as the integer 0 and in a skiplist as -0, so
+// ZSCORE reads "0" or "-0" by the encoding: storedScore keeps that. A set
+// becomes big as Redis converts it (zsetAdd, zaddGenericCommand): created
+// with a first member longer than 64 bytes, or adding a member longer than
+// 64 bytes or a 129th one; it never goes back while it exists.
+const zsetBig int64 = 1 << 62
+
+// Redis 7.0's zset-max-listpack-entries and zset-max-listpack-value.
+const (
+	listpackEntries = 128
+	listpackValue   = 64
+)
+
+// zcount is a sorted set's count (its A without zsetBig).
+func zcount(a int64) int64 { return a &^ zsetBig }
+
+// storedScore is the score a write stores: -0 becomes 0 in a set Redis
+// would hold as a listpack. The write's reply keeps the score as computed,
+// as Redis's does.
+func storedScore(score float64, big bool) float64 {
+	if score == 0 && !big {
+		return 0
+	}
+	return score
+}
+
 // A sorted set's value: its elements in order of (score, member bytes), as
 // Redis orders them (scores compared as floats, so -0 and 0 tie and the
 // member decides), each the score's float64 bits in 8 bytes big-endian,
@@ -73,13 +101,8 @@ func uvarintLen(x uint64) int {
 	return n
 }
 
-// zAppend appends one element to dst. A score of -0 is stored as 0, as
-// Redis's listpack stores it (an integer 0), so it reads back as "0"; the
-// reply of the ZADD that wrote it still says -0, as Redis's does.
+// zAppend appends one element to dst.
 func zAppend(dst []byte, score float64, member []byte) []byte {
-	if score == 0 {
-		score = 0
-	}
 	dst = binary.BigEndian.AppendUint64(dst, math.Float64bits(score))
 	dst = binary.AppendUvarint(dst, uint64(len(member)))
 	return append(dst, member...)
@@ -134,9 +157,13 @@ func formatScore(dst []byte, f float64) []byte {
 }
 
 // zsetCheckValue checks a value from a snapshot: well-formed elements,
-// count of them, no NaN score, in strictly increasing order, every member
-// once.
-func zsetCheckValue(v []byte, count int64) error {
+// count of them (A, with zsetBig), no NaN score, in strictly increasing
+// order, every member once.
+func zsetCheckValue(v []byte, a int64) error {
+	if a < 0 {
+		return fmt.Errorf("sorted set with count field %d", a)
+	}
+	count := zcount(a)
 	if len(v) == 0 {
 		return errors.New("empty sorted set")
 	}

@@ -1,6 +1,7 @@
 package systemtest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -79,11 +80,35 @@ var zsetOracleCases = []oracleCase{
 		ex("RENAMENX y z"), {"PTTL z", inMs}, ex("ZREMRANGEBYRANK z 0 -1"), ex("EXISTS z"), ex("TTL z"),
 		ex("ZADD z 1 a"), ex("PEXPIRE z 0"), ex("ZCARD z"), ex("EXISTS z"),
 	}},
+	{"encodings", false, []oracleLine{
+		// Redis keeps -0 in a skiplist and stores 0 in a listpack: a set
+		// becomes a skiplist with a member over 64 bytes or a 129th one.
+		ex("ZADD big -0 " + long65), ex("ZSCORE big " + long65), ex("ZADD big -0 a"), ex("ZSCORE big a"), ex("ZADD big 1 b"),
+		ex("ZADD big -0 b"), ex("ZSCORE big b"), ex("ZINCRBY big -0 c"), ex("ZRANGE big 0 -1 WITHSCORES"),
+		ex("ZADD small -0 a 0 " + long65), ex("ZRANGE small 0 -1 WITHSCORES"), ex("ZADD small -0 n"), ex("ZREM small " + long65),
+		ex("ZADD small -0 n2"), ex("ZSCORE small n2"), ex("RENAME small moved"), ex("ZADD moved -0 n3"), ex("ZSCORE moved n3"),
+		ex("ZADD many " + zsetPairs("-0", "m", 200)), ex("ZRANGE many 120 140 WITHSCORES"),
+		ex("ZADD few " + zsetPairs("1", "f", 128)), ex("ZADD few -0 last"), ex("ZSCORE few last"),
+		ex("ZADD few2 " + zsetPairs("1", "f", 127)), ex("ZADD few2 -0 last"), ex("ZSCORE few2 last"), ex("ZADD few2 -0 f001"),
+		ex("ZSCORE few2 f001"), ex("ZADD few2 -0 last2"), ex("ZSCORE few2 last2"),
+	}},
 	{"multi", false, []oracleLine{
 		ex("MULTI"), ex("ZADD z 1 a 2 b"), ex("ZINCRBY z 1.5 a"), ex("ZRANGE z 0 -1 WITHSCORES"), ex("ZSCORE z a"),
 		ex("ZADD z NX XX 1 a"), ex("ZREMRANGEBYSCORE z -inf 2"), ex("ZCARD z"), ex("EXEC"),
 		ex("MULTI"), ex("ZADD z 1"), ex("ZCARD z"), ex("EXEC"),
 	}},
+}
+
+// long65 is a member one byte longer than Redis's listpacks take.
+var long65 = strings.Repeat("x", 65)
+
+// zsetPairs is n pairs of score and member prefix+i, for ZADD.
+func zsetPairs(score, prefix string, n int) string {
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "%s %s%03d ", score, prefix, i)
+	}
+	return strings.TrimSpace(b.String())
 }
 
 // zsetOracleArgs are lines whose arguments cannot be written as fields: an
