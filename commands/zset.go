@@ -42,11 +42,11 @@ func zSpec(name string, arity int, code request.Code, acl, since, complexity, su
 }
 
 var (
-	memberArg = Arg{Name: "member", Type: "string"}
-	minArg    = Arg{Name: "min", Type: "double"}
-	maxArg    = Arg{Name: "max", Type: "double"}
-	limitArg  = Arg{Name: "limit", Type: "block", Token: "LIMIT", Optional: true, Args: []Arg{{Name: "offset", Type: "integer"}, {Name: "count", Type: "integer"}}}
-	scoresArg = Arg{Name: "withscores", Type: "pure-token", Token: "WITHSCORES", Optional: true}
+	zMemberArg = Arg{Name: "member", Type: "string"}
+	minArg     = Arg{Name: "min", Type: "double"}
+	maxArg     = Arg{Name: "max", Type: "double"}
+	limitArg   = Arg{Name: "limit", Type: "block", Token: "LIMIT", Optional: true, Args: []Arg{{Name: "offset", Type: "integer"}, {Name: "count", Type: "integer"}}}
+	scoresArg  = Arg{Name: "withscores", Type: "pure-token", Token: "WITHSCORES", Optional: true}
 )
 
 var zsetSpecs = []*Spec{
@@ -56,16 +56,16 @@ var zsetSpecs = []*Spec{
 		Arg{Name: "comparison", Type: "oneof", Optional: true, Args: []Arg{{Name: "gt", Type: "pure-token", Token: "GT"}, {Name: "lt", Type: "pure-token", Token: "LT"}}},
 		Arg{Name: "change", Type: "pure-token", Token: "CH", Optional: true},
 		Arg{Name: "increment", Type: "pure-token", Token: "INCR", Optional: true},
-		Arg{Name: "data", Type: "block", Multiple: true, Args: []Arg{{Name: "score", Type: "double"}, memberArg}}),
+		Arg{Name: "data", Type: "block", Multiple: true, Args: []Arg{{Name: "score", Type: "double"}, zMemberArg}}),
 	zSpec("zincrby", 4, request.ZAdd, "@write @fast", "1.2.0", "O(log(N)) where N is the number of elements in the sorted set.",
-		"Adds increment to member's score: the new score.", parseZAdd, keyArg, Arg{Name: "increment", Type: "integer"}, memberArg),
+		"Adds increment to member's score: the new score.", parseZAdd, keyArg, Arg{Name: "increment", Type: "integer"}, zMemberArg),
 	zSpec("zrem", -3, request.ZRem, "@write @fast", "1.2.0", "O(M*log(N)) with N being the number of elements in the sorted set and M the number of elements to be removed.",
 		"Removes members: how many were present.", parseZRem, keyArg, Arg{Name: "member", Type: "string", Multiple: true}),
 	zSpec("zcard", 2, request.ZCard, "@read @fast", "1.2.0", "O(1)", "The number of members; 0 when missing.", parseZKeyOnly(request.ZCard), keyArg),
 	zSpec("zcount", 4, request.ZCount, "@read @fast", "2.0.0", "O(log(N)) with N being the number of elements in the sorted set.",
 		"Counts the members with a score in the range.", parseZScoreRange(request.ZCount), keyArg, minArg, maxArg),
-	zSpec("zscore", 3, request.ZScore, "@read @fast", "1.2.0", "O(1)", "The score of member; nil when missing.", parseZMember(request.ZScore), keyArg, memberArg),
-	zSpec("zrank", 3, request.ZRank, "@read @fast", "2.0.0", "O(log(N))", "The rank of member by ascending score; nil when missing.", parseZMember(request.ZRank), keyArg, memberArg),
+	zSpec("zscore", 3, request.ZScore, "@read @fast", "1.2.0", "O(1)", "The score of member; nil when missing.", parseZMember(request.ZScore), keyArg, zMemberArg),
+	zSpec("zrank", 3, request.ZRank, "@read @fast", "2.0.0", "O(log(N))", "The rank of member by ascending score; nil when missing.", parseZMember(request.ZRank), keyArg, zMemberArg),
 	zSpec("zrange", -4, request.ZRange, "@read @slow", "1.2.0", "O(log(N)+M) with N being the number of elements in the sorted set and M the number of elements returned.",
 		"Members in a range of ranks, scores (BYSCORE) or members (BYLEX), REV, LIMIT, WITHSCORES.", parseZRange, keyArg,
 		Arg{Name: "start", Type: "string"}, Arg{Name: "stop", Type: "string"},

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+
+	"github.com/redcell/redcell/internal/varint"
 )
 
 // zsetBig is the bit of a sorted set's A that says Redis would hold it as a
@@ -89,16 +91,7 @@ func zLess(s1 float64, m1 []byte, s2 float64, m2 []byte) bool {
 
 // zElemLen is the encoded size of an element with this member.
 func zElemLen(member []byte) int {
-	return 8 + uvarintLen(uint64(len(member))) + len(member)
-}
-
-func uvarintLen(x uint64) int {
-	n := 1
-	for x >= 0x80 {
-		x >>= 7
-		n++
-	}
-	return n
+	return 8 + varint.UvarintLen(uint64(len(member))) + len(member)
 }
 
 // zAppend appends one element to dst.
