@@ -107,6 +107,10 @@ var table = []*Spec{
 	listSpecs[0], listSpecs[1], listSpecs[2], listSpecs[3], listSpecs[4], listSpecs[5],
 	listSpecs[6], listSpecs[7], listSpecs[8], listSpecs[9], listSpecs[10], listSpecs[11],
 
+	// Sorted sets (zset.go).
+	zsetSpecs[0], zsetSpecs[1], zsetSpecs[2], zsetSpecs[3], zsetSpecs[4], zsetSpecs[5],
+	zsetSpecs[6], zsetSpecs[7], zsetSpecs[8], zsetSpecs[9], zsetSpecs[10], zsetSpecs[11],
+
 	// Iterating the keyspace (scan.go).
 	scanSpec, keysSpec,
 

@@ -103,6 +103,20 @@ var sampleLines = map[string]string{
 	"smismember":   "SADD k a; SMISMEMBER k a b",
 	"scard":        "SADD k a; SCARD k",
 	"smembers":     "SADD k a b; SMEMBERS k",
+
+	// Sorted sets.
+	"zadd":             "ZADD k 1 a 2 b",
+	"zincrby":          "ZINCRBY k 1.5 a",
+	"zrem":             "ZADD k 1 a; ZREM k a b",
+	"zcard":            "ZCARD k",
+	"zcount":           "ZADD k 1 a; ZCOUNT k (0 +inf",
+	"zscore":           "ZADD k 1 a; ZSCORE k a",
+	"zrank":            "ZADD k 1 a; ZRANK k a",
+	"zrange":           "ZADD k 1 a 2 b; ZRANGE k 0 -1 WITHSCORES",
+	"zrangebyscore":    "ZADD k 1 a 2 b; ZRANGEBYSCORE k 1 2 LIMIT 0 1",
+	"zrevrangebyscore": "ZADD k 1 a 2 b; ZREVRANGEBYSCORE k 2 1",
+	"zremrangebyscore": "ZADD k 1 a 2 b; ZREMRANGEBYSCORE k -inf 1",
+	"zremrangebyrank":  "ZADD k 1 a 2 b; ZREMRANGEBYRANK k 0 0",
 }
 
 // serverBuilt are the codes no command parses: the server builds them for

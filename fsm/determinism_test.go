@@ -75,6 +75,8 @@ func randomLog(seed uint64, n int) []logEntry {
 				ops[j] = g.setOp()
 			case 6:
 				ops[j] = g.increxOp()
+			case 7:
+				ops[j] = g.zsetOp()
 			}
 		}
 		out = append(out, logEntry{log: commandLog(index, encodeEntry(stamp, ops)), ops: len(ops)})

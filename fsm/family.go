@@ -59,6 +59,7 @@ type family struct {
 var families = []*family{&clFamily, &tbFamily, &slFamily, &stringFamily, &hashFamily,
 	&listFamily,
 	&setFamily,
+	&zsetFamily,
 }
 
 var (

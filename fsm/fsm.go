@@ -78,6 +78,7 @@ type FSM struct {
 	strBuf    []byte      // the new string of the call being applied (strings.go)
 	hash      hashScratch // the hash a write changes (hashes.go)
 	listBuf   []byte      // the new list value of the call being applied (lists.go)
+	zsetBuf   []byte      // the new sorted set of the call being applied (zset.go)
 
 	entries atomic.Uint64
 	ops     atomic.Uint64

@@ -37,9 +37,11 @@ var familyCommands = map[string][]string{
 	// after the type check, LPOP's count 0 after it too.
 	"list": {"LPUSH k x", "RPUSHX k x", "LPOP k", "RPOP k 0", "LLEN k", "LINDEX k abc", "LRANGE k 0 -1", "LTRIM k 0 0", "LREM k 0 x", "LSET k abc x"},
 	"set":  {"SADD k a", "SREM k a", "SISMEMBER k a", "SMISMEMBER k a b", "SCARD k", "SMEMBERS k"},
+	"zset": {"ZADD k 1 a", "ZINCRBY k 1 a", "ZREM k a", "ZCARD k", "ZCOUNT k 0 1", "ZSCORE k a", "ZRANGE k 0 -1", "ZRANK k a",
+		"ZREMRANGEBYSCORE k 5 6", "ZREMRANGEBYRANK k 5 6", "ZRANGEBYSCORE k 0 1", "ZREVRANGEBYSCORE k 1 0"},
 }
 
-var familyTypes = map[string]string{"CL": "+string", "TB": "+tokenbucket", "TI": "+tokenbucket", "SL": "+slidinglog", "string": "+string", "hash": "+hash", "list": "+list", "set": "+set"}
+var familyTypes = map[string]string{"CL": "+string", "TB": "+tokenbucket", "TI": "+tokenbucket", "SL": "+slidinglog", "string": "+string", "hash": "+hash", "list": "+list", "set": "+set", "zset": "+zset"}
 
 // stringCreate makes a string key in the WRONGTYPE matrix. CL keys are
 // strings (the spec), so the CL and string pair is not in the matrix
@@ -67,17 +69,13 @@ func TestWrongTypeMatrix(t *testing.T) {
 					if got := e.line(t, t0, stringCreate); got != "+OK" {
 						t.Fatalf("%s: %s", stringCreate, got)
 					}
-				} else if owner == "hash" {
+				} else if owner == "hash" || owner == "set" || owner == "zset" {
 					if got := e.line(t, t0, create[0]); got != "1" {
 						t.Fatalf("%s: %s", create[0], got)
 					}
 				} else if owner == "list" {
 					if got := e.line(t, t0, listCreate); got != "2" {
 						t.Fatalf("%s: %s", listCreate, got)
-					}
-				} else if owner == "set" {
-					if got := e.line(t, t0, create[0]); got != "1" {
-						t.Fatalf("%s: %s", create[0], got)
 					}
 				} else if got := e.line(t, t0, create[0]); !strings.HasPrefix(got, "[0 ") {
 					t.Fatalf("%s: %s", create[0], got)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"hash/crc32"
 	"io"
+	"math"
 	"testing"
 
 	"github.com/redcell/redcell/request"
@@ -211,6 +212,9 @@ func FuzzSnapshotStream(f *testing.F) {
 	f.Add(encodeStreamAs(v4, []streamRecord{{key: []byte("a"), st: shard.State{Expire: 1, Mark: 7}}, {key: []byte("b"), st: shard.State{Kind: clKind, Expire: 9, Mark: 4}}}), false)
 	f.Add(encodeStreamAs(streamHeader{version: 3, clock: 5}, []streamRecord{{key: []byte("a"), st: shard.State{Kind: clKind, Expire: 1}}, {key: []byte("b"), st: shard.State{Kind: clKind, Expire: 9}}}), false)
 	f.Add([]byte("RCSN\x02"), true)
+	zval := zAppend(zAppend(nil, 1, []byte("a")), math.Inf(1), []byte("b"))
+	f.Add(encodeStream(5, []streamRecord{{key: []byte("z"), st: shard.State{Kind: zsetKind, Expire: noExpiry, A: 2, Val: zval}}}), false)
+	f.Add(encodeStream(5, []streamRecord{{key: []byte("z"), st: shard.State{Kind: zsetKind, Expire: noExpiry, A: 2, Val: zAppend(zAppend(nil, 2, []byte("a")), 1, []byte("b"))}}}), false)
 	f.Fuzz(func(t *testing.T, data []byte, fixCRC bool) {
 		if fixCRC && len(data) >= 4 {
 			// Make the checksum right, so that what lies behind it (count,

@@ -76,6 +76,15 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		{118, "SMEMBERS", OneKey, false, KindSet, Sets},
 		{27, "WATCHGUARD", KeyPairs, false, KindInt, nil},
 		{93, "WATCHMARK", KeyList, false, KindBulk, nil},
+		{44, "ZADD", KeyValue, true, KindInt, Zsets},
+		{45, "ZREM", KeyValue, false, KindInt, Zsets},
+		{46, "ZREMRANGEBYSCORE", OneKey, false, KindInt, Zsets},
+		{47, "ZREMRANGEBYRANK", OneKey, false, KindInt, Zsets},
+		{120, "ZCARD", OneKey, false, KindInt, Zsets},
+		{121, "ZCOUNT", OneKey, false, KindInt, Zsets},
+		{122, "ZSCORE", KeyValue, false, KindDouble, Zsets},
+		{123, "ZRANGE", KeyValue, false, KindArray, Zsets},
+		{124, "ZRANK", KeyValue, false, KindInt, Zsets},
 	} {
 		d := Describe(tt.code)
 		if !tt.code.Known() || d.Code != tt.code || d.Name != tt.name || d.Keys != tt.keys || d.Creates != tt.creates || d.Reply != tt.reply || d.Family != tt.family {
@@ -98,6 +107,7 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		{Hashes, "hash", 5, []KeyKind{6}},
 		{Lists, "list", 6, []KeyKind{7}},
 		{Sets, "set", 7, []KeyKind{8}},
+		{Zsets, "zset", 8, []KeyKind{9}},
 	} {
 		if tt.fam.TypeName != tt.typeName || tt.fam.ScanType != tt.scanType || !slices.Equal(tt.fam.Kinds, tt.kinds) {
 			t.Errorf("family %s: TYPE %q, SCAN TYPE %d, kinds %v", tt.fam.Name, tt.fam.TypeName, tt.fam.ScanType, tt.fam.Kinds)
@@ -116,8 +126,8 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 	if ScanTypeAny != 0 || ScanTypeNone != 4 {
 		t.Errorf("SCAN TYPE any %d, none %d", ScanTypeAny, ScanTypeNone)
 	}
-	for v := int64(-1); v < 8; v++ {
-		if got := ValidScanType(v); got != (v >= 0 && v <= 7) {
+	for v := int64(-1); v < 9; v++ {
+		if got := ValidScanType(v); got != (v >= 0 && v <= 8) {
 			t.Errorf("ValidScanType(%d) = %v", v, got)
 		}
 	}
@@ -129,7 +139,7 @@ func TestScanTypeByName(t *testing.T) {
 	for name, want := range map[string]int64{
 		"string": ScanTypeString, "STRING": ScanTypeString, "tokenBucket": ScanTypeTokenBucket,
 		"slidinglog": ScanTypeSlidingLog, "list": ScanTypeList, "LIST": ScanTypeList, "lists": ScanTypeNone, "hash": ScanTypeHash, "HASH": ScanTypeHash, "": ScanTypeNone, "none": ScanTypeNone,
-		"set": ScanTypeSet, "SET": ScanTypeSet,
+		"set": ScanTypeSet, "SET": ScanTypeSet, "zset": ScanTypeZset, "ZSet": ScanTypeZset,
 	} {
 		if got := ScanTypeByName([]byte(name)); got != want {
 			t.Errorf("ScanTypeByName(%q) = %d, want %d", name, got, want)

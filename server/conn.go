@@ -43,8 +43,9 @@ type conn struct {
 	closeAfter bool
 	scratch    []byte
 
-	// The pending run: consecutive writes (one Propose) or consecutive reads
-	// (one Read, one leadership check); at most one of the two is non-empty.
+	// The pending run: consecutive writes (one Propose; reads that follow
+	// them join it) or consecutive reads (one Read, one leadership check);
+	// at most one of the two is non-empty.
 	// Anything else first answers the run, so replies stay in request order.
 	// The slices are reused for every run: no allocation per pipeline.
 	writes []request.Request
@@ -243,10 +244,16 @@ func (c *conn) execCommand(args [][]byte) {
 			c.fail(e)
 			return
 		}
-		if len(c.writes) > 0 {
-			c.answerPending()
-		}
 		c.trackRead(&r) // before the read runs: see tracking.go
+		if len(c.writes) > 0 {
+			// A read behind writes of the same pipeline rides in their
+			// entry, answered by the state machine in order, as EXEC's
+			// reads are: one commit for a rate limiter's ZADD,
+			// ZREMRANGEBYSCORE, ZCARD, EXPIRE instead of a commit and a
+			// leadership check per decision.
+			c.writes = append(c.writes, r)
+			return
+		}
 		c.reads = append(c.reads, r)
 	default:
 		c.answerPending()

@@ -70,7 +70,7 @@ func TestLoadingAnswersLOADING(t *testing.T) {
 
 	backend.loading.Store(false)
 	got = runPipeline(t, s, []string{"CL.THROTTLE", "k", "15", "30", "60"}, []string{"EXISTS", "k"}, []string{"INFO", "persistence"})
-	if strings.Contains(got, "LOADING") || !strings.Contains(got, "loading:0\r\n") || backend.proposed != 1 || backend.read != 1 {
+	if strings.Contains(got, "LOADING") || !strings.Contains(got, "loading:0\r\n") || backend.proposed != 2 || backend.riding != 1 {
 		t.Fatalf("after loading: %q (backend: %d writes, %d reads)", got, backend.proposed, backend.read)
 	}
 }

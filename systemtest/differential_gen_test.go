@@ -54,6 +54,7 @@ var differentialFamilies = []family{
 	listFamily,
 	setFamily,
 	watchFamily,
+	zsetFamily,
 	connectionFamily,
 	errorFamily,
 }
