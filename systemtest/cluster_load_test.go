@@ -101,6 +101,23 @@ var limiterFamilies = []limiterFamily{
 	// A list as a log of admissions (RPUSH to take a unit, LLEN to peek).
 	{"lc", func(k string, n int64) []string { return []string{"RPUSH", k, "hit"} },
 		func(k string, n int64) []string { return []string{"LLEN", k} }, lengthAsLimiter},
+	// A counter in a sorted-set score (ZINCRBY to take a unit, ZSCORE to
+	// peek; both answer the score as a bulk string in RESP2).
+	{"zc", func(k string, n int64) []string { return []string{"ZINCRBY", k, "1", "hits"} },
+		func(k string, n int64) []string { return []string{"ZSCORE", k, "hits"} }, scoreAsLimiter},
+}
+
+// scoreAsLimiter reads ZINCRBY's score after the call and ZSCORE's score
+// (nil for a missing member) as the "ct" counter's INCR and GET.
+func scoreAsLimiter(r reply, units int64, peek bool) reply {
+	if !peek && r.kind == '$' && !r.null {
+		n, err := strconv.ParseInt(r.str, 10, 64)
+		if err != nil {
+			return r
+		}
+		return counterAsLimiter(reply{kind: ':', num: n}, units, false)
+	}
+	return counterAsLimiter(r, units, peek)
 }
 
 // increxAsLimiter reads INCREX's [count, applied] (applied 1: allowed with

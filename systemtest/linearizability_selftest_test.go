@@ -342,6 +342,11 @@ func TestLinearizabilityParsesReplies(t *testing.T) {
 		{fam(thr("k"), "lc"), reply{kind: ':', num: 2}, allowed(4), false},
 		{fam(peek("k"), "lc"), reply{kind: ':', num: 0}, allowed(5), false},
 		{fam(peek("k"), "lc"), reply{kind: ':', num: 6}, limited, false},
+		{fam(thr("k"), "zc"), reply{kind: '$', str: "1"}, allowed(5), false},
+		{fam(thr("k"), "zc"), reply{kind: '$', str: "7"}, limited, false},
+		{fam(thr("k"), "zc"), reply{kind: '$', str: "1.5"}, limiterOut{Unknown: true}, true},
+		{fam(peek("k"), "zc"), reply{kind: '$', null: true}, allowed(5), false},
+		{fam(peek("k"), "zc"), reply{kind: '$', str: "3"}, allowed(2), false},
 	}
 	for i, c := range cases {
 		got, err := parseLimiterReply(c.op, c.r)
