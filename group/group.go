@@ -139,6 +139,9 @@ type Group struct {
 
 	stopping atomic.Bool
 	stopCh   chan struct{}
+	// completerDone is closed when runCompleter returns (it is not in wg:
+	// see awaitCompleter).
+	completerDone chan struct{}
 	// readGate keeps VerifyLeader calls and raft.Shutdown apart: a
 	// VerifyLeader sent after shutdown can be accepted by raft's buffered
 	// channel and never answered (hashicorp/raft#498).
@@ -318,9 +321,10 @@ func Open(cfg Config) (*Group, error) {
 	g.wg.Add(1)
 	go g.runStanding()
 	r.RegisterObserver(g.leaderSig.observer)
-	g.wg.Add(4)
+	g.wg.Add(3)
 	go g.runLeaderSignal()
 	go g.runWatcher()
+	g.completerDone = make(chan struct{})
 	go g.runCompleter()
 	go g.runLogWatcher()
 	return g, nil
@@ -573,6 +577,7 @@ func (g *Group) Shutdown() error {
 	close(g.stopCh)
 	g.stopProposing()
 	g.wg.Wait()
+	g.awaitCompleter()
 	g.setReady(false)
 	g.readGate.Lock()
 	defer g.readGate.Unlock()

@@ -3,6 +3,7 @@ package group
 import (
 	"fmt"
 	"math/bits"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -194,11 +195,42 @@ func (g *Group) stopProposing() {
 	g.proposeMu.Unlock()
 }
 
+// awaitCompleter waits for runCompleter to answer every entry in flight and
+// return, which it does once raft has answered their futures — unless raft
+// stopped itself (ShutdownOnRemove: this node was removed from the cluster)
+// while some of them were still in its apply queue: raft never answers a
+// future it had queued (BatchApplyCh), so the completer would wait forever
+// and so would Shutdown. Once raft is seen stopped, Shutdown goes on without
+// it; the batches of those entries are never answered, and their clients'
+// connections close with the node. Called by Shutdown after stopProposing.
+func (g *Group) awaitCompleter() {
+	if g.completerDone == nil {
+		return // never started
+	}
+	t := time.NewTicker(completerPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-g.completerDone:
+			return
+		case <-t.C:
+			if g.raft.State() == raft.Shutdown {
+				g.log.Warn("raft stopped itself with entries in its queue that it will never answer; shutting down without waiting for them")
+				return
+			}
+		}
+	}
+}
+
+// completerPoll is how often a Shutdown waiting for the completer checks
+// whether raft stopped itself (awaitCompleter).
+const completerPoll = 100 * time.Millisecond
+
 // runCompleter waits for entries in the order they were proposed (raft
 // applies them in that order), hands each batch its results, frees the slot
 // and proposes what queued up meanwhile.
 func (g *Group) runCompleter() {
-	defer g.wg.Done()
+	defer close(g.completerDone)
 	for e := range g.inflight {
 		e.err = e.future.Error()
 		var res *fsm.Results

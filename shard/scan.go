@@ -25,9 +25,10 @@ import "hash/maphash"
 // the one that starts it).
 const ScanCursorDone = 0
 
-// Scan continues a scan from cursor: it examines about count entries (at
-// least count unless the scan ends, more to finish the last home slot it
-// reached), calls fn for each entry live at now in hash order, and returns
+// Scan continues a scan from cursor: it visits entries until count of them
+// were live at now or scanVisitsPerCount×count were visited (more to finish
+// the last home slot it reached, fewer when the scan ends), calls fn for
+// each entry live at now in hash order, and returns
 // the cursor to continue from, ScanCursorDone at the end. key and st (Val
 // nil) are valid during the call only; fn must not call into the Store. A
 // cursor Scan never returned (from a client) is safe: past the last stripe
@@ -37,15 +38,14 @@ const ScanCursorDone = 0
 func (s *Store) Scan(cursor uint64, count int, now int64, fn func(key []byte, st State)) uint64 {
 	count = max(count, 1)
 	si, t := cursor>>32, cursor&(1<<32-1)
-	examined := 0
+	b := scanBudget{live: count, visits: scanVisitsPerCount * count}
 	for si < uint64(len(s.stripes)) {
-		n, next, done := s.stripes[si].scan(t, count-examined, now, fn)
-		examined += n
+		next, done := s.stripes[si].scan(t, &b, now, fn)
 		if !done {
 			return si<<32 | next
 		}
 		si, t = si+1, 0
-		if examined >= count {
+		if b.spent() {
 			break
 		}
 	}
@@ -55,16 +55,31 @@ func (s *Store) Scan(cursor uint64, count int, now int64, fn func(key []byte, st
 	return si << 32
 }
 
+// scanVisitsPerCount bounds what one SCAN call visits: COUNT live entries,
+// or this many times COUNT entries of any kind. Gone records (tombstones,
+// which linger for WATCH, and expired entries not yet swept) count toward
+// the second bound only, so a small keyspace with a few deleted keys is
+// still one page, as in Redis (whose dict holds no deleted keys), while a
+// stretch of gone records cannot make one call unbounded (Redis's SCAN
+// likewise stops after COUNT×10 empty buckets).
+const scanVisitsPerCount = 10
+
+// scanBudget is what a SCAN call has left: live entries and visits.
+type scanBudget struct{ live, visits int }
+
+func (b *scanBudget) spent() bool { return b.live <= 0 || b.visits <= 0 }
+
 // scan visits the entries of one stripe with h32 ≥ t, as Scan describes,
-// examining at least budget of them (when there are) and stopping at a home
-// boundary. done reports that the stripe has no entry at or after the
-// returned threshold next.
-func (st *stripe) scan(t uint64, budget int, now int64, fn func(key []byte, st State)) (examined int, next uint64, done bool) {
+// spending b (a live entry one of b.live and one of b.visits, any other one
+// of b.visits) until it is spent, and stopping at a home boundary. done
+// reports that the stripe has no entry at or after the returned threshold
+// next.
+func (st *stripe) scan(t uint64, b *scanBudget, now int64, fn func(key []byte, st State)) (next uint64, done bool) {
 	st.mu.RLock()
 	defer st.mu.RUnlock()
 	x := &st.idx
 	if x.count == 0 {
-		return 0, 0, true
+		return 0, true
 	}
 	home0 := (t * x.homes) >> 32
 	last := uint64(0)
@@ -78,10 +93,10 @@ func (st *stripe) scan(t uint64, budget int, now int64, fn func(key []byte, st S
 		if home < home0 {
 			continue // displaced from an earlier home: before t
 		}
-		if started && home != last && examined >= budget {
+		if started && home != last && b.spent() {
 			// t' = the first h32 whose home is past last: ⌈(last+1)·2^32 / homes⌉.
 			next = ((last+1)<<32 + x.homes - 1) / x.homes
-			return examined, next, next >= 1<<32
+			return next, next >= 1<<32
 		}
 		off := int(v >> offShift)
 		key, _, _ := recordKey(st.arena, off)
@@ -89,12 +104,13 @@ func (st *stripe) scan(t uint64, budget int, now int64, fn func(key []byte, st S
 			continue // same home as t, but before it: an earlier call returned it
 		}
 		started, last = true, home
-		examined++
+		b.visits--
 		if cur := readState(st.arena, off); cur.live(now) {
+			b.live--
 			fn(key, cur)
 		}
 	}
-	return examined, 0, true
+	return 0, true
 }
 
 // RangeLive calls fn for every entry live at now, stripe by stripe in arena

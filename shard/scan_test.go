@@ -180,3 +180,50 @@ func TestValueGrowsInPlace(t *testing.T) {
 	}
 	s.checkInvariants(t)
 }
+
+// TestScanSkipsGoneRecordsWithinABound: tombstones (deleted keys that
+// linger for WATCH) do not use up a SCAN call's COUNT, so a few live keys
+// among many deleted ones still come in one call ending the scan, as in
+// Redis (whose dict holds no deleted keys); but a call visits at most
+// scanVisitsPerCount×COUNT records, so a long stretch of tombstones takes
+// several calls instead of one unbounded one.
+func TestScanSkipsGoneRecordsWithinABound(t *testing.T) {
+	s := New(1)
+	const now = 1000
+	for i := range 40 {
+		s.Put([]byte(fmt.Sprintf("gone%02d", i)), State{Kind: 1, Expire: 1 << 62})
+	}
+	for i := range 40 {
+		s.Delete([]byte(fmt.Sprintf("gone%02d", i)), now)
+	}
+	for i := range 5 {
+		s.Put([]byte(fmt.Sprintf("live%d", i)), State{Kind: 1, Expire: 1 << 62})
+	}
+	var got []string
+	cur := s.Scan(0, 10, now, func(k []byte, _ State) { got = append(got, string(k)) })
+	if cur != ScanCursorDone || len(got) != 5 {
+		t.Fatalf("5 live keys among 40 deleted: cursor %d, %d keys %v; want one call with all 5", cur, len(got), got)
+	}
+
+	s = New(1)
+	for i := range 5000 {
+		k := []byte(fmt.Sprintf("k%05d", i))
+		s.Put(k, State{Kind: 1, Expire: 1 << 62})
+		s.Delete(k, now)
+	}
+	calls := 0
+	for cur := uint64(ScanCursorDone); ; {
+		visited := 0
+		cur = s.Scan(cur, 10, now, func([]byte, State) { visited++ })
+		calls++
+		if visited != 0 {
+			t.Fatalf("a tombstone was returned as a live key")
+		}
+		if cur == ScanCursorDone {
+			break
+		}
+	}
+	if calls < 5000/(scanVisitsPerCount*10) {
+		t.Errorf("5000 tombstones scanned in %d calls of COUNT 10: a call visited more than %d records", calls, scanVisitsPerCount*10)
+	}
+}
