@@ -44,17 +44,6 @@ func sortedWire(r reply, pairs bool) string {
 	return string(r.kind) + "[" + strings.Join(parts, " ") + "]"
 }
 
-// hashLine fills an oracle line: {empty} is an empty argument.
-func hashLine(l string, nowMs int64) []string {
-	args := fill(l, nowMs)
-	for i, a := range args {
-		if a == "{empty}" {
-			args[i] = ""
-		}
-	}
-	return args
-}
-
 // manyFields is HSET k with n fields f0..f{n-1} (value vN), enough past
 // 128 to make Redis's listpack a hashtable.
 func manyFields(key string, n int) string {
@@ -155,39 +144,7 @@ func TestHashCommandsAgainstRedis(t *testing.T) {
 	rd := startRedis(t)
 	n := startTestNode(t, "hashes-oracle")
 	rc := mustDial(t, n.addr())
-	for _, proto := range []string{"2", "3"} {
-		mustDo(t, rc, "HELLO", proto)
-		mustDo(t, rd, "HELLO", proto)
-		for _, tc := range hashOracleCases {
-			base := ceilSecond(max(replicatedClock(t, rc)+second, redisNowMs(t, rd)*1e6))
-			setClock(t, rc, base)
-			for _, c := range []*respConn{rc, rd} {
-				mustDo(t, c, "DEL", "k", "j", "m", "n", "e", "s", "nokey")
-			}
-			rcMs, rdMs := base/1e6, redisNowMs(t, rd)
-			for _, l := range tc.lines {
-				gotRC := mustDo(t, rc, hashLine(l.line, rcMs)...)
-				gotRD := mustDo(t, rd, hashLine(l.line, rdMs)...)
-				var same bool
-				switch l.cmp {
-				case exact:
-					same = wire(gotRC) == wire(gotRD)
-				case unordered:
-					pairs := strings.HasPrefix(l.line, "HGETALL")
-					same = sortedWire(gotRC, pairs) == sortedWire(gotRD, pairs)
-				default:
-					same = sameReply(l.cmp, gotRC, gotRD, rcMs, rdMs)
-				}
-				if !same {
-					line := l.line
-					if len(line) > 80 {
-						line = line[:80] + "…"
-					}
-					t.Errorf("RESP%s %s: %s: Redcell %.300s, Redis %.300s", proto, tc.name, line, wire(gotRC), wire(gotRD))
-				}
-			}
-		}
-	}
+	runOracleCases(t, rc, rd, hashOracleCases)
 	// INFO keyspace counts hashes as keys.
 	mustDo(t, rc, "FLUSHALL")
 	mustDo(t, rc, "HSET", "h1", "a", "1")

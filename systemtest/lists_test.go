@@ -87,29 +87,7 @@ func TestListCommandsAgainstRedis(t *testing.T) {
 	rd := startRedis(t)
 	n := startTestNode(t, "lists-oracle")
 	rc := mustDial(t, n.addr())
-	for _, proto := range []string{"2", "3"} {
-		mustDo(t, rc, "HELLO", proto)
-		mustDo(t, rd, "HELLO", proto)
-		for _, tc := range listOracleCases {
-			base := ceilSecond(max(replicatedClock(t, rc)+second, redisNowMs(t, rd)*1e6))
-			setClock(t, rc, base)
-			for _, c := range []*respConn{rc, rd} {
-				mustDo(t, c, "DEL", "k", "j", "m", "n", "e", "nokey")
-			}
-			rcMs, rdMs := base/1e6, redisNowMs(t, rd)
-			for _, l := range tc.lines {
-				gotRC := mustDo(t, rc, fill(l.line, rcMs)...)
-				gotRD := mustDo(t, rd, fill(l.line, rdMs)...)
-				same := sameReply(l.cmp, gotRC, gotRD, rcMs, rdMs)
-				if l.cmp == exact {
-					same = wire(gotRC) == wire(gotRD)
-				}
-				if !same {
-					t.Errorf("RESP%s %s: %s: Redcell %s, Redis %s", proto, tc.name, l.line, wire(gotRC), wire(gotRD))
-				}
-			}
-		}
-	}
+	runOracleCases(t, rc, rd, listOracleCases)
 	// INFO keyspace counts list keys (Redcell's own line; not compared).
 	mustDo(t, rc, "FLUSHALL")
 	expectReply(t, rc, wantInt(3), "RPUSH", "l1", "a", "b", "c")

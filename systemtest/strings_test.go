@@ -107,29 +107,7 @@ func TestStringCommandsAgainstRedis(t *testing.T) {
 	rd := startRedis(t)
 	n := startTestNode(t, "strings-oracle")
 	rc := mustDial(t, n.addr())
-	for _, proto := range []string{"2", "3"} {
-		mustDo(t, rc, "HELLO", proto)
-		mustDo(t, rd, "HELLO", proto)
-		for _, tc := range stringOracleCases {
-			base := ceilSecond(max(replicatedClock(t, rc)+second, redisNowMs(t, rd)*1e6))
-			setClock(t, rc, base)
-			for _, c := range []*respConn{rc, rd} {
-				mustDo(t, c, "DEL", "k", "j", "m", "n", "e", "nokey")
-			}
-			rcMs, rdMs := base/1e6, redisNowMs(t, rd)
-			for _, l := range tc.lines {
-				gotRC := mustDo(t, rc, fill(l.line, rcMs)...)
-				gotRD := mustDo(t, rd, fill(l.line, rdMs)...)
-				same := sameReply(l.cmp, gotRC, gotRD, rcMs, rdMs)
-				if l.cmp == exact {
-					same = wire(gotRC) == wire(gotRD)
-				}
-				if !same {
-					t.Errorf("RESP%s %s: %s: Redcell %s, Redis %s", proto, tc.name, l.line, wire(gotRC), wire(gotRD))
-				}
-			}
-		}
-	}
+	runOracleCases(t, rc, rd, stringOracleCases)
 }
 
 // TestClusterStringsThroughFollower: string writes sent to a follower are
