@@ -166,6 +166,27 @@ func TestPipelineRunsReachTheBackendInOrder(t *testing.T) {
 	}
 }
 
+// TestKeysAndScanDoNotRideWithWrites: KEYS and SCAN behind writes answer
+// the writes first and run as reads of their own: in the writes' entry
+// they would run at apply on every replica (KEYS costs the keyspace) and
+// SCAN's cursor would belong to whichever node applied it.
+func TestKeysAndScanDoNotRideWithWrites(t *testing.T) {
+	backend := &stubBackend{}
+	s := stubServer(t, backend)
+	got := runPipeline(t, s,
+		[]string{"DEL", "a"},
+		[]string{"KEYS", "*"},
+		[]string{"DEL", "b"},
+		[]string{"SCAN", "0"},
+		[]string{"DEL", "c"},
+		[]string{"EXISTS", "c"},
+	)
+	if backend.proposed != 4 || backend.riding != 1 || backend.read != 2 {
+		t.Errorf("backend saw %d proposed (%d reads riding) and %d read, want 4 (1: EXISTS) and 2 (KEYS, SCAN); replies %q",
+			backend.proposed, backend.riding, backend.read, got)
+	}
+}
+
 // TestBackendErrorTexts: each batch failure has its reply, wrapped or not,
 // once per request of the failed run; an error the server does not know is
 // answered as an unknown outcome, never as "nothing happened".

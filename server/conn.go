@@ -245,7 +245,7 @@ func (c *conn) execCommand(args [][]byte) {
 			return
 		}
 		c.trackRead(&r) // before the read runs: see tracking.go
-		if len(c.writes) > 0 {
+		if len(c.writes) > 0 && ridesWithWrites(r.Code) {
 			// A read behind writes of the same pipeline rides in their
 			// entry, answered by the state machine in order, as EXEC's
 			// reads are: one commit for a rate limiter's ZADD,
@@ -253,6 +253,9 @@ func (c *conn) execCommand(args [][]byte) {
 			// leadership check per decision.
 			c.writes = append(c.writes, r)
 			return
+		}
+		if len(c.writes) > 0 {
+			c.answerPending()
 		}
 		c.reads = append(c.reads, r)
 	default:
@@ -410,6 +413,13 @@ func (c *conn) writeScored(data []byte) {
 		member = !member
 	})
 }
+
+// ridesWithWrites reports whether a read of this code may join the writes
+// before it in their log entry. Not KEYS and SCAN: a read in an entry runs
+// at apply on every replica, and theirs cost the whole keyspace (KEYS) or
+// answer with a cursor only the node that runs it understands (SCAN, which
+// then belongs to this node's own read path).
+func ridesWithWrites(c request.Code) bool { return c != request.Keys && c != request.Scan }
 
 // backendErrText turns a batch failure (see Backend) into the Redis error
 // the client gets; commands.FailureReply is the one mapping.
