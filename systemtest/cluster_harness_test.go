@@ -560,3 +560,16 @@ func (e *errorCounts) String() string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// eachReadOnly calls fn with a READONLY connection to each node in turn
+// (reads from that node's own applied state), closing it after: how the
+// tests check that every replica holds the same answer.
+func (c *cluster) eachReadOnly(fn func(i int, nc *respConn)) {
+	c.t.Helper()
+	for i := range c.nodes {
+		nc := mustDial(c.t, c.nodes[i].addr())
+		expectReply(c.t, nc, wantStatus("OK"), "READONLY")
+		fn(i, nc)
+		nc.close()
+	}
+}

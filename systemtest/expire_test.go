@@ -270,27 +270,21 @@ func TestClusterExpireThroughFollower(t *testing.T) {
 	}
 	c.waitConverged(opTimeout)
 	expectReply(t, fc, wantStatus("OK"), "READONLY")
-	for i := range c.nodes {
-		nc := mustDial(t, c.nodes[i].addr())
-		expectReply(t, nc, wantStatus("OK"), "READONLY")
+	c.eachReadOnly(func(i int, nc *respConn) {
 		expectReply(t, nc, wantInt(baseMs+70000), "PEXPIRETIME", "e:a")
 		expectReply(t, nc, wantInt(baseMs+30500), "PEXPIRETIME", "e:b")
 		expectReply(t, nc, wantInt(-1), "PEXPIRETIME", "e:c")
-		nc.close()
-	}
+	})
 	// Past e:b's instant: a write moves the replicated clock there, and
 	// e:b is gone on every node (swept or not), e:c still there.
 	setClock(t, lc, base+31*second)
 	expectReply(t, lc, wantInt(1), "TOUCH", "e:a", "e:b")
 	expectReply(t, lc, wantInt(0), "DEL", "nokey") // an entry at the new now
 	c.waitConverged(opTimeout)
-	for i := range c.nodes {
-		nc := mustDial(t, c.nodes[i].addr())
-		expectReply(t, nc, wantStatus("OK"), "READONLY")
+	c.eachReadOnly(func(i int, nc *respConn) {
 		expectReply(t, nc, wantInt(-2), "PTTL", "e:b")
 		expectReply(t, nc, wantInt(-1), "TTL", "e:c")
-		nc.close()
-	}
+	})
 	c.compareReplicas("after the expiry commands")
 }
 

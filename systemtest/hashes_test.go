@@ -195,9 +195,7 @@ func TestClusterHashesThroughFollower(t *testing.T) {
 		}
 	}
 	c.waitConverged(opTimeout)
-	for i := range c.nodes {
-		nc := mustDial(t, c.nodes[i].addr())
-		expectReply(t, nc, wantStatus("OK"), "READONLY")
+	c.eachReadOnly(func(i int, nc *respConn) {
 		if got := wire(mustDo(t, nc, "HGETALL", "h:a")); got != `*[$"tokens" $"9.5" $"ts" $"1000"]` {
 			t.Errorf("node %d: HGETALL %s", i, got)
 		}
@@ -205,19 +203,15 @@ func TestClusterHashesThroughFollower(t *testing.T) {
 		expectReply(t, nc, wantInt(2), "HLEN", "h:a")
 		expectReply(t, nc, wantStatus("hash"), "TYPE", "h:e")
 		expectReply(t, nc, wantInt(base/1e6+30500), "PEXPIRETIME", "h:e")
-		nc.close()
-	}
+	})
 	setClock(t, lc, base+31*second)
 	expectReply(t, lc, wantInt(0), "DEL", "nokey") // an entry at the new now
 	c.waitConverged(opTimeout)
-	for i := range c.nodes {
-		nc := mustDial(t, c.nodes[i].addr())
-		expectReply(t, nc, wantStatus("OK"), "READONLY")
+	c.eachReadOnly(func(i int, nc *respConn) {
 		if got := wire(mustDo(t, nc, "HGET", "h:e", "f")); got != "(nil$)" {
 			t.Errorf("node %d: HGET of the expired hash: %s", i, got)
 		}
-		nc.close()
-	}
+	})
 	c.compareReplicas("after the hash commands")
 }
 

@@ -80,28 +80,22 @@ func TestClusterIncrExThroughFollower(t *testing.T) {
 		}
 	}
 	c.waitConverged(opTimeout)
-	for i := range c.nodes {
-		nc := mustDial(t, c.nodes[i].addr())
-		expectReply(t, nc, wantStatus("OK"), "READONLY")
+	c.eachReadOnly(func(i int, nc *respConn) {
 		if got := wire(mustDo(t, nc, "MGET", "rl:{user}", "f", "m")); got != `*[$"99" $"1.5" $"3.5"]` {
 			t.Errorf("node %d: MGET %s", i, got)
 		}
 		expectReply(t, nc, wantInt(base/1e6+60000), "PEXPIRETIME", "rl:{user}")
 		expectReply(t, nc, wantInt(base/1e6+30500), "PEXPIRETIME", "m")
 		expectReply(t, nc, wantInt(-1), "PTTL", "f")
-		nc.close()
-	}
+	})
 	// The window ends on every replica at base + 60 s; the next call
 	// starts a new one.
 	setClock(t, lc, base+60*second+time.Millisecond.Nanoseconds())
 	expectReply(t, lc, wantInt(0), "DEL", "nokey") // an entry at the new now
 	c.waitConverged(opTimeout)
-	for i := range c.nodes {
-		nc := mustDial(t, c.nodes[i].addr())
-		expectReply(t, nc, wantStatus("OK"), "READONLY")
+	c.eachReadOnly(func(i int, nc *respConn) {
 		expectReply(t, nc, wantInt(0), "EXISTS", "rl:{user}", "m")
-		nc.close()
-	}
+	})
 	if got := wire(mustDo(t, fc, increxWindowCounter...)); got != "*[:1 :1]" {
 		t.Errorf("the first call of the next window: %s", got)
 	}

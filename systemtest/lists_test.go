@@ -146,26 +146,20 @@ func TestClusterListsThroughFollower(t *testing.T) {
 		}
 	}
 	c.waitConverged(opTimeout)
-	for i := range c.nodes {
-		nc := mustDial(t, c.nodes[i].addr())
-		expectReply(t, nc, wantStatus("OK"), "READONLY")
+	c.eachReadOnly(func(i int, nc *respConn) {
 		if got := wire(mustDo(t, nc, "LRANGE", "l:a", "0", "-1")); got != `*[$"2" $"three" $"2"]` {
 			t.Errorf("node %d: LRANGE %s", i, got)
 		}
 		expectReply(t, nc, wantInt(1), "LLEN", "l:e")
 		expectReply(t, nc, wantStatus("list"), "TYPE", "l:a")
 		expectReply(t, nc, wantInt(base/1e6+30500), "PEXPIRETIME", "l:e")
-		nc.close()
-	}
+	})
 	setClock(t, lc, base+31*second)
 	expectReply(t, lc, wantInt(0), "DEL", "nokey") // an entry at the new now
 	c.waitConverged(opTimeout)
-	for i := range c.nodes {
-		nc := mustDial(t, c.nodes[i].addr())
-		expectReply(t, nc, wantStatus("OK"), "READONLY")
+	c.eachReadOnly(func(i int, nc *respConn) {
 		expectReply(t, nc, wantInt(0), "LLEN", "l:e")
-		nc.close()
-	}
+	})
 	c.compareReplicas("after the list commands")
 }
 

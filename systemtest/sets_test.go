@@ -151,9 +151,7 @@ func TestClusterSetsThroughFollower(t *testing.T) {
 		t.Errorf("SMEMBERS through the follower in RESP3: %s", got)
 	}
 	c.waitConverged(opTimeout)
-	for i := range c.nodes {
-		nc := mustDial(t, c.nodes[i].addr())
-		expectReply(t, nc, wantStatus("OK"), "READONLY")
+	c.eachReadOnly(func(i int, nc *respConn) {
 		for _, s := range []struct {
 			args []string
 			want string
@@ -169,18 +167,14 @@ func TestClusterSetsThroughFollower(t *testing.T) {
 			}
 		}
 		expectReply(t, nc, wantInt(base/1e6+30500), "PEXPIRETIME", "s:e")
-		nc.close()
-	}
+	})
 	setClock(t, lc, base+31*second)
 	expectReply(t, lc, wantInt(0), "DEL", "nokey") // an entry at the new now
 	c.waitConverged(opTimeout)
-	for i := range c.nodes {
-		nc := mustDial(t, c.nodes[i].addr())
-		expectReply(t, nc, wantStatus("OK"), "READONLY")
+	c.eachReadOnly(func(i int, nc *respConn) {
 		expectReply(t, nc, wantInt(0), "SCARD", "s:e")
 		expectReply(t, nc, wantInt(0), "EXISTS", "s:e")
-		nc.close()
-	}
+	})
 	c.compareReplicas("after the set commands")
 }
 

@@ -145,27 +145,21 @@ func TestClusterStringsThroughFollower(t *testing.T) {
 		}
 	}
 	c.waitConverged(opTimeout)
-	for i := range c.nodes {
-		nc := mustDial(t, c.nodes[i].addr())
-		expectReply(t, nc, wantStatus("OK"), "READONLY")
+	c.eachReadOnly(func(i int, nc *respConn) {
 		if got := wire(mustDo(t, nc, "MGET", "s:a", "s:n", "s:e", "s:m2", "s:none")); got != `*[$"world!" $"42" $"gone" $"2" (nil$)]` {
 			t.Errorf("node %d: MGET %s", i, got)
 		}
 		expectReply(t, nc, wantInt(base/1e6+30500), "PEXPIRETIME", "s:e")
 		expectReply(t, nc, wantInt(base/1e6+100000), "PEXPIRETIME", "s:m1")
-		nc.close()
-	}
+	})
 	setClock(t, lc, base+31*second)
 	expectReply(t, lc, wantInt(0), "DEL", "nokey") // an entry at the new now
 	c.waitConverged(opTimeout)
-	for i := range c.nodes {
-		nc := mustDial(t, c.nodes[i].addr())
-		expectReply(t, nc, wantStatus("OK"), "READONLY")
+	c.eachReadOnly(func(i int, nc *respConn) {
 		if got := wire(mustDo(t, nc, "GET", "s:e")); got != "(nil$)" {
 			t.Errorf("node %d: GET of the expired key: %s", i, got)
 		}
-		nc.close()
-	}
+	})
 	c.compareReplicas("after the string commands")
 }
 

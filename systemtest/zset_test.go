@@ -210,9 +210,7 @@ func TestClusterZsetsThroughFollower(t *testing.T) {
 		}
 	}
 	c.waitConverged(opTimeout)
-	for i := range c.nodes {
-		nc := mustDial(t, c.nodes[i].addr())
-		expectReply(t, nc, wantStatus("OK"), "READONLY")
+	c.eachReadOnly(func(i int, nc *respConn) {
 		mustDo(t, nc, "HELLO", "3")
 		if got := wire(mustDo(t, nc, "ZRANGE", "z:a", "0", "-1", "WITHSCORES")); got != `*[*[$"one" ,"2"] *[$"tenth" ,"inf"]]` {
 			t.Errorf("node %d: ZRANGE WITHSCORES in RESP3: %s", i, got)
@@ -221,8 +219,7 @@ func TestClusterZsetsThroughFollower(t *testing.T) {
 			t.Errorf("node %d: the sliding log: %s", i, got)
 		}
 		expectReply(t, nc, wantStatus("zset"), "TYPE", "z:rl")
-		nc.close()
-	}
+	})
 	c.compareReplicas("after the sorted-set commands")
 }
 
