@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/redcell/redcell/internal/resp3"
 
 	"github.com/redcell/redcell/internal/varint"
 )
@@ -206,7 +207,7 @@ func DecodeResult(data []byte, r *Result) ([]byte, error) {
 func resultHasData(k Kind) bool {
 	switch k {
 	case KindKeys, KindScan, KindBulk, KindBulks, KindArray, KindMap, KindSet,
-		KindDouble, KindScored, KindInts, KindDoubles:
+		KindDouble, KindScored, KindInts, KindDoubles, KindReply:
 		return true
 	}
 	return false
@@ -222,6 +223,8 @@ func validData(k Kind, data []byte) bool {
 		return validInts(data)
 	case KindMap, KindScored:
 		return validItems(data) && Items(data, nil)%2 == 0
+	case KindReply:
+		return resp3.Valid(data)
 	}
 	return validItems(data)
 }

@@ -164,6 +164,7 @@ func TestResultsRoundTrip(t *testing.T) {
 		{Kind: KindInts, Data: AppendIntItem(AppendIntItem(nil, math.MinInt64), 0)},
 		{Kind: KindNilArray},
 		{Kind: KindDoubles, Data: AppendItem(AppendItem(nil, []byte("1.5")), []byte("0"))},
+		{Kind: KindReply, Data: []byte("*3\r\n:1\r\n%1\r\n+a\r\n,1.5\r\n_\r\n")},
 	}
 	var buf []byte
 	for i := range cases {

@@ -117,7 +117,7 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 	if KindScan != 7 || KindBulk != 8 || KindNil != 9 || KindBulks != 10 {
 		t.Errorf("result kinds renumbered: scan %d, bulk %d, nil %d, bulks %d", KindScan, KindBulk, KindNil, KindBulks)
 	}
-	collections := []Kind{KindArray, KindMap, KindSet, KindDouble, KindScored, KindInts, KindNilArray, KindDoubles}
+	collections := []Kind{KindArray, KindMap, KindSet, KindDouble, KindScored, KindInts, KindNilArray, KindDoubles, KindReply}
 	for i, k := range collections {
 		if k != Kind(11+i) {
 			t.Errorf("result kind %d renumbered to %d", 11+i, k)

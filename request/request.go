@@ -90,9 +90,13 @@ const (
 	// KindDoubles: an array of doubles, items in Data each a double's text:
 	// RESP3 doubles, RESP2 bulk strings (INCREX … BYFLOAT).
 	KindDoubles
+	// KindReply: any reply, held in Data as RESP3 bytes (a script's result,
+	// whose shape the script decides): written as is to a RESP3 client and
+	// converted as Redis 7.0 converts it for a RESP2 one (package resp).
+	KindReply
 
 	// kindLast is the highest Kind: the decoder refuses any above it.
-	kindLast = KindDoubles
+	kindLast = KindReply
 )
 
 // ErrCode is a deterministic failure of one request in the state machine:

@@ -159,5 +159,5 @@ func cmdAuth(c *conn, _ *commands.Spec, args [][]byte) {
 		return
 	}
 	c.authed = true
-	c.w.ok()
+	c.w.OK()
 }

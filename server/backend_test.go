@@ -98,7 +98,7 @@ func runPipeline(t testing.TB, s *Server, cmds ...[]string) string {
 		c.exec(got[i].args)
 	}
 	c.answerPending()
-	return string(c.w.b)
+	return string(c.w.B)
 }
 
 // TestConnPipelineDoesNotAllocate: in steady state a connection executes a

@@ -78,7 +78,7 @@ func benchPipeline(b *testing.B, srv *Server, cmd ...string) {
 		}
 		c.answerPending()
 		if c.s.stats.errors.Load() != 0 {
-			b.Fatalf("a command failed: %q", c.w.b)
+			b.Fatalf("a command failed: %q", c.w.B)
 		}
 		c.flush()
 	}

@@ -114,9 +114,9 @@ func clientKill(c *conn, args [][]byte) {
 			c.fail("ERR No such client")
 			return
 		}
-		c.w.ok()
+		c.w.OK()
 	} else {
-		c.w.int(int64(killed))
+		c.w.Int(int64(killed))
 	}
 	if self {
 		c.closeAfter = true

@@ -223,7 +223,7 @@ func cmdConfig(c *conn, s *commands.Spec, args [][]byte) {
 	case "config|resetstat":
 		// CONFIG RESETSTAT: INFO's counters start again from zero.
 		c.s.stats.reset()
-		c.w.ok()
+		c.w.OK()
 	case "config|rewrite":
 		// CONFIG REWRITE: Redcell's settings are flags; there is no file.
 		c.fail("ERR The server is running without a config file")
@@ -242,10 +242,10 @@ func configGet(c *conn, patterns [][]byte) {
 		}
 	}
 	sort.Slice(found, func(i, j int) bool { return found[i].name < found[j].name })
-	c.w.mapHeader(len(found))
+	c.w.MapHeader(len(found))
 	for _, p := range found {
-		c.w.bulkString(p.name)
-		c.w.bulkString(p.get(c.s))
+		c.w.BulkString(p.name)
+		c.w.BulkString(p.get(c.s))
 	}
 }
 
@@ -286,7 +286,7 @@ func configSet(c *conn, pairs [][]byte) {
 	for _, apply := range applies {
 		apply()
 	}
-	c.w.ok()
+	c.w.OK()
 }
 
 // parseConfigMemory parses a memory value (Redis's units) within [lo, hi].

@@ -2,8 +2,8 @@ package server
 
 import (
 	"errors"
+	"github.com/redcell/redcell/resp"
 	"net"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -19,7 +19,7 @@ type conn struct {
 	s       *Server
 	nc      net.Conn
 	rd      *reader
-	w       replyWriter
+	w       resp.Writer
 	id      int64
 	addr    string
 	laddr   string
@@ -70,7 +70,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 		laddr:   nc.LocalAddr().String(),
 		created: time.Now(),
 	}
-	c.w.proto = 2
+	c.w.Proto = 2
 	c.proto.Store(2)
 	c.lastActive.Store(c.created.UnixNano())
 	c.rd.limits = s.params.reader
@@ -140,7 +140,7 @@ func (c *conn) serve() {
 			var pe *protocolError
 			if errors.As(err, &pe) {
 				c.s.stats.errors.Add(1)
-				c.w.err(pe.Error())
+				c.w.Err(pe.Error())
 			} else if errors.Is(err, errQueryBufferFull) {
 				c.s.log.Warn("closing client that reached max query buffer length", "id", c.id, "addr", c.addr,
 					"limit", c.s.params.reader.maxQuery.Load())
@@ -160,14 +160,14 @@ func (c *conn) serve() {
 
 // flush writes the buffered replies; false when the connection is broken.
 func (c *conn) flush() bool {
-	if len(c.w.b) == 0 && !c.out.pending.Load() {
+	if len(c.w.B) == 0 && !c.out.pending.Load() {
 		return true
 	}
 	c.out.wmu.Lock()
 	err := c.writePushesFirst() // invalidations precede the replies after them
 	n := 0
-	if err == nil && len(c.w.b) > 0 {
-		n, err = c.writeReplies(c.w.b)
+	if err == nil && len(c.w.B) > 0 {
+		n, err = c.writeReplies(c.w.B)
 	}
 	c.out.wmu.Unlock()
 	if errors.Is(err, errOutputLimit) {
@@ -175,10 +175,10 @@ func (c *conn) flush() bool {
 			"limit", c.s.params.outLimits.Load().normal)
 	}
 	c.s.stats.netOut.Add(int64(n))
-	if cap(c.w.b) > 1<<20 { // do not keep a huge buffer after a big reply
-		c.w.b = nil
+	if cap(c.w.B) > 1<<20 { // do not keep a huge buffer after a big reply
+		c.w.B = nil
 	} else {
-		c.w.b = c.w.b[:0]
+		c.w.B = c.w.B[:0]
 	}
 	return err == nil
 }
@@ -289,7 +289,7 @@ func allowedWhileLoading(spec *commands.Spec, args [][]byte) bool {
 
 func (c *conn) fail(text string) {
 	c.s.stats.errors.Add(1)
-	c.w.err(text)
+	c.w.Err(text)
 }
 
 // answerPending runs the pending run (blocking until it is decided) and
@@ -329,89 +329,14 @@ func (c *conn) answer(run []request.Request, call func([]request.Request, []requ
 }
 
 func (c *conn) writeResult(r *request.Result) {
-	switch r.Kind {
-	case request.KindThrottle:
-		c.w.five(&r.Ints)
-	case request.KindInt:
-		c.w.int(r.Ints[0])
-	case request.KindType:
-		c.w.simple(request.TypeName(r.Ints[0]))
-	case request.KindOK:
-		c.w.ok()
-	case request.KindKeys:
-		c.writeKeys(r.Data)
-	case request.KindScan:
-		c.w.array(2)
-		c.w.bulkString(strconv.FormatUint(uint64(r.Ints[0]), 10))
-		c.writeKeys(r.Data)
-	case request.KindBulk:
-		c.w.bulk(r.Data)
-	case request.KindNil:
-		c.w.null()
-	case request.KindBulks:
-		c.w.array(request.Items(r.Data, nil))
-		request.Items(r.Data, func(item []byte) {
-			if b, ok := request.BulkItem(item); ok {
-				c.w.bulk(b)
-			} else {
-				c.w.null()
-			}
-		})
-	case request.KindArray:
-		c.writeKeys(r.Data)
-	case request.KindMap:
-		c.w.mapHeader(request.Items(r.Data, nil) / 2)
-		request.Items(r.Data, c.w.bulk)
-	case request.KindSet:
-		c.w.setHeader(request.Items(r.Data, nil))
-		request.Items(r.Data, c.w.bulk)
-	case request.KindDouble:
-		c.w.double(r.Data)
-	case request.KindScored:
-		c.writeScored(r.Data)
-	case request.KindInts:
-		c.w.array(request.IntItems(r.Data, nil))
-		request.IntItems(r.Data, c.w.int)
-	case request.KindNilArray:
-		c.w.nullArray()
-	case request.KindDoubles:
-		c.w.array(request.Items(r.Data, nil))
-		request.Items(r.Data, c.w.double)
-	case request.KindError:
-		c.fail(commands.ResultErrText(r.Err))
-	default:
-		c.fail(commands.ErrInternal)
-	}
-}
-
-// writeKeys writes a list of keys (a Result's Data) as an array of bulk
-// strings (KEYS, SCAN's page).
-func (c *conn) writeKeys(data []byte) {
-	c.w.array(request.Items(data, nil))
-	request.Items(data, c.w.bulk)
-}
-
-// writeScored writes member/score pairs (ZRANGE … WITHSCORES) as Redis 7.0
-// does: RESP2 one flat array of bulk strings, RESP3 an array of [member,
-// score] pairs with the score a double.
-func (c *conn) writeScored(data []byte) {
-	n := request.Items(data, nil)
-	if c.w.proto != 3 {
-		c.w.array(n)
-		request.Items(data, c.w.bulk)
+	if c.w.Result(r) {
 		return
 	}
-	c.w.array(n / 2)
-	member := true
-	request.Items(data, func(item []byte) {
-		if member {
-			c.w.array(2)
-			c.w.bulk(item)
-		} else {
-			c.w.double(item)
-		}
-		member = !member
-	})
+	if r.Kind == request.KindError {
+		c.fail(commands.ResultErrText(r.Err))
+		return
+	}
+	c.fail(commands.ErrInternal)
 }
 
 // ridesWithWrites reports whether a read of this code may join the writes
@@ -428,6 +353,6 @@ func backendErrText(err error) string {
 }
 
 func (c *conn) setProto(p int) {
-	c.w.proto = p
+	c.w.Proto = p
 	c.proto.Store(int32(p))
 }

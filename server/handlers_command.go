@@ -12,7 +12,7 @@ import (
 func cmdCommand(c *conn, s *commands.Spec, args [][]byte) {
 	all := commands.All()
 	if len(args) == 1 {
-		c.w.array(len(all))
+		c.w.Array(len(all))
 		for _, cs := range all {
 			writeCommandInfo(c, cs)
 		}
@@ -29,7 +29,7 @@ func cmdCommand(c *conn, s *commands.Spec, args [][]byte) {
 	}
 	switch sub.Name {
 	case "command|count":
-		c.w.int(int64(len(all)))
+		c.w.Int(int64(len(all)))
 	case "command|list":
 		if len(args) > 2 {
 			// FILTERBY is not supported; Redis answers a syntax error for
@@ -37,9 +37,9 @@ func cmdCommand(c *conn, s *commands.Spec, args [][]byte) {
 			c.fail(commands.ErrSyntax)
 			return
 		}
-		c.w.array(len(all))
+		c.w.Array(len(all))
 		for _, cs := range all {
-			c.w.bulkString(cs.Name)
+			c.w.BulkString(cs.Name)
 		}
 	case "command|info":
 		specs := all
@@ -49,10 +49,10 @@ func cmdCommand(c *conn, s *commands.Spec, args [][]byte) {
 				specs = append(specs, lookupPath(n))
 			}
 		}
-		c.w.array(len(specs))
+		c.w.Array(len(specs))
 		for _, cs := range specs {
 			if cs == nil {
-				c.w.nullArray()
+				c.w.NullArray()
 				continue
 			}
 			writeCommandInfo(c, cs)
@@ -67,9 +67,9 @@ func cmdCommand(c *conn, s *commands.Spec, args [][]byte) {
 				}
 			}
 		}
-		c.w.mapHeader(len(specs))
+		c.w.MapHeader(len(specs))
 		for _, cs := range specs {
-			c.w.bulkString(cs.Name)
+			c.w.BulkString(cs.Name)
 			writeCommandDocs(c, cs)
 		}
 	case "command|help":
@@ -97,23 +97,23 @@ func lookupPath(n []byte) *commands.Spec {
 // writeCommandInfo writes Redis 7's COMMAND INFO entry: name, arity, flags,
 // first key, last key, step, ACL categories, tips, key specs, subcommands.
 func writeCommandInfo(c *conn, s *commands.Spec) {
-	c.w.array(10)
-	c.w.bulkString(s.Name)
-	c.w.int(int64(s.Arity))
-	c.w.setHeader(len(s.Flags))
+	c.w.Array(10)
+	c.w.BulkString(s.Name)
+	c.w.Int(int64(s.Arity))
+	c.w.SetHeader(len(s.Flags))
 	for _, f := range s.Flags {
-		c.w.simple(f)
+		c.w.Simple(f)
 	}
-	c.w.int(int64(s.FirstKey))
-	c.w.int(int64(s.LastKey))
-	c.w.int(int64(s.Step))
-	c.w.setHeader(len(s.ACL))
+	c.w.Int(int64(s.FirstKey))
+	c.w.Int(int64(s.LastKey))
+	c.w.Int(int64(s.Step))
+	c.w.SetHeader(len(s.ACL))
 	for _, a := range s.ACL {
-		c.w.simple(a)
+		c.w.Simple(a)
 	}
-	c.w.array(0) // tips
+	c.w.Array(0) // tips
 	writeKeySpecs(c, s)
-	c.w.array(len(s.Subs))
+	c.w.Array(len(s.Subs))
 	for _, sub := range s.Subs {
 		writeCommandInfo(c, sub)
 	}
@@ -122,7 +122,7 @@ func writeCommandInfo(c *conn, s *commands.Spec) {
 // writeKeySpecs derives Redis 7 key specifications from the key positions.
 func writeKeySpecs(c *conn, s *commands.Spec) {
 	if s.FirstKey == 0 {
-		c.w.array(0)
+		c.w.Array(0)
 		return
 	}
 	flags := []string{"RO", "ACCESS"}
@@ -136,33 +136,33 @@ func writeKeySpecs(c *conn, s *commands.Spec) {
 	if s.LastKey < 0 {
 		lastKey = -1
 	}
-	c.w.array(1)
-	c.w.mapHeader(3)
-	c.w.bulkString("flags")
-	c.w.setHeader(len(flags))
+	c.w.Array(1)
+	c.w.MapHeader(3)
+	c.w.BulkString("flags")
+	c.w.SetHeader(len(flags))
 	for _, f := range flags {
-		c.w.simple(f)
+		c.w.Simple(f)
 	}
-	c.w.bulkString("begin_search")
-	c.w.mapHeader(2)
-	c.w.bulkString("type")
-	c.w.bulkString("index")
-	c.w.bulkString("spec")
-	c.w.mapHeader(1)
-	c.w.bulkString("index")
-	c.w.int(int64(s.FirstKey))
-	c.w.bulkString("find_keys")
-	c.w.mapHeader(2)
-	c.w.bulkString("type")
-	c.w.bulkString("range")
-	c.w.bulkString("spec")
-	c.w.mapHeader(3)
-	c.w.bulkString("lastkey")
-	c.w.int(lastKey)
-	c.w.bulkString("keystep")
-	c.w.int(int64(s.Step))
-	c.w.bulkString("limit")
-	c.w.int(0)
+	c.w.BulkString("begin_search")
+	c.w.MapHeader(2)
+	c.w.BulkString("type")
+	c.w.BulkString("index")
+	c.w.BulkString("spec")
+	c.w.MapHeader(1)
+	c.w.BulkString("index")
+	c.w.Int(int64(s.FirstKey))
+	c.w.BulkString("find_keys")
+	c.w.MapHeader(2)
+	c.w.BulkString("type")
+	c.w.BulkString("range")
+	c.w.BulkString("spec")
+	c.w.MapHeader(3)
+	c.w.BulkString("lastkey")
+	c.w.Int(lastKey)
+	c.w.BulkString("keystep")
+	c.w.Int(int64(s.Step))
+	c.w.BulkString("limit")
+	c.w.Int(0)
 }
 
 // writeCommandDocs writes Redis 7's COMMAND DOCS map for one command.
@@ -174,31 +174,31 @@ func writeCommandDocs(c *conn, s *commands.Spec) {
 	if len(s.Subs) > 0 {
 		n++
 	}
-	c.w.mapHeader(n)
-	c.w.bulkString("summary")
-	c.w.bulkString(s.Summary)
-	c.w.bulkString("since")
-	c.w.bulkString(s.Since)
-	c.w.bulkString("group")
-	c.w.bulkString(s.Group)
-	c.w.bulkString("complexity")
-	c.w.bulkString(s.Complexity)
+	c.w.MapHeader(n)
+	c.w.BulkString("summary")
+	c.w.BulkString(s.Summary)
+	c.w.BulkString("since")
+	c.w.BulkString(s.Since)
+	c.w.BulkString("group")
+	c.w.BulkString(s.Group)
+	c.w.BulkString("complexity")
+	c.w.BulkString(s.Complexity)
 	if len(s.Args) > 0 {
-		c.w.bulkString("arguments")
+		c.w.BulkString("arguments")
 		writeArgDocs(c, s.Args)
 	}
 	if len(s.Subs) > 0 {
-		c.w.bulkString("subcommands")
-		c.w.mapHeader(len(s.Subs))
+		c.w.BulkString("subcommands")
+		c.w.MapHeader(len(s.Subs))
 		for _, sub := range s.Subs {
-			c.w.bulkString(sub.Name)
+			c.w.BulkString(sub.Name)
 			writeCommandDocs(c, sub)
 		}
 	}
 }
 
 func writeArgDocs(c *conn, args []commands.Arg) {
-	c.w.array(len(args))
+	c.w.Array(len(args))
 	for _, a := range args {
 		var flags []string
 		if a.Optional {
@@ -217,26 +217,26 @@ func writeArgDocs(c *conn, args []commands.Arg) {
 		if len(a.Args) > 0 {
 			n++
 		}
-		c.w.mapHeader(n)
-		c.w.bulkString("name")
-		c.w.bulkString(a.Name)
-		c.w.bulkString("type")
-		c.w.bulkString(a.Type)
-		c.w.bulkString("display_text")
-		c.w.bulkString(strings.ReplaceAll(a.Name, "_", "-"))
+		c.w.MapHeader(n)
+		c.w.BulkString("name")
+		c.w.BulkString(a.Name)
+		c.w.BulkString("type")
+		c.w.BulkString(a.Type)
+		c.w.BulkString("display_text")
+		c.w.BulkString(strings.ReplaceAll(a.Name, "_", "-"))
 		if a.Token != "" {
-			c.w.bulkString("token")
-			c.w.bulkString(a.Token)
+			c.w.BulkString("token")
+			c.w.BulkString(a.Token)
 		}
 		if len(flags) > 0 {
-			c.w.bulkString("flags")
-			c.w.setHeader(len(flags))
+			c.w.BulkString("flags")
+			c.w.SetHeader(len(flags))
 			for _, f := range flags {
-				c.w.simple(f)
+				c.w.Simple(f)
 			}
 		}
 		if len(a.Args) > 0 {
-			c.w.bulkString("arguments")
+			c.w.BulkString("arguments")
 			writeArgDocs(c, a.Args)
 		}
 	}

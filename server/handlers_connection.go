@@ -32,32 +32,32 @@ func cmdPing(c *conn, _ *commands.Spec, args [][]byte) {
 		c.fail(commands.WrongArgs("ping"))
 		return
 	}
-	if c.trk.subscribed.Load() && c.w.proto == 2 {
+	if c.trk.subscribed.Load() && c.w.Proto == 2 {
 		// Subscribed RESP2 connections get pubsub-shaped replies, as in Redis.
-		c.w.array(2)
-		c.w.bulkString("pong")
+		c.w.Array(2)
+		c.w.BulkString("pong")
 		if len(args) == 2 {
-			c.w.bulk(args[1])
+			c.w.Bulk(args[1])
 		} else {
-			c.w.bulkString("")
+			c.w.BulkString("")
 		}
 		return
 	}
 	if len(args) == 2 {
-		c.w.bulk(args[1])
+		c.w.Bulk(args[1])
 		return
 	}
-	c.w.simple("PONG")
+	c.w.Simple("PONG")
 }
 
 // ECHO message
 // Returns the message (binary-safe: redis-cli --pipe relies on it).
-func cmdEcho(c *conn, _ *commands.Spec, args [][]byte) { c.w.bulk(args[1]) }
+func cmdEcho(c *conn, _ *commands.Spec, args [][]byte) { c.w.Bulk(args[1]) }
 
 // QUIT
 // Answers OK, then closes the connection.
 func cmdQuit(c *conn, _ *commands.Spec, _ [][]byte) {
-	c.w.ok()
+	c.w.OK()
 	c.closeAfter = true
 }
 
@@ -75,7 +75,7 @@ func cmdReset(c *conn, _ *commands.Spec, _ [][]byte) {
 	c.readonly = false
 	c.tx.reset()
 	c.watch.reset()
-	c.w.simple("RESET")
+	c.w.Simple("RESET")
 }
 
 // READONLY
@@ -84,14 +84,14 @@ func cmdReset(c *conn, _ *commands.Spec, _ [][]byte) {
 // what it has applied). Writes are unaffected.
 func cmdReadonly(c *conn, _ *commands.Spec, _ [][]byte) {
 	c.readonly = true
-	c.w.ok()
+	c.w.OK()
 }
 
 // READWRITE
 // Reads on this connection are linearizable again (the default).
 func cmdReadwrite(c *conn, _ *commands.Spec, _ [][]byte) {
 	c.readonly = false
-	c.w.ok()
+	c.w.OK()
 }
 
 // HELLO [protover [AUTH username password] [SETNAME clientname]]
@@ -149,21 +149,21 @@ func cmdHello(c *conn, _ *commands.Spec, args [][]byte) {
 	if proto != 0 {
 		c.setProto(proto)
 	}
-	c.w.mapHeader(7)
-	c.w.bulkString("server")
-	c.w.bulkString("redis")
-	c.w.bulkString("version")
-	c.w.bulkString(Version)
-	c.w.bulkString("proto")
-	c.w.int(int64(c.w.proto))
-	c.w.bulkString("id")
-	c.w.int(c.id)
-	c.w.bulkString("mode")
-	c.w.bulkString("standalone")
-	c.w.bulkString("role")
-	c.w.bulkString("master")
-	c.w.bulkString("modules")
-	c.w.array(0)
+	c.w.MapHeader(7)
+	c.w.BulkString("server")
+	c.w.BulkString("redis")
+	c.w.BulkString("version")
+	c.w.BulkString(Version)
+	c.w.BulkString("proto")
+	c.w.Int(int64(c.w.Proto))
+	c.w.BulkString("id")
+	c.w.Int(c.id)
+	c.w.BulkString("mode")
+	c.w.BulkString("standalone")
+	c.w.BulkString("role")
+	c.w.BulkString("master")
+	c.w.BulkString("modules")
+	c.w.Array(0)
 }
 
 // SELECT index
@@ -178,7 +178,7 @@ func cmdSelect(c *conn, _ *commands.Spec, args [][]byte) {
 		c.fail(commands.ErrDBIndex)
 		return
 	}
-	c.w.ok()
+	c.w.OK()
 }
 
 // validClientName is Redis's rule: printable ASCII without spaces.
@@ -209,7 +209,7 @@ func cmdClient(c *conn, s *commands.Spec, args [][]byte) {
 		clientKill(c, args) // client_kill.go
 	case "client|id":
 		// CLIENT ID: the connection's unique ID.
-		c.w.int(c.id)
+		c.w.Int(c.id)
 	case "client|setname":
 		// CLIENT SETNAME connection-name: names the connection.
 		if !validClientName(args[2]) {
@@ -219,23 +219,23 @@ func cmdClient(c *conn, s *commands.Spec, args [][]byte) {
 		c.mu.Lock()
 		c.name = string(args[2])
 		c.mu.Unlock()
-		c.w.ok()
+		c.w.OK()
 	case "client|getname":
 		// CLIENT GETNAME: the connection's name, or null.
 		c.mu.Lock()
 		name := c.name
 		c.mu.Unlock()
 		if name == "" {
-			c.w.null()
+			c.w.Null()
 			return
 		}
-		c.w.bulkString(name)
+		c.w.BulkString(name)
 	case "client|setinfo":
 		// CLIENT SETINFO <LIB-NAME libname | LIB-VER libver>
 		clientSetinfo(c, args)
 	case "client|info":
 		// CLIENT INFO: this connection's line of CLIENT LIST.
-		c.w.verbatim(c.infoLine() + "\n")
+		c.w.Verbatim(c.infoLine() + "\n")
 	case "client|list":
 		// CLIENT LIST [TYPE normal] [ID client-id ...]
 		clientList(c, args)
@@ -257,7 +257,7 @@ func cmdClient(c *conn, s *commands.Spec, args [][]byte) {
 			c.fail(commands.ErrSyntax)
 			return
 		}
-		c.w.ok()
+		c.w.OK()
 	case "client|help":
 		writeHelp(c, "CLIENT <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"ID", "    Return the ID of the current connection.",
@@ -296,7 +296,7 @@ func clientSetinfo(c *conn, args [][]byte) {
 		c.libVer = string(args[3])
 	}
 	c.mu.Unlock()
-	c.w.ok()
+	c.w.OK()
 }
 
 func clientList(c *conn, args [][]byte) {
@@ -334,14 +334,14 @@ func clientList(c *conn, args [][]byte) {
 			b.WriteByte('\n')
 		}
 	})
-	c.w.verbatim(b.String())
+	c.w.Verbatim(b.String())
 }
 
 // writeHelp answers a HELP subcommand as Redis does: an array of lines.
 func writeHelp(c *conn, first string, lines ...string) {
-	c.w.array(len(lines) + 1)
-	c.w.simple(first)
+	c.w.Array(len(lines) + 1)
+	c.w.Simple(first)
 	for _, l := range lines {
-		c.w.simple(l)
+		c.w.Simple(l)
 	}
 }

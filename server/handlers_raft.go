@@ -42,7 +42,7 @@ func cmdRaft(c *conn, s *commands.Spec, args [][]byte) {
 		c.s.infoSection(&b, "replication")
 		b.WriteString("\r\n")
 		c.s.infoSection(&b, "raft")
-		c.w.verbatim(b.String())
+		c.w.Verbatim(b.String())
 		return
 	}
 	words := make([]string, 0, len(args)-2)
@@ -61,7 +61,7 @@ func cmdRaft(c *conn, s *commands.Spec, args [][]byte) {
 			c.fail(commands.ErrInternal)
 			return
 		}
-		c.w.int(idx)
+		c.w.Int(idx)
 	case "digest":
 		idx, sum, ok := strings.Cut(text, " ")
 		n, perr := strconv.ParseInt(idx, 10, 64)
@@ -69,11 +69,11 @@ func cmdRaft(c *conn, s *commands.Spec, args [][]byte) {
 			c.fail(commands.ErrInternal)
 			return
 		}
-		c.w.array(2)
-		c.w.int(n)
-		c.w.bulkString(sum)
+		c.w.Array(2)
+		c.w.Int(n)
+		c.w.BulkString(sum)
 	default:
-		c.w.ok()
+		c.w.OK()
 	}
 }
 

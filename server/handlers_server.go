@@ -11,9 +11,9 @@ import (
 // The server's wall clock as [unix seconds, microseconds].
 func cmdTime(c *conn, _ *commands.Spec, _ [][]byte) {
 	now := time.Now()
-	c.w.array(2)
-	c.w.bulkInt(now.Unix())
-	c.w.bulkInt(int64(now.Nanosecond() / 1000))
+	c.w.Array(2)
+	c.w.BulkInt(now.Unix())
+	c.w.BulkInt(int64(now.Nanosecond() / 1000))
 }
 
 // CLUSTER <subcommand> [arguments]
@@ -38,10 +38,10 @@ func cmdDebug(c *conn, _ *commands.Spec, args [][]byte) {
 	b := c.s.cfg.Backend
 	switch {
 	case len(args) == 2:
-		c.w.int(b.Clock())
+		c.w.Int(b.Clock())
 	case len(args) == 3 && commands.EqualFold(args[2], "real"):
 		b.RealClock()
-		c.w.ok()
+		c.w.OK()
 	case len(args) == 4 && (commands.EqualFold(args[2], "set") || commands.EqualFold(args[2], "advance")):
 		v, ok := commands.ParseInt(args[3])
 		if !ok {
@@ -53,7 +53,7 @@ func cmdDebug(c *conn, _ *commands.Spec, args [][]byte) {
 		} else {
 			b.AdvanceClock(v)
 		}
-		c.w.ok()
+		c.w.OK()
 	default:
 		c.fail(commands.ErrSyntax)
 	}

@@ -55,7 +55,7 @@ func clientTracking(c *conn, args [][]byte) {
 	switch {
 	case commands.EqualFold(args[2], "off"):
 		c.untrack()
-		c.w.ok()
+		c.w.OK()
 		return
 	case !commands.EqualFold(args[2], "on"):
 		c.fail(commands.ErrSyntax)
@@ -115,7 +115,7 @@ func clientTracking(c *conn, args [][]byte) {
 	t.mu.Unlock()
 	c.trk.client = tc
 	c.trk.optin, c.trk.optout = optin, optout
-	c.w.ok()
+	c.w.OK()
 }
 
 // prefixCollision is Redis's check that no two BCAST prefixes of one client
@@ -161,7 +161,7 @@ func clientCaching(c *conn, args [][]byte) {
 		return
 	}
 	c.trk.caching = true
-	c.w.ok()
+	c.w.OK()
 }
 
 // clientGetredir is CLIENT GETREDIR: -1 when not tracking, 0 without a
@@ -169,9 +169,9 @@ func clientCaching(c *conn, args [][]byte) {
 func clientGetredir(c *conn) {
 	switch tc := c.trk.client; {
 	case tc == nil:
-		c.w.int(-1)
+		c.w.Int(-1)
 	default:
-		c.w.int(tc.redirect)
+		c.w.Int(tc.redirect)
 	}
 }
 
@@ -211,18 +211,18 @@ func clientTrackinginfo(c *conn) {
 		prefixes = append(prefixes, tc.prefixes...)
 		c.s.trk.mu.Unlock()
 	}
-	c.w.mapHeader(3)
-	c.w.bulkString("flags")
-	c.w.setHeader(len(flags))
+	c.w.MapHeader(3)
+	c.w.BulkString("flags")
+	c.w.SetHeader(len(flags))
 	for _, f := range flags {
-		c.w.bulkString(f)
+		c.w.BulkString(f)
 	}
-	c.w.bulkString("redirect")
-	c.w.int(redirect)
-	c.w.bulkString("prefixes")
-	c.w.array(len(prefixes))
+	c.w.BulkString("redirect")
+	c.w.Int(redirect)
+	c.w.BulkString("prefixes")
+	c.w.Array(len(prefixes))
 	for _, p := range prefixes {
-		c.w.bulkString(p)
+		c.w.BulkString(p)
 	}
 }
 
@@ -270,24 +270,24 @@ func cmdUnsubscribe(c *conn, _ *commands.Spec, args [][]byte) {
 // pubsubReply writes a (un)subscribe confirmation: a push in RESP3, an
 // array in RESP2; a nil channel is a null.
 func (c *conn) pubsubReply(kind string, ch []byte, count int64) {
-	if c.w.proto == 3 {
-		c.w.b = append(c.w.b, ">3\r\n"...)
+	if c.w.Proto == 3 {
+		c.w.B = append(c.w.B, ">3\r\n"...)
 	} else {
-		c.w.array(3)
+		c.w.Array(3)
 	}
-	c.w.bulkString(kind)
+	c.w.BulkString(kind)
 	if ch == nil {
-		c.w.null()
+		c.w.Null()
 	} else {
-		c.w.bulk(ch)
+		c.w.Bulk(ch)
 	}
-	c.w.int(count)
+	c.w.Int(count)
 }
 
 // subscribedRefusal is Redis's answer to a command a RESP2 connection may
 // not send while subscribed; "" when the command may run.
 func (c *conn) subscribedRefusal(s *commands.Spec) string {
-	if !c.trk.subscribed.Load() || c.w.proto == 3 {
+	if !c.trk.subscribed.Load() || c.w.Proto == 3 {
 		return ""
 	}
 	switch s.Name {

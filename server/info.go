@@ -44,7 +44,7 @@ func cmdInfo(c *conn, _ *commands.Spec, args [][]byte) {
 		}
 		c.s.infoSection(&b, s)
 	}
-	c.w.verbatim(b.String())
+	c.w.Verbatim(b.String())
 }
 
 func (s *Server) infoSection(b *strings.Builder, section string) {

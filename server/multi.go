@@ -137,7 +137,7 @@ func (c *conn) enqueue(spec *commands.Spec, args [][]byte) {
 		c.tx.items = append(c.tx.items, txItem{spec: spec, req: -1, args: copyArgs(args)})
 	}
 	c.tx.shown.Store(int32(len(c.tx.items)) + 1)
-	c.w.simple("QUEUED")
+	c.w.Simple("QUEUED")
 }
 
 // copyKeys makes r's keys its own, in one allocation.
@@ -188,7 +188,7 @@ func cmdMulti(c *conn, _ *commands.Spec, _ [][]byte) {
 	}
 	c.tx.active = true
 	c.tx.shown.Store(1)
-	c.w.ok()
+	c.w.OK()
 }
 
 // EXEC
@@ -211,7 +211,7 @@ func cmdExec(c *conn, _ *commands.Spec, _ [][]byte) {
 		// Two WATCHes saw different terms: a leader changed in between.
 		c.tx.reset()
 		c.watch.reset()
-		c.w.nullArray()
+		c.w.NullArray()
 		return
 	}
 	reqs := c.tx.reqs
@@ -255,13 +255,13 @@ func cmdExec(c *conn, _ *commands.Spec, _ [][]byte) {
 				c.fail(text)
 				return
 			}
-			c.w.nullArray() // as Redis: a watched key changed
+			c.w.NullArray() // as Redis: a watched key changed
 			return
 		}
 	}
 	items := c.tx.items
 	c.tx.active = false // connection commands inside run as outside
-	c.w.array(len(items))
+	c.w.Array(len(items))
 	for i := range items {
 		it := &items[i]
 		if it.req >= 0 {
@@ -287,5 +287,5 @@ func cmdDiscard(c *conn, _ *commands.Spec, _ [][]byte) {
 	}
 	c.tx.reset()
 	c.watch.reset()
-	c.w.ok()
+	c.w.OK()
 }

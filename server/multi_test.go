@@ -223,7 +223,7 @@ func TestMultiTooLarge(t *testing.T) {
 		}
 		done += len(cmds)
 	}
-	got := string(c.w.b)
+	got := string(c.w.B)
 	want := "+OK\r\n+QUEUED\r\n+QUEUED\r\n-ERR transaction too large: "
 	if !strings.HasPrefix(got, want) || !strings.HasSuffix(got, " bytes queued, the limit is 16777216\r\n-EXECABORT Transaction discarded because of previous errors.\r\n") {
 		t.Errorf("three DELs of 8 MiB keys in one transaction:\n got %.200q", got)

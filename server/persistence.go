@@ -38,7 +38,7 @@ func cmdSave(c *conn, _ *commands.Spec, _ [][]byte) {
 		c.fail(adminErrText(err))
 		return
 	}
-	c.w.ok()
+	c.w.OK()
 }
 
 // BGSAVE [SCHEDULE]
@@ -67,14 +67,14 @@ func cmdBgsave(c *conn, _ *commands.Spec, args [][]byte) {
 		}
 		s.log.Info("BGSAVE: snapshot done")
 	}()
-	c.w.simple("Background saving started")
+	c.w.Simple("Background saving started")
 }
 
 // LASTSAVE
 // Unix time of this node's newest snapshot; while it has none, the time the
 // server started (as Redis, which counts its dataset as saved at startup:
 // here everything is in the log).
-func cmdLastsave(c *conn, _ *commands.Spec, _ [][]byte) { c.w.int(c.s.lastSave()) }
+func cmdLastsave(c *conn, _ *commands.Spec, _ [][]byte) { c.w.Int(c.s.lastSave()) }
 
 // lastSave is LASTSAVE's answer.
 func (s *Server) lastSave() int64 {

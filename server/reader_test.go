@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"github.com/redcell/redcell/resp"
 	"io"
 	"math/rand/v2"
 	"runtime"
@@ -219,16 +220,16 @@ func TestReaderExpectedDollarIsSanitised(t *testing.T) {
 	}
 	for _, tt := range tests {
 		got := readAll(wholeReader([]byte(tt.input)), false)
-		// What reaches the client is what replyWriter.err makes of the text.
-		var w replyWriter
+		// What reaches the client is what resp.Writer.Err makes of the text.
+		var w resp.Writer
 		var pe *protocolError
 		if !errors.As(got.err, &pe) {
 			t.Errorf("%q: error %v, want a protocol error", tt.input, got.err)
 			continue
 		}
-		w.err(pe.Error())
-		if want := "-" + tt.want + "\r\n"; string(w.b) != want {
-			t.Errorf("%q: reply %q, want %q", tt.input, w.b, want)
+		w.Err(pe.Error())
+		if want := "-" + tt.want + "\r\n"; string(w.B) != want {
+			t.Errorf("%q: reply %q, want %q", tt.input, w.B, want)
 		}
 	}
 }

@@ -18,7 +18,7 @@ func TestStateMachineErrorTexts(t *testing.T) {
 	} {
 		c := &conn{s: &Server{}}
 		c.writeResult(&request.Result{Kind: request.KindError, Err: code})
-		if got := string(c.w.b); got != "-"+want+"\r\n" {
+		if got := string(c.w.B); got != "-"+want+"\r\n" {
 			t.Errorf("ErrCode %d written as %q, want %q", code, got, "-"+want+"\r\n")
 		}
 		if c.s.stats.errors.Load() != 1 {
@@ -55,17 +55,22 @@ func TestCollectionReplies(t *testing.T) {
 		{request.Result{Kind: request.KindInts, Data: request.AppendIntItem(request.AppendIntItem(nil, 1), -7)}, "*2\r\n:1\r\n:-7\r\n", "*2\r\n:1\r\n:-7\r\n"},
 		{request.Result{Kind: request.KindNilArray}, "*-1\r\n", "_\r\n"},
 		{request.Result{Kind: request.KindDoubles, Data: items("1.5", "0")}, "*2\r\n$3\r\n1.5\r\n$1\r\n0\r\n", "*2\r\n,1.5\r\n,0\r\n"},
+		// A script's reply: RESP3 as is, RESP2 converted as Redis 7.0 does.
+		{request.Result{Kind: request.KindReply, Data: []byte("*7\r\n%1\r\n+k\r\n:1\r\n~1\r\n$1\r\nm\r\n,3.5\r\n#t\r\n#f\r\n_\r\n(123\r\n")},
+			"*7\r\n*2\r\n+k\r\n:1\r\n*1\r\n$1\r\nm\r\n$3\r\n3.5\r\n:1\r\n:0\r\n$-1\r\n$3\r\n123\r\n",
+			"*7\r\n%1\r\n+k\r\n:1\r\n~1\r\n$1\r\nm\r\n,3.5\r\n#t\r\n#f\r\n_\r\n(123\r\n"},
+		{request.Result{Kind: request.KindReply, Data: []byte("-ERR boom\r\n")}, "-ERR boom\r\n", "-ERR boom\r\n"},
 	}
 	for _, tc := range cases {
 		for _, proto := range []int{2, 3} {
 			c := &conn{s: &Server{}}
-			c.w.proto = proto
+			c.w.Proto = proto
 			c.writeResult(&tc.r)
 			want := tc.resp2
 			if proto == 3 {
 				want = tc.resp3
 			}
-			if got := string(c.w.b); got != want {
+			if got := string(c.w.B); got != want {
 				t.Errorf("kind %d RESP%d: %q, want %q", tc.r.Kind, proto, got, want)
 			}
 		}

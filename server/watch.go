@@ -100,12 +100,12 @@ func cmdWatch(c *conn, _ *commands.Spec, args [][]byte) {
 		return
 	}
 	c.watch.add(keys, &res[0])
-	c.w.ok()
+	c.w.OK()
 }
 
 // UNWATCH
 // Forgets every watched key of the connection.
 func cmdUnwatch(c *conn, _ *commands.Spec, _ [][]byte) {
 	c.watch.reset()
-	c.w.ok()
+	c.w.OK()
 }
