@@ -90,7 +90,7 @@ func checkErrorText(t *testing.T, s *Spec, argv [][]byte, e string) {
 	if strings.ContainsAny(e, "\r\n") {
 		t.Fatalf("%s %q: the error %q holds CR or LF", s.Name, argv, e)
 	}
-	for _, p := range []string{"ERR ", "WRONGTYPE ", "Cell error: "} {
+	for _, p := range []string{"ERR ", "WRONGTYPE ", "Cell error: ", "NOSCRIPT "} {
 		if strings.HasPrefix(e, p) {
 			return
 		}

@@ -58,6 +58,9 @@ type Spec struct {
 	// OwnArity: the handler checks arity itself (redis-cell answers its own
 	// usage error instead of Redis's arity error).
 	OwnArity bool
+	// OwnFlags: Flags are exactly what COMMAND lists, not completed from
+	// the descriptor (EVAL: the script decides whether it writes).
+	OwnFlags bool
 	// Parse turns a Read or Write command's arguments (args[0] the name)
 	// into its request of code Code, validated completely, or returns the
 	// error text to answer instead. It is the one place a command's syntax
@@ -110,6 +113,9 @@ var table = []*Spec{
 	// Sorted sets (zset.go).
 	zsetSpecs[0], zsetSpecs[1], zsetSpecs[2], zsetSpecs[3], zsetSpecs[4], zsetSpecs[5],
 	zsetSpecs[6], zsetSpecs[7], zsetSpecs[8], zsetSpecs[9], zsetSpecs[10], zsetSpecs[11],
+
+	// Lua scripts (scripting.go).
+	scriptSpecs[0], scriptSpecs[1], scriptSpecs[2], scriptSpecs[3], scriptSpecs[4],
 
 	// Iterating the keyspace (scan.go).
 	scanSpec, keysSpec,
@@ -302,6 +308,11 @@ var byName = func() map[string]*Spec {
 		if s.Code != 0 || s.Parse != nil {
 			fromDescriptor(s)
 		}
+		for _, sub := range s.Subs {
+			if sub.Code != 0 || sub.Parse != nil {
+				fromDescriptor(sub)
+			}
+		}
 		m[s.Name] = s
 	}
 	return m
@@ -327,7 +338,9 @@ func fromDescriptor(s *Spec) {
 	if d.Creates || d.Grows {
 		flags = append(flags, "denyoom")
 	}
-	s.Flags = append(flags, s.Flags...)
+	if !s.OwnFlags {
+		s.Flags = append(flags, s.Flags...)
+	}
 	switch d.Keys {
 	case request.OneKey, request.KeyValue:
 		s.FirstKey, s.LastKey, s.Step = 1, 1, 1
@@ -335,6 +348,10 @@ func fromDescriptor(s *Spec) {
 		s.FirstKey, s.LastKey, s.Step = 1, -1, 2
 	case request.KeyList:
 		s.FirstKey, s.LastKey, s.Step = 1, -1, 1
+	case request.KeyScript:
+		// As Redis: the keys follow a count, which COMMAND cannot express
+		// by positions (COMMAND GETKEYS finds them).
+		s.FirstKey, s.LastKey, s.Step = 0, 0, 0
 	}
 }
 
@@ -353,6 +370,18 @@ func (s *Spec) Sub(name []byte) *Spec {
 		}
 	}
 	return nil
+}
+
+// ForArgs is the spec that runs args (args[0] s's name): the subcommand's
+// when s is a container whose subcommand args[1] reaches the keyspace
+// (SCRIPT LOAD), which runs as any keyspace command does; s otherwise.
+func (s *Spec) ForArgs(args [][]byte) *Spec {
+	if len(s.Subs) > 0 && len(args) > 1 {
+		if sub := s.Sub(args[1]); sub != nil && sub.Code != 0 {
+			return sub
+		}
+	}
+	return s
 }
 
 // All returns every top-level command, sorted by name.

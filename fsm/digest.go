@@ -3,6 +3,7 @@ package fsm
 import (
 	"crypto/sha256"
 	"fmt"
+	"maps"
 )
 
 // Digest returns the index of the last applied entry and a SHA-256 of the
@@ -21,7 +22,7 @@ func (f *FSM) Digest() (uint64, [sha256.Size]byte, error) {
 	f.applyMu.RLock()
 	index := f.applied.Load()
 	clock := f.clock.Load()
-	snap := &fsmSnapshot{clock: clock, term: f.term.Load(), snap: f.store.Snapshot(clock)}
+	snap := &fsmSnapshot{clock: clock, term: f.term.Load(), snap: f.store.Snapshot(clock), scripts: maps.Clone(f.scripts)}
 	f.applyMu.RUnlock()
 	h := sha256.New()
 	if err := snap.write(h); err != nil {

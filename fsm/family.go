@@ -71,6 +71,7 @@ func init() {
 	register(keyspaceOps, nil)
 	register(expireOps, nil)
 	register(watchOps, nil)
+	register(scriptOps, nil)
 	for _, fam := range families {
 		register(fam.ops, fam.desc)
 		for _, k := range fam.desc.Kinds {

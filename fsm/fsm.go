@@ -5,6 +5,7 @@
 package fsm
 
 import (
+	"github.com/redcell/redcell/scripting"
 	"bytes"
 	"fmt"
 	"log/slog"
@@ -36,6 +37,10 @@ type Config struct {
 	// it answers request.ErrInvalidOp on every replica alike.
 	OnFatal func(error)
 	Logger  *slog.Logger
+	// Scripts are the script engine's budgets, which every member must
+	// share: a script stopped by them stops at the same instruction on
+	// every replica (package scripting). Its Logger defaults to Logger.
+	Scripts scripting.Config
 }
 
 // FSM implements raft.BatchingFSM.
@@ -68,6 +73,13 @@ type FSM struct {
 	// being applied (the keyspace stamps its writes with the index; the
 	// WatchGuard compares both, watchguard.go).
 	entryIndex, entryTerm uint64
+	// entryPos is the place of the request being applied in its entry (a
+	// script's random seed, scripts.go).
+	entryPos int
+	// scripts is the replicated script cache; engine runs scripts and
+	// keeps their compiled forms (scripts.go).
+	scripts scriptCache
+	engine  *scripting.Engine
 	// origin marks this node's own proposals (SetOrigin); unread is the
 	// buffer that the entries of other origins are applied into.
 	origin []byte
@@ -107,7 +119,17 @@ func New(cfg Config) *FSM {
 	if cfg.OnFatal == nil {
 		cfg.OnFatal = func(error) {}
 	}
-	return &FSM{cfg: cfg, log: cfg.Logger, store: shard.New(cfg.Stripes)}
+	return &FSM{cfg: cfg, log: cfg.Logger, store: shard.New(cfg.Stripes),
+		scripts: scriptCache{}, engine: newEngine(cfg)}
+}
+
+// newEngine is the script engine of a state machine with cfg.
+func newEngine(cfg Config) *scripting.Engine {
+	sc := cfg.Scripts
+	if sc.Logger == nil {
+		sc.Logger = cfg.Logger
+	}
+	return scripting.NewEngine(sc)
 }
 
 // Clock is the replicated clock: the now of the last applied command entry
@@ -229,6 +251,7 @@ func (f *FSM) applyEntry(l *raft.Log) interface{} {
 		}
 		// A read inside an entry (MULTI/EXEC) answers at the entry's now,
 		// which every replica shares: deterministic like a write.
+		f.entryPos = i
 		f.run(&f.req, now, &res.R[i])
 		skip = guardSkips(&f.req, &res.R[i])
 		if watcher != nil && f.req.Code.IsWrite() && f.req.Code != request.WatchGuard {

@@ -6,9 +6,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/redcell/redcell/scripting"
 	"hash"
 	"hash/crc32"
 	"io"
+	"maps"
 	"slices"
 
 	"github.com/hashicorp/raft"
@@ -17,9 +19,9 @@ import (
 	"github.com/redcell/redcell/slidinglog"
 )
 
-// Snapshot stream format, version 4:
+// Snapshot stream format, version 5:
 //
-//	[4]byte "RCSN", byte version (4)
+//	[4]byte "RCSN", byte version (5)
 //	int64   replicated clock (little endian)
 //	uint64  number of records (little endian)
 //	uint64  the term of the last applied entry (little endian)
@@ -31,7 +33,12 @@ import (
 //	its change marker, shard.Linger after it went (WATCH, watchguard.go):
 //	  byte 0, uvarint key length, key, varint expire (<= clock),
 //	  uvarint change marker
+//	the script cache (scripts.go): uvarint number of scripts, then each
+//	  script's body (uvarint length, bytes) in the order of their SHA-1s
 //	uint32  CRC-32C of every byte before it (little endian)
+//
+// Version 4 is version 5 without the script cache: it restores with an
+// empty one.
 //
 // Version 3 has neither the term nor markers nor gone records: its records
 // are version 4's live records without the marker. A version 3 (or older)
@@ -53,9 +60,10 @@ import (
 // the replicated clock) are left out: they are equivalent to absent.
 const (
 	snapshotMagic = "RCSN"
-	// snapshotVersion is what this build writes; snapshotV1 to snapshotV3
+	// snapshotVersion is what this build writes; snapshotV1 to snapshotV4
 	// still restore.
-	snapshotVersion = 4
+	snapshotVersion = 5
+	snapshotV4      = 4
 	snapshotV3      = 3
 	snapshotV2      = 2
 	snapshotV1      = 1
@@ -72,6 +80,9 @@ const (
 	// sliding log of limit runs; what one request can create is bounded by
 	// what it can write in the log, far below this.
 	maxSnapshotValue = 512 << 20
+	// maxSnapshotScript bounds one script's body likewise (a request
+	// carrying it fits the log, far below this).
+	maxSnapshotScript = 512 << 20
 )
 
 var crcTable = crc32.MakeTable(crc32.Castagnoli)
@@ -92,13 +103,14 @@ func (f *FSM) snapshot() *fsmSnapshot {
 	f.applyMu.RLock()
 	defer f.applyMu.RUnlock()
 	clock := f.clock.Load()
-	return &fsmSnapshot{clock: clock, term: f.term.Load(), snap: f.store.Snapshot(clock)}
+	return &fsmSnapshot{clock: clock, term: f.term.Load(), snap: f.store.Snapshot(clock), scripts: maps.Clone(f.scripts)}
 }
 
 type fsmSnapshot struct {
-	clock int64
-	term  uint64
-	snap  *shard.Snapshot
+	clock   int64
+	term    uint64
+	snap    *shard.Snapshot
+	scripts scriptCache // a copy of the map; bodies are never changed
 }
 
 // Persist writes the snapshot to sink; it runs concurrently with ApplyBatch.
@@ -154,6 +166,15 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 	if werr != nil {
 		return werr
 	}
+	rec = binary.AppendUvarint(rec[:0], uint64(len(s.scripts)))
+	if _, err := bw.Write(rec); err != nil {
+		return err
+	}
+	for _, sha := range s.scripts.sorted() {
+		if _, err := bw.Write(appendBytes(rec[:0], s.scripts[sha])); err != nil {
+			return err
+		}
+	}
 	if err := bw.Flush(); err != nil {
 		return err
 	}
@@ -194,12 +215,13 @@ func (f *FSM) Restore(rc io.ReadCloser) error {
 
 func (f *FSM) restore(rc io.ReadCloser) error {
 	defer rc.Close()
-	h, store, err := readSnapshot(rc, f.cfg.Stripes)
+	h, store, scripts, err := readSnapshot(rc, f.cfg.Stripes)
 	if err != nil {
 		return fmt.Errorf("fsm: restoring snapshot: %w", err)
 	}
 	f.applyMu.Lock()
 	f.store = store
+	f.scripts = scripts
 	f.clock.Store(h.clock)
 	f.term.Store(h.term)
 	if w := f.watching(); w != nil {
@@ -216,25 +238,25 @@ type snapshotHeader struct {
 	term    uint64 // 0 before version 4
 }
 
-func readSnapshot(r io.Reader, stripes int) (snapshotHeader, *shard.Store, error) {
+func readSnapshot(r io.Reader, stripes int) (snapshotHeader, *shard.Store, scriptCache, error) {
 	var h snapshotHeader
 	hr := &hashingReader{r: bufio.NewReaderSize(r, 256<<10), h: crc32.New(crcTable)}
 	var hdr [4 + 1 + 8 + 8 + 8]byte
 	if _, err := io.ReadFull(hr, hdr[:21]); err != nil {
-		return h, nil, fmt.Errorf("reading header: %w", err)
+		return h, nil, nil, fmt.Errorf("reading header: %w", err)
 	}
 	if string(hdr[:4]) != snapshotMagic {
-		return h, nil, errors.New("not a Redcell snapshot")
+		return h, nil, nil, errors.New("not a Redcell snapshot")
 	}
 	h.version = hdr[4]
 	if h.version < snapshotV1 || h.version > snapshotVersion {
-		return h, nil, fmt.Errorf("snapshot version %d, this node understands %d to %d", h.version, snapshotV1, snapshotVersion)
+		return h, nil, nil, fmt.Errorf("snapshot version %d, this node understands %d to %d", h.version, snapshotV1, snapshotVersion)
 	}
 	h.clock = int64(binary.LittleEndian.Uint64(hdr[5:]))
 	count := binary.LittleEndian.Uint64(hdr[13:])
-	if h.version >= snapshotVersion {
+	if h.version >= snapshotV4 {
 		if _, err := io.ReadFull(hr, hdr[21:]); err != nil {
-			return h, nil, fmt.Errorf("reading header: %w", err)
+			return h, nil, nil, fmt.Errorf("reading header: %w", err)
 		}
 		h.term = binary.LittleEndian.Uint64(hdr[21:])
 	}
@@ -244,35 +266,65 @@ func readSnapshot(r io.Reader, stripes int) (snapshotHeader, *shard.Store, error
 	for i := uint64(0); i < count; i++ {
 		st, err := rr.read(hr, h.version, h.clock)
 		if err != nil {
-			return h, nil, fmt.Errorf("record %d: %w", i, err)
+			return h, nil, nil, fmt.Errorf("record %d: %w", i, err)
 		}
 		// Every writer sorts its records (that is what makes replicas'
 		// snapshots byte-identical), so a key out of order or repeated
 		// means the stream was not written by a Redcell node: restoring it
 		// would silently keep one of two states for a key.
 		if i > 0 && bytes.Compare(prev, rr.key) >= 0 {
-			return h, nil, fmt.Errorf("record %d: key %q not after the previous key %q", i, rr.key, prev)
+			return h, nil, nil, fmt.Errorf("record %d: key %q not after the previous key %q", i, rr.key, prev)
 		}
 		prev = append(prev[:0], rr.key...)
-		if h.version < snapshotVersion && st.Expire <= h.clock {
+		if h.version < snapshotV4 && st.Expire <= h.clock {
 			continue // gone, and without a marker: the same as absent
 		}
 		store.Load(rr.key, st)
 	}
+	scripts := scriptCache{}
+	if h.version >= snapshotVersion {
+		var err error
+		if scripts, err = readScripts(hr); err != nil {
+			return h, nil, nil, fmt.Errorf("script cache: %w", err)
+		}
+	}
 	want := hr.h.Sum32()
 	var trailer [4]byte
 	if _, err := io.ReadFull(hr.r, trailer[:]); err != nil {
-		return h, nil, fmt.Errorf("reading checksum: %w", err)
+		return h, nil, nil, fmt.Errorf("reading checksum: %w", err)
 	}
 	if got := binary.LittleEndian.Uint32(trailer[:]); got != want {
-		return h, nil, fmt.Errorf("checksum mismatch: stream says %08x, content is %08x", got, want)
+		return h, nil, nil, fmt.Errorf("checksum mismatch: stream says %08x, content is %08x", got, want)
 	}
 	// The checksum ends the stream: more bytes mean a count that is too
 	// small, or two streams run together.
 	if _, err := hr.r.ReadByte(); err != io.EOF {
-		return h, nil, errors.New("bytes after the checksum")
+		return h, nil, nil, errors.New("bytes after the checksum")
 	}
-	return h, store, nil
+	return h, store, scripts, nil
+}
+
+// readScripts reads a stream's script cache: its bodies in the order of
+// their SHA-1s, which a writer never repeats.
+func readScripts(r *hashingReader) (scriptCache, error) {
+	n, err := binary.ReadUvarint(r)
+	if err != nil {
+		return nil, err
+	}
+	scripts := scriptCache{}
+	prev := ""
+	for i := uint64(0); i < n; i++ {
+		body, err := readChunked(r, nil, maxSnapshotScript)
+		if err != nil {
+			return nil, fmt.Errorf("script %d: %w", i, err)
+		}
+		sha := scripting.SHA1Hex(body)
+		if i > 0 && sha <= prev {
+			return nil, fmt.Errorf("script %d: SHA-1 %s not after the previous %s", i, sha, prev)
+		}
+		scripts[sha], prev = body, sha
+	}
+	return scripts, nil
 }
 
 // recordReader reads snapshot records, reusing its buffers: a record's key
@@ -288,7 +340,7 @@ func (rr *recordReader) read(r *hashingReader, version byte, clock int64) (shard
 	if err != nil {
 		return st, err
 	}
-	if kind == recordGone && version >= snapshotVersion {
+	if kind == recordGone && version >= snapshotV4 {
 		return rr.readGone(r, clock)
 	}
 	hasValue := kind&recordHasValue != 0
@@ -308,7 +360,7 @@ func (rr *recordReader) read(r *hashingReader, version byte, clock int64) (shard
 	if st.B, err = binary.ReadVarint(r); err != nil {
 		return st, err
 	}
-	if version >= snapshotVersion {
+	if version >= snapshotV4 {
 		if st.Mark, err = binary.ReadUvarint(r); err != nil {
 			return st, err
 		}

@@ -26,6 +26,7 @@ type streamHeader struct {
 	version byte
 	clock   int64
 	term    uint64
+	scripts [][]byte // version 5: the script cache's bodies, in SHA-1 order
 }
 
 // parseStream is an independent reading of the snapshot format (from a byte
@@ -103,6 +104,12 @@ func parseStream(b []byte) (h streamHeader, recs []streamRecord, err error) {
 		}
 		recs = append(recs, r)
 	}
+	if err == nil && h.version >= 5 {
+		n := uv()
+		for i := uint64(0); i < n && err == nil; i++ {
+			h.scripts = append(h.scripts, bs())
+		}
+	}
 	if err == nil && len(rest) != 0 {
 		err = errors.New("trailing")
 	}
@@ -148,6 +155,12 @@ func encodeStreamAs(h streamHeader, recs []streamRecord) []byte {
 		}
 		if len(r.st.Val) > 0 {
 			b = appendBytes(b, r.st.Val)
+		}
+	}
+	if h.version >= 5 {
+		b = binary.AppendUvarint(b, uint64(len(h.scripts)))
+		for _, body := range h.scripts {
+			b = appendBytes(b, body)
 		}
 	}
 	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, crcTable))

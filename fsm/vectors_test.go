@@ -77,6 +77,7 @@ func (e *engine) exec(t testing.TB, now int64, words []string) (request.Request,
 	if spec == nil {
 		t.Fatalf("%q: not a command", words)
 	}
+	spec = spec.ForArgs(args)
 	var r request.Request
 	var res request.Result
 	if !spec.OwnArity && !spec.CheckArity(len(args)) {

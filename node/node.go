@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"github.com/redcell/redcell/scripting"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -101,6 +102,12 @@ type Config struct {
 	// DirectWALSync turns on direct WAL syncs while the node is alone
 	// (group.Config.DirectWALSync; --direct-wal-sync).
 	DirectWALSync bool
+	// ScriptMaxInstructions and ScriptMaxMemory are a script call's
+	// budgets (fsm.Config.Scripts; --script-max-instructions,
+	// --script-max-memory), which every member must share; 0: the
+	// engine's defaults.
+	ScriptMaxInstructions int64
+	ScriptMaxMemory       int64
 	// BusyPoll is server.Config.BusyPoll (--busy-poll-usec): how long a
 	// connection may spin for its client's next request while the node is
 	// alone and idle (group.Group.Quiet).
@@ -295,7 +302,8 @@ func Open(cfg Config) (n *Node, err error) {
 	closers = append(closers, n.transport.Close)
 
 	clock := &group.Clock{}
-	n.fsm = fsm.New(fsm.Config{Stripes: cfg.Stripes, Logger: log, OnFatal: func(err error) {
+	scripts := scripting.Config{MaxInstructions: cfg.ScriptMaxInstructions, MaxMemory: cfg.ScriptMaxMemory}
+	n.fsm = fsm.New(fsm.Config{Stripes: cfg.Stripes, Logger: log, Scripts: scripts, OnFatal: func(err error) {
 		select {
 		case n.fatal <- err:
 		default:

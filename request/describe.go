@@ -39,6 +39,10 @@ const (
 	// KeyPairs: Keys alternates keys and the values written to them
 	// (MSET). Encoded as a list.
 	KeyPairs
+	// KeyScript: Keys holds a script or its SHA-1, then Args[0] keys (the
+	// script's KEYS), then the script's arguments (request/scripts.go).
+	// Encoded as a list.
+	KeyScript
 )
 
 // Op describes one request code. Whether it writes is its number (IsWrite):
@@ -143,6 +147,10 @@ func (r *Request) ForEachKey(fn func(key []byte)) {
 	case KeyPairs:
 		for i := 0; i < len(r.Keys); i += 2 {
 			fn(r.Keys[i])
+		}
+	case KeyScript:
+		for _, k := range r.ScriptKeys() {
+			fn(k)
 		}
 	case KeyList:
 		for _, k := range r.Keys {
@@ -288,7 +296,7 @@ func describeOp(op Op) {
 	switch {
 	case ops[op.Code].Keys != 0:
 		panic(fmt.Sprintf("request: code %d described twice", op.Code))
-	case op.Code == 0 || op.Name == "" || op.Keys < NoKey || op.Keys > KeyPairs:
+	case op.Code == 0 || op.Name == "" || op.Keys < NoKey || op.Keys > KeyScript:
 		panic(fmt.Sprintf("request: code %d (%q) is incompletely described", op.Code, op.Name))
 	case op.Reply < KindThrottle || op.Reply > kindLast || op.Reply == KindError || op.Reply == KindNil:
 		panic(fmt.Sprintf("request: code %d has reply kind %d", op.Code, op.Reply))

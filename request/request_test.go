@@ -44,7 +44,8 @@ func TestSetArgsDoesNotAllocate(t *testing.T) {
 // LooksUpKey is true exactly for the known codes whose Key names one key
 // (not a list, not a pattern, not absent).
 func TestLooksUpKey(t *testing.T) {
-	noKey := map[Code]bool{Del: true, Exists: true, Touch: true, Rename: true, RenameNX: true, FlushAll: true, DBSize: true, Scan: true, Keys: true, MSet: true, MSetNX: true, MGet: true, WatchGuard: true, WatchMark: true}
+	noKey := map[Code]bool{Del: true, Exists: true, Touch: true, Rename: true, RenameNX: true, FlushAll: true, DBSize: true, Scan: true, Keys: true, MSet: true, MSetNX: true, MGet: true, WatchGuard: true, WatchMark: true,
+		Eval: true, EvalSha: true, ScriptLoad: true, ScriptFlush: true, EvalRO: true, EvalShaRO: true, ScriptExists: true}
 	for c := Code(0); c < 255; c++ {
 		want := c.Known() && !noKey[c]
 		if got := c.LooksUpKey(); got != want {

@@ -204,6 +204,7 @@ func (c *conn) execCommand(args [][]byte) {
 		c.reject(commands.UnknownCommand(args))
 		return
 	}
+	spec = spec.ForArgs(args) // SCRIPT LOAD runs as a keyspace command
 	c.lastCmd.Store(spec)
 	if !spec.OwnArity && !spec.CheckArity(len(args)) {
 		c.reject(commands.WrongArgs(spec.Name))

@@ -17,7 +17,7 @@ func init() {
 	handlers = map[string]handler{
 		"ping": cmdPing, "echo": cmdEcho, "quit": cmdQuit, "reset": cmdReset,
 		"hello": cmdHello, "auth": cmdAuth, "select": cmdSelect, "client": cmdClient,
-		"info": cmdInfo, "time": cmdTime, "command": cmdCommand, "config": cmdConfig, "raft": cmdRaft, "readonly": cmdReadonly, "readwrite": cmdReadwrite,
+		"info": cmdInfo, "time": cmdTime, "command": cmdCommand, "config": cmdConfig, "script": cmdScript, "raft": cmdRaft, "readonly": cmdReadonly, "readwrite": cmdReadwrite,
 		"debug": cmdDebug, "cluster": cmdCluster,
 		"save": cmdSave, "bgsave": cmdBgsave, "lastsave": cmdLastsave, "shutdown": cmdShutdown,
 		"multi": cmdMulti, "exec": cmdExec, "discard": cmdDiscard, "watch": cmdWatch, "unwatch": cmdUnwatch,

@@ -39,8 +39,18 @@ func runOracleCases(t *testing.T, rc, rd *respConn, cases []oracleCase) {
 }
 
 // oracleArgs fills an oracle line (fill) and makes each {empty} an empty
-// argument.
+// argument; «…» is one argument, blanks and all (a script's body).
 func oracleArgs(line string, nowMs int64) []string {
+	if i := strings.Index(line, "«"); i >= 0 {
+		j := strings.Index(line[i:], "»")
+		if j < 0 {
+			panic("oracle line with « and no »: " + line)
+		}
+		j += i
+		args := oracleArgs(line[:i], nowMs)
+		args = append(args, line[i+len("«"):j])
+		return append(args, oracleArgs(line[j+len("»"):], nowMs)...)
+	}
 	args := fill(line, nowMs)
 	for i, a := range args {
 		if a == "{empty}" {

@@ -5,10 +5,12 @@ import (
 	"flag"
 	"fmt"
 	"github.com/redcell/redcell/internal/arg"
+	"github.com/redcell/redcell/scripting"
 	"github.com/redcell/redcell/server"
 	"io"
 	"log/slog"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -39,6 +41,8 @@ type config struct {
 	snapBytes        uint64
 	procs            int
 	minFreeDisk      int64
+	scriptMaxInstr   int64
+	scriptMaxMemory  string
 
 	clusterSecret     string
 	clusterSecretFile string
@@ -90,6 +94,8 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.snapEvery, "snapshot-interval", 30*time.Second, "how often Raft checks whether a snapshot is due (tuning, tests)")
 	fs.Uint64Var(&c.snapBytes, "snapshot-log-bytes", group.DefaultSnapshotLogBytes, "snapshot once the log written since the last snapshot holds this many bytes (or twice that snapshot's\nsize, if larger): bounds the log a restart replays (64 MiB: under 2 s on a 2-core VM)")
 	fs.Int64Var(&c.minFreeDisk, "min-free-disk", group.DefaultMinFreeDisk, "bytes the data dir's filesystem must keep free: below it, commands that change state are refused\nwith MISCONF (reads work) until space returns, and a leader hands over leadership; 0 disables the guard")
+	fs.Int64Var(&c.scriptMaxInstr, "script-max-instructions", scripting.DefaultMaxInstructions, "Lua VM instructions one script call may run before it stops with an error (its writes so far stand);\nevery member of a cluster must have the same value, so that a script stops at the same instruction on every replica")
+	fs.StringVar(&c.scriptMaxMemory, "script-max-memory", strconv.Itoa(scripting.DefaultMaxMemory>>20)+"mb", "bytes one script call may allocate, counted the same way on every replica (strings, table slots; scripting/DESIGN.md),\nbefore it stops with an error; every member of a cluster must have the same value")
 	fs.IntVar(&c.procs, "procs", 0, "OS threads running Go code at once (GOMAXPROCS); 0 = half the available CPUs, at least 1 (GOMAXPROCS in the environment wins)")
 	fs.StringVar(&c.clusterSecretFile, "cluster-secret-file", "", "file holding the cluster secret (at least 16 bytes; one trailing newline is ignored). Peers must prove it\nin a challenge-response handshake before Raft sees a byte; without a secret the node accepts no peers")
 	fs.StringVar(&c.clusterSecret, "cluster-secret", "", "the cluster secret itself (visible in the process list: prefer --cluster-secret-file or REDCELL_CLUSTER_SECRET)")
@@ -159,6 +165,10 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 		return c, fmt.Errorf("--client-query-buffer-limit %q: want a memory value of at least 1mb", c.queryBufferLimit)
 	case server.ValidOutputBufferLimit(c.outputBufferLimit) != "":
 		return c, fmt.Errorf("--client-output-buffer-limit %q: %s", c.outputBufferLimit, server.ValidOutputBufferLimit(c.outputBufferLimit))
+	case c.scriptMaxInstr < 1000:
+		return c, fmt.Errorf("--script-max-instructions %d: want at least 1000", c.scriptMaxInstr)
+	case !atLeastMB(c.scriptMaxMemory):
+		return c, fmt.Errorf("--script-max-memory %q: want a memory value of at least 1mb", c.scriptMaxMemory)
 	case !validMemory(c.maxMemory):
 		return c, fmt.Errorf("--maxmemory %q: want bytes, optionally with a unit (kb, mb, gb)", c.maxMemory)
 	case c.maxClients < 1 || c.maxClients > 1<<32-1:

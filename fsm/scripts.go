@@ -1,0 +1,207 @@
+package fsm
+
+import (
+	"sort"
+
+	"github.com/redcell/redcell/request"
+	"github.com/redcell/redcell/scripting"
+)
+
+// Lua scripts in the state machine (spec/scripting.md). A script runs here,
+// from the log entry, on every replica: its redis.call requests are
+// applied as a client's would be, at the entry's instant, and its
+// math.random is seeded from the entry's identity, so every replica makes
+// the same writes and answers the same reply. The script cache (SHA-1 to
+// body) is replicated state: EVAL and SCRIPT LOAD fill it, SCRIPT FLUSH
+// empties it, and snapshots carry it (snapshot.go), so EVALSHA works on
+// every node after a failover and after a restart.
+//
+// The compiled form of each script is the engine's cache, per node and not
+// replicated: compiling is a pure function of the body.
+
+// scriptCache is the replicated script cache: lowercase hex SHA-1 to body.
+// It is changed only while an entry is applied (applyMu held for writing)
+// and read under applyMu. Bodies are copied in and never changed, so a
+// snapshot may share them.
+type scriptCache map[string][]byte
+
+var scriptOps = []op{
+	{code: request.Eval, valid: validScript, run: (*FSM).eval},
+	{code: request.EvalSha, valid: validScript, run: (*FSM).evalSha},
+	{code: request.ScriptLoad, valid: validScriptLoad, run: (*FSM).scriptLoad},
+	{code: request.ScriptFlush, run: (*FSM).scriptFlush},
+	{code: request.EvalRO, valid: validScript, run: (*FSM).eval},
+	{code: request.EvalShaRO, valid: validScript, run: (*FSM).evalSha},
+	{code: request.ScriptExists, valid: validScriptExists, run: (*FSM).scriptExists},
+}
+
+// validScript: one argument, the KEYS count, which Keys can hold after the
+// script.
+func validScript(r *request.Request) string {
+	if r.NArgs != 1 || r.Args[0] < 0 || r.Args[0] > int64(len(r.Keys))-1 {
+		return "a script request whose KEYS count does not fit its list"
+	}
+	return ""
+}
+
+func validScriptLoad(r *request.Request) string {
+	if r.NArgs != 0 || len(r.Keys) != 1 {
+		return "SCRIPT LOAD takes one script and no arguments"
+	}
+	return ""
+}
+
+func validScriptExists(r *request.Request) string {
+	if r.NArgs != 0 || len(r.Keys) == 0 {
+		return "SCRIPT EXISTS takes at least one SHA-1 and no arguments"
+	}
+	return ""
+}
+
+// eval runs EVAL (which caches the script first, as Redis does, when it
+// compiles) and EVAL_RO (a read: it caches nothing).
+func (f *FSM) eval(r *request.Request, now int64, res *request.Result) {
+	body := r.Keys[0]
+	sha := scripting.SHA1Hex(body)
+	if msg := f.engine.Compile(body, sha); msg != "" {
+		setReplyError(res, msg)
+		return
+	}
+	if r.Code == request.Eval {
+		f.cacheScript(sha, body)
+	}
+	f.runScript(body, sha, r, now, res)
+}
+
+// evalSha runs EVALSHA and EVALSHA_RO: the cached script, or NOSCRIPT.
+func (f *FSM) evalSha(r *request.Request, now int64, res *request.Result) {
+	sha := string(r.Keys[0])
+	body, ok := f.scripts[sha]
+	if !ok {
+		res.SetErr(request.ErrNoScript)
+		return
+	}
+	f.runScript(body, sha, r, now, res)
+}
+
+// runScript runs a compiled script with r's KEYS and ARGV into res.
+func (f *FSM) runScript(body []byte, sha string, r *request.Request, now int64, res *request.Result) {
+	write := r.Code.IsWrite()
+	call := scripting.Call{
+		Body: body, SHA: sha, Keys: r.ScriptKeys(), Args: r.ScriptArgs(),
+		ReadOnly: !write, Now: now, Seed: f.scriptSeed(write),
+	}
+	x := scriptExecutor{f: f, now: now, write: write}
+	*res = request.Result{Kind: request.KindReply, Data: f.engine.Run(nil, &call, &x)}
+}
+
+// scriptSeed is math.random's seed for the script being run: the entry's
+// index and the request's place in it, which every replica shares. A
+// read-only script (no entry) is seeded from the applied index: its draws
+// reach one client and change nothing.
+func (f *FSM) scriptSeed(write bool) uint64 {
+	if !write {
+		return f.applied.Load() << 16
+	}
+	return f.entryIndex<<16 | uint64(f.entryPos&0xffff)
+}
+
+// scriptLoad caches a script that compiles and answers its SHA-1, or the
+// compiler's error.
+func (f *FSM) scriptLoad(r *request.Request, now int64, res *request.Result) {
+	body := r.Keys[0]
+	sha := scripting.SHA1Hex(body)
+	if msg := f.engine.Compile(body, sha); msg != "" {
+		setReplyError(res, msg)
+		return
+	}
+	f.cacheScript(sha, body)
+	data := make([]byte, 0, len(sha)+7)
+	data = append(append(append(data, "$40\r\n"...), sha...), '\r', '\n')
+	*res = request.Result{Kind: request.KindReply, Data: data}
+}
+
+func (f *FSM) scriptFlush(r *request.Request, now int64, res *request.Result) {
+	clear(f.scripts)
+	*res = request.Result{Kind: request.KindOK}
+}
+
+func (f *FSM) scriptExists(r *request.Request, now int64, res *request.Result) {
+	var data []byte
+	for _, sha := range r.Keys {
+		_, ok := f.scripts[string(sha)]
+		data = request.AppendIntItem(data, scriptExists01(ok))
+	}
+	*res = request.Result{Kind: request.KindInts, Data: data}
+}
+
+func scriptExists01(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// cacheScript adds a script to the replicated cache (a copy: body aliases
+// the entry).
+func (f *FSM) cacheScript(sha string, body []byte) {
+	if _, ok := f.scripts[sha]; !ok {
+		f.scripts[sha] = append([]byte(nil), body...)
+	}
+}
+
+// setReplyError answers an error whose text is not one of the state
+// machine's codes (a compiler's message) as a reply.
+func setReplyError(res *request.Result, msg string) {
+	data := make([]byte, 0, len(msg)+3)
+	data = append(append(append(data, '-'), msg...), '\r', '\n')
+	*res = request.Result{Kind: request.KindReply, Data: data}
+}
+
+// scriptExecutor applies the requests a script's redis.call makes, as the
+// state machine applies a client's: same handlers, same instant, and for a
+// write the same bookkeeping (CLIENT TRACKING's written keys). It runs on
+// the goroutine that runs the script, under applyMu.
+type scriptExecutor struct {
+	f     *FSM
+	now   int64
+	write bool // the script runs from a log entry and may write
+}
+
+// Execute implements scripting.Executor.
+func (x *scriptExecutor) Execute(req *request.Request, res *request.Result) {
+	*res = request.Result{}
+	switch {
+	case validRequest(req) != "", isScriptCode(req.Code),
+		req.Code.IsWrite() && !x.write:
+		// What package scripting never hands over (it refuses scripts
+		// calling scripts, and writes from a read-only script, with
+		// Redis's texts); refused the same way on every replica.
+		res.SetErr(request.ErrInvalidOp)
+		return
+	}
+	x.f.run(req, x.now, res)
+	if x.write && req.Code.IsWrite() && x.f.watching() != nil {
+		x.f.written(req)
+	}
+}
+
+func isScriptCode(c request.Code) bool {
+	switch c {
+	case request.Eval, request.EvalSha, request.ScriptLoad, request.ScriptFlush,
+		request.EvalRO, request.EvalShaRO, request.ScriptExists:
+		return true
+	}
+	return false
+}
+
+// sorted lists the cache's SHA-1s in order: a snapshot writes the
+// cache in that order, so replicas' snapshots stay byte-identical.
+func (c scriptCache) sorted() []string {
+	shas := make([]string, 0, len(c))
+	for sha := range c {
+		shas = append(shas, sha)
+	}
+	sort.Strings(shas)
+	return shas
+}

@@ -1,0 +1,154 @@
+package fsm_test
+
+import (
+	"bytes"
+	"strconv"
+	"testing"
+
+	"github.com/redcell/redcell/fsm"
+	"github.com/redcell/redcell/request"
+)
+
+// script runs a script command line (args as they arrive, blanks and all)
+// and returns its reply: the RESP3 bytes of a KindReply, or the text of an
+// error result prefixed with "-".
+func (e *engine) script(t testing.TB, now int64, args ...string) string {
+	t.Helper()
+	_, res, text := e.exec(t, now, args)
+	switch {
+	case text != "":
+		return "-" + text
+	case res.Kind == request.KindError:
+		return "-" + res.Err.Text()
+	case res.Kind == request.KindReply:
+		return string(res.Data)
+	case res.Kind == request.KindOK:
+		return "+OK"
+	case res.Kind == request.KindInts:
+		var b bytes.Buffer
+		request.IntItems(res.Data, func(v int64) { b.WriteString(":" + strconv.FormatInt(v, 10)) })
+		return b.String()
+	}
+	t.Fatalf("%q: reply of kind %d", args, res.Kind)
+	return ""
+}
+
+const incrScript = "return redis.call('INCRBY', KEYS[1], ARGV[1])"
+const incrSHA = "8cd00688c05c46bde4a2e60658ef20a2e5c0b248"
+
+// TestScriptCacheIsReplicatedState: EVAL caches what it runs, EVALSHA finds
+// it by its SHA-1 in any case, SCRIPT FLUSH empties the cache, and a script
+// that does not compile is answered an error and never cached: what the
+// state machine does with the cache at apply, identically on every replica.
+func TestScriptCacheIsReplicatedState(t *testing.T) {
+	e := newEngine(2)
+	if got := e.script(t, t0, "EVALSHA", incrSHA, "1", "k", "1"); got != "-"+request.NoScriptText {
+		t.Fatalf("EVALSHA before EVAL = %q", got)
+	}
+	if got := e.script(t, t0, "EVAL", incrScript, "1", "k", "5"); got != ":5\r\n" {
+		t.Fatalf("EVAL = %q", got)
+	}
+	if got := e.script(t, t0, "SCRIPT", "EXISTS", incrSHA, "ffffffffffffffffffffffffffffffffffffffff"); got != ":1:0" {
+		t.Fatalf("SCRIPT EXISTS = %q", got)
+	}
+	if got := e.script(t, t0, "EVALSHA", "8CD00688C05C46BDE4A2E60658EF20A2E5C0B248", "1", "k", "2"); got != ":7\r\n" {
+		t.Fatalf("EVALSHA in upper case = %q", got)
+	}
+	if got := e.script(t, t0, "EVALSHA_RO", incrSHA, "1", "k", "2"); !bytes.HasPrefix([]byte(got), []byte("-ERR")) {
+		t.Fatalf("EVALSHA_RO of a writing script = %q, want an error", got)
+	}
+	if got := e.script(t, t0, "SCRIPT", "FLUSH"); got != "+OK" {
+		t.Fatalf("SCRIPT FLUSH = %q", got)
+	}
+	if got := e.script(t, t0, "EVALSHA", incrSHA, "1", "k", "1"); got != "-"+request.NoScriptText {
+		t.Fatalf("EVALSHA after SCRIPT FLUSH = %q", got)
+	}
+	bad := "return +"
+	if got := e.script(t, t0, "EVAL", bad, "0"); !bytes.HasPrefix([]byte(got), []byte("-ERR Error compiling script")) {
+		t.Fatalf("EVAL of a script that does not compile = %q", got)
+	}
+	if got := e.script(t, t0, "SCRIPT", "LOAD", bad); !bytes.HasPrefix([]byte(got), []byte("-ERR Error compiling script")) {
+		t.Fatalf("SCRIPT LOAD of a script that does not compile = %q", got)
+	}
+	if got := e.script(t, t0, "SCRIPT", "LOAD", incrScript); got != "$40\r\n"+incrSHA+"\r\n" {
+		t.Fatalf("SCRIPT LOAD = %q", got)
+	}
+	if got := e.script(t, t0, "SCRIPT", "EXISTS", incrSHA); got != ":1" {
+		t.Fatalf("SCRIPT EXISTS after SCRIPT LOAD = %q", got)
+	}
+}
+
+// TestScriptsAreDeterministic: two replicas applying the same entries with
+// scripts that read TIME, draw math.random and write what they got end in
+// the same state and answer the same bytes; a different entry index draws
+// different numbers (the seed is the entry's identity, not a constant).
+func TestScriptsAreDeterministic(t *testing.T) {
+	body := `local t = redis.call('TIME')
+local r = math.random(1000000)
+redis.call('SET', KEYS[1], t[1] .. '.' .. t[2] .. ':' .. r)
+return {t[1], t[2], r}`
+	a, b := newEngine(2), newEngine(8)
+	var first string
+	for i := range 5 {
+		now := t0 + int64(i)*1_234_567
+		ra := a.script(t, now, "EVAL", body, "1", "k")
+		rb := b.script(t, now, "EVAL", body, "1", "k")
+		if ra != rb {
+			t.Fatalf("entry %d: replicas answered %q and %q", i, ra, rb)
+		}
+		if i == 0 {
+			first = ra
+		} else if ra == first {
+			t.Errorf("entry %d answered what entry 0 did (%q): TIME or the seed does not move", i, ra)
+		}
+	}
+	if da, db := digest(t, a.f), digest(t, b.f); da != db {
+		t.Fatalf("replicas' digests differ after scripts")
+	}
+}
+
+// TestScriptCacheSurvivesSnapshots: the cache is in the snapshot (version
+// 5): a node restored from it runs EVALSHA of every cached script, and its
+// digest equals the source's; the cache is part of the digest.
+func TestScriptCacheSurvivesSnapshots(t *testing.T) {
+	e := newEngine(2)
+	e.script(t, t0, "SCRIPT", "LOAD", incrScript)
+	e.script(t, t0, "EVAL", "return 'x'", "0")
+	withScripts := digest(t, e.f)
+
+	var buf bytes.Buffer
+	if err := e.f.WriteSnapshot(&buf); err != nil {
+		t.Fatal(err)
+	}
+	r := newEngine(4)
+	if err := r.f.Restore(nopCloser{bytes.NewReader(buf.Bytes())}); err != nil {
+		t.Fatal(err)
+	}
+	if got := r.script(t, t0, "EVALSHA", incrSHA, "1", "k", "3"); got != ":3\r\n" {
+		t.Fatalf("EVALSHA after restore = %q", got)
+	}
+	r2 := newEngine(4)
+	if err := r2.f.Restore(nopCloser{bytes.NewReader(buf.Bytes())}); err != nil {
+		t.Fatal(err)
+	}
+	if digest(t, r2.f) != withScripts {
+		t.Fatalf("a restored node's digest differs from its source's")
+	}
+	e.script(t, t0, "SCRIPT", "FLUSH")
+	if digest(t, e.f) == withScripts {
+		t.Fatalf("the digest does not cover the script cache")
+	}
+}
+
+type nopCloser struct{ *bytes.Reader }
+
+func (nopCloser) Close() error { return nil }
+
+func digest(t testing.TB, f *fsm.FSM) [32]byte {
+	t.Helper()
+	_, d, err := f.Digest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
