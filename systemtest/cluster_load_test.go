@@ -105,7 +105,27 @@ var limiterFamilies = []limiterFamily{
 	// peek; both answer the score as a bulk string in RESP2).
 	{"zc", func(k string, n int64) []string { return []string{"ZINCRBY", k, "1", "hits"} },
 		func(k string, n int64) []string { return []string{"ZSCORE", k, "hits"} }, scoreAsLimiter},
+	// A limiter in a Lua script (EVAL; EVAL_RO to peek) that answers the
+	// limiters' five integers itself and stamps each admission with TIME
+	// and a math.random draw: every replica must draw the same (RAFT
+	// DIGEST compares them).
+	{"sc", func(k string, n int64) []string { return []string{"EVAL", scriptTake, "1", k, itoa(n)} },
+		func(k string, n int64) []string { return []string{"EVAL_RO", scriptPeek, "1", k, itoa(n)} }, nil},
 }
+
+// The "sc" family's scripts: a count in hash field n, units in ARGV[1].
+const (
+	scriptTake = `local n = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
+local units = tonumber(ARGV[1])
+if n >= units then return {1, units, 0, 1, 0} end
+local t = redis.call('TIME')
+redis.call('HSET', KEYS[1], 'n', n + 1, 'at', t[1] .. '.' .. t[2], 'draw', math.random(1000000))
+return {0, units, units - n - 1, -1, 0}`
+	scriptPeek = `local n = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
+local units = tonumber(ARGV[1])
+if n >= units then return {1, units, 0, 1, 0} end
+return {0, units, units - n - 1, -1, 0}`
+)
 
 // scoreAsLimiter reads ZINCRBY's score after the call and ZSCORE's score
 // (nil for a missing member) as the "ct" counter's INCR and GET.
