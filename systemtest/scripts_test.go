@@ -143,3 +143,105 @@ func TestScriptCacheSurvivesSnapshotRestart(t *testing.T) {
 	expectReply(t, c, wantInt(1), "EVALSHA", sha, "1", "t", "2", "5")
 	expectReply(t, c, wantBulk("5"), "GET", "t")
 }
+
+// multiLimitScript is the README's atomic multi-limit: it checks every
+// limit in KEYS with CL.PEEK (ARGV holds max_burst, count, period and
+// quantity per key) and takes from all of them with CL.THROTTLE only when
+// none is limited; it answers {0, -1} when it took, or {i, retry_after} for
+// the first limit i that refused, having taken from none.
+const multiLimitScript = `for i, key in ipairs(KEYS) do
+  local a = 4 * (i - 1)
+  local r = redis.call('CL.PEEK', key, ARGV[a+1], ARGV[a+2], ARGV[a+3], ARGV[a+4])
+  if r[1] == 1 then return {i, r[4]} end
+end
+for i, key in ipairs(KEYS) do
+  local a = 4 * (i - 1)
+  redis.call('CL.THROTTLE', key, ARGV[a+1], ARGV[a+2], ARGV[a+3], ARGV[a+4])
+end
+return {0, -1}`
+
+// TestScriptTakesFromSeveralLimitsAtomically: a per-user limit (5 a
+// minute) and a global one (8 a minute) checked by one script: a request
+// refused by either takes from neither, so a user stopped by the global
+// limit keeps its own allowance and the global limit counts only admitted
+// requests.
+func TestScriptTakesFromSeveralLimitsAtomically(t *testing.T) {
+	t.Parallel()
+	n := startTestNode(t, "scripts-multilimit")
+	c := mustDial(t, n.addr())
+	freshBase(t, c)
+	sha := mustDo(t, c, "SCRIPT", "LOAD", multiLimitScript).str
+	take := func(user string) string {
+		return wire(mustDo(t, c, "EVALSHA", sha, "2", "user:"+user, "global", "4", "5", "60", "1", "7", "8", "60", "1"))
+	}
+	for i := range 5 {
+		if got := take("a"); got != "*[:0 :-1]" {
+			t.Fatalf("user a, request %d: %s", i+1, got)
+		}
+	}
+	if got := take("a"); !strings.HasPrefix(got, "*[:1 :") {
+		t.Fatalf("user a, request 6: %s, want refused by limit 1", got)
+	}
+	for i := range 3 {
+		if got := take("b"); got != "*[:0 :-1]" {
+			t.Fatalf("user b, request %d: %s", i+1, got)
+		}
+	}
+	if got := take("b"); !strings.HasPrefix(got, "*[:2 :") {
+		t.Fatalf("user b, request 4: %s, want refused by the global limit", got)
+	}
+	// b took 3 of its 5, untouched by the refused request: a peek allows a
+	// fourth and leaves 1 (redis-cell's remaining counts the request
+	// itself); the global limit holds 8 admissions, a's 5 and b's 3.
+	if v, ok := mustDo(t, c, "CL.PEEK", "user:b", "4", "5", "60").ints(); !ok || v[0] != 0 || v[2] != 1 {
+		t.Errorf("user b's own limit after a refusal by the global one: %v, want allowed with 1 remaining", v)
+	}
+	if v, ok := mustDo(t, c, "CL.PEEK", "global", "7", "8", "60").ints(); !ok || v[0] != 1 || v[2] != 0 {
+		t.Errorf("the global limit after 8 admissions: %v, want limited with 0 remaining", v)
+	}
+}
+
+// TestScriptBudgets: a script that loops forever, one that doubles a string
+// forever and one that fills a table forever each stop with their budget's
+// error; what they wrote before stands, identically on every replica; and
+// the cluster goes on deciding for every other client meanwhile and after.
+func TestScriptBudgets(t *testing.T) {
+	c := startCluster(t, 3, "--script-max-instructions", "2000000")
+	leader := c.waitLeader()
+	lc := mustDial(t, c.nodes[leader].addr())
+	for _, s := range []struct{ name, body, want string }{
+		{"loop", "redis.call('INCR', KEYS[1]) while true do end", "ERR script exceeded its budget of 2000000 instructions"},
+		{"string", "redis.call('INCR', KEYS[1]) local s = 'x' while true do s = s .. s end", "ERR script exceeded its memory budget"},
+		{"table", "redis.call('INCR', KEYS[1]) local t = {} local i = 0 while true do i = i + 1 t[i] = i end", "ERR script exceeded"},
+		{"pcall", "redis.call('INCR', KEYS[1]) while true do pcall(function() while true do end end) end", "ERR script exceeded its budget"},
+	} {
+		done := make(chan reply, 1)
+		go func() {
+			oc, err := dialRESP(c.nodes[leader].addr())
+			if err != nil {
+				done <- reply{kind: '-', str: err.Error()}
+				return
+			}
+			defer oc.close()
+			r, err := oc.do("EVAL", s.body, "1", "runaway")
+			if err != nil {
+				r = reply{kind: '-', str: err.Error()}
+			}
+			done <- r
+		}()
+		// Another client decides while the script runs and after it.
+		for i := range 3 {
+			if v, ok := mustDo(t, lc, "CL.THROTTLE", "other:"+s.name, "100", "100", "60").ints(); !ok || v[0] != 0 {
+				t.Fatalf("%s: decision %d beside the script: %v", s.name, i, v)
+			}
+		}
+		r := <-done
+		if !r.isErr() || !strings.HasPrefix(r.str, s.want) {
+			t.Errorf("%s: %s, want an error starting %q", s.name, wire(r), s.want)
+		}
+	}
+	expectReply(t, lc, wantBulk("4"), "GET", "runaway") // each script's INCR stands
+	c.waitConverged(opTimeout)
+	c.eachReadOnly(func(i int, nc *respConn) { expectReply(t, nc, wantBulk("4"), "GET", "runaway") })
+	c.compareReplicas("after scripts stopped by their budgets")
+}
