@@ -184,7 +184,8 @@ func Test_LimiterWorkloadsAndFamilies(t *testing.T) {
 		want    []family
 		wantErr bool
 	}{
-		{in: "all", want: allFamilies},
+		{in: "all", want: nativeFamilies},
+		{in: "rr,cl", want: []family{familyCL, familyRR}},
 		{in: "sl,TB", want: []family{familyTB, familySL}},
 		{in: "cl", want: []family{familyCL}},
 		{in: "fw", wantErr: true},
@@ -194,8 +195,10 @@ func Test_LimiterWorkloadsAndFamilies(t *testing.T) {
 			t.Errorf("parseFamilies(%q) = %v, %v; want %v (error %v)", tc.in, got, err, tc.want, tc.wantErr)
 		}
 	}
-	if !slices.Contains(allModes, "limiters") {
-		t.Errorf("-mode all = %v, want the limiters mode in it", allModes)
+	for _, m := range []string{"limiters", "scripts"} {
+		if !slices.Contains(allModes, m) {
+			t.Errorf("-mode all = %v, want the %s mode in it", allModes, m)
+		}
 	}
 }
 

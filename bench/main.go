@@ -68,7 +68,7 @@ type options struct {
 	baseline string
 }
 
-var allModes = []string{"compare", "limiters", "latency", "datatypes", "memory", "cluster"}
+var allModes = []string{"compare", "limiters", "scripts", "latency", "datatypes", "memory", "cluster"}
 
 // failoverMode is not part of "all": it measures availability, not speed,
 // and kills processes on purpose.
@@ -77,7 +77,7 @@ const failoverMode = "failover"
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	mode := fs.String("mode", "compare", "compare | limiters | latency | datatypes | memory | cluster | all (comma-separated list allowed); failover (not in all); or pgo alone: write cmd/redcell/default.pgo (see bench/pgo.go)")
+	mode := fs.String("mode", "compare", "compare | limiters | scripts | latency | datatypes | memory | cluster | all (comma-separated list allowed); failover (not in all); or pgo alone: write cmd/redcell/default.pgo (see bench/pgo.go)")
 	servers := fs.String("servers", "all", "servers to run: all, or a comma-separated list of redcell, redis (both Redis servers), redis-lua, redis-lua-fsync")
 	quick := fs.Bool("quick", false, "short runs and 100k keys for a smoke check (results are marked as quick)")
 	results := fs.String("results", "", "directory of the results files: each mode writes <mode>.md there, replacing the last run's (default bench/results in the repository)")
@@ -284,7 +284,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			if err != nil {
 				return err
 			}
-			if err := checkFamilies(ctx, s, "bench:check", allFamilies); err != nil {
+			if err := checkFamilies(ctx, s, "bench:check", nativeFamilies); err != nil {
 				return err
 			}
 			fmt.Fprintf(stdout, "started %s pid %d on %s\n", s.kind, s.pid(), s.addr())
@@ -325,7 +325,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 	}
 	for _, mode := range opts.modes {
 		switch mode {
-		case "compare", "limiters", "latency":
+		case "compare", "limiters", "scripts", "latency":
 			if err := startThroughputServers(); err != nil {
 				return err
 			}
@@ -333,6 +333,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			switch mode {
 			case "limiters":
 				works, title = limiterWorkloads, "Limiters: TB.TAKE and SL.HIT against their Lua scripts"
+			case "scripts":
+				works, title = scriptWorkloads, "Scripts: go-redis/redis_rate's GCRA script by EVALSHA on every server"
+				for _, s := range throughput {
+					if err := checkFamilies(ctx, s, "bench:check", []family{familyRR}); err != nil {
+						return err
+					}
+				}
 			case "latency":
 				works, title = latencyWorkloads, "Latency: one client, no pipelining"
 			}
@@ -348,8 +355,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 				md += "\n" + st
 			}
 			md = withBaseline(stdout, md, ms)
-			if mode == "limiters" {
+			switch mode {
+			case "limiters":
 				md = "Load: " + scriptsNote(works) + ". Each ratio divides by the same command's script on Redis-Lua.\n\n" + md
+			case "scripts":
+				md = scriptsModeNote + md
 			}
 			if err := writeResults(mode, title, md); err != nil {
 				return err
@@ -468,9 +478,18 @@ func checkFamilies(ctx context.Context, s *server, key string, fs []family) erro
 		if f != familyCL {
 			k += ":" + string(f)
 		}
+		if spec.scripted && s.shas[f] == "" {
+			return fmt.Errorf("%s: %s: the server did not load the script", s.label(), spec.command)
+		}
 		v, err := c.do(s.limiterCommand(f, k, spec.args...)...)
 		if err != nil {
 			return fmt.Errorf("%s: check %s decision: %w", s.label(), spec.command, err)
+		}
+		if spec.scripted {
+			if err := checkRedisRate(v); err != nil {
+				return fmt.Errorf("%s: check %s decision: %w", s.label(), spec.command, err)
+			}
+			continue
 		}
 		got, err := throttleReply(v)
 		if err != nil {

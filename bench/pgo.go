@@ -54,6 +54,7 @@ var pgoLoads = []pgoLoad{
 	{name: "cl-c1-P1", work: workload{clients: 1, pipeline: 1, keyspace: 100000}},
 	{name: "tb-c50-P16", work: workload{family: familyTB, clients: 50, pipeline: 16, keyspace: 100000}},
 	{name: "sl-c50-P16", work: workload{family: familySL, clients: 50, pipeline: 16, keyspace: 100000}},
+	{name: "rr-c50-P16", work: workload{family: familyRR, clients: 50, pipeline: 16, keyspace: 100000}},
 	{name: "cluster-leader-c50-P16", work: workload{clients: 50, pipeline: 16, keyspace: 100000}, cluster: true},
 	{name: "cluster-spread-c50-P16", work: workload{clients: 50, pipeline: 16, keyspace: 100000}, cluster: true, spread: true},
 }

@@ -53,7 +53,7 @@ type server struct {
 	port    int
 	dataDir string
 	logPath string
-	shas    map[family]string // SHA1 of each family's script when the server is Redis
+	shas    map[family]string // SHA1 of each family's script the server loaded (loadScripts)
 	cmd     *exec.Cmd
 	bin     string        // the program cmd runs, and
 	args    []string      // its arguments: what relaunch starts again
@@ -247,10 +247,8 @@ func (f *fleet) startNode(ctx context.Context, kind serverKind, name string, ext
 	if err := s.waitReady(ctx, readyLine != "", 30*time.Second); err != nil {
 		return nil, err
 	}
-	if !kind.isRedcell() {
-		if err := s.loadScripts(ctx); err != nil {
-			return nil, err
-		}
+	if err := s.loadScripts(ctx); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
