@@ -55,6 +55,7 @@ var differentialFamilies = []family{
 	setFamily,
 	watchFamily,
 	zsetFamily,
+	scriptFamily,
 	connectionFamily,
 	errorFamily,
 }
