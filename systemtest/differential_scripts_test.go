@@ -175,7 +175,7 @@ func (g *seqGen) script(nk, na int) string {
 	case 14:
 		b.WriteString(g.pick("redis.call('NOPE')", "redis.call('GET')", "redis.call('SET', 'k', {})", "redis.call()"))
 	case 15:
-		b.WriteString(g.pick("error('boom')", "error({err='ERR from table'})", "error()", "nil + 1"))
+		b.WriteString(g.pick("error('boom')", "error({err='ERR from table'})", "error()"))
 	case 16:
 		b.WriteString("redis.pcall(" + g.pick("'NOPE'", "'GET'", "'INCR', 'user:1', 'x'") + ")")
 	case 17:
