@@ -5,9 +5,9 @@
 package fsm
 
 import (
-	"github.com/redcell/redcell/scripting"
 	"bytes"
 	"fmt"
+	"github.com/redcell/redcell/scripting"
 	"log/slog"
 	"sync"
 	"sync/atomic"

@@ -140,8 +140,9 @@ type Group struct {
 	stopping atomic.Bool
 	stopCh   chan struct{}
 	// completerDone is closed when runCompleter returns (it is not in wg:
-	// see awaitCompleter).
+	// see awaitCompleter); waiting is the entry it waits on.
 	completerDone chan struct{}
+	waiting       atomic.Pointer[inflightEntry]
 	// readGate keeps VerifyLeader calls and raft.Shutdown apart: a
 	// VerifyLeader sent after shutdown can be accepted by raft's buffered
 	// channel and never answered (hashicorp/raft#498).

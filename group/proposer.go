@@ -3,6 +3,7 @@ package group
 import (
 	"fmt"
 	"math/bits"
+	"sync/atomic"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -44,6 +45,9 @@ type inflightEntry struct {
 	// its batches' waits in the queue before that (committime.go).
 	proposed, queued int64
 	err              error
+	// answered is set by whoever answers the entry's batches: the
+	// completer, or a Shutdown that finds raft stopped (awaitCompleter).
+	answered atomic.Bool
 }
 
 // Propose commits the batch's requests through the log and fills Results. It
@@ -200,9 +204,12 @@ func (g *Group) stopProposing() {
 // stopped itself (ShutdownOnRemove: this node was removed from the cluster)
 // while some of them were still in its apply queue: raft never answers a
 // future it had queued (BatchApplyCh), so the completer would wait forever
-// and so would Shutdown. Once raft is seen stopped, Shutdown goes on without
-// it; the batches of those entries are never answered, and their clients'
-// connections close with the node. Called by Shutdown after stopProposing.
+// and so would Shutdown. Once raft is seen stopped, Shutdown answers the
+// batches of those entries itself, with ErrOutcomeUnknown (raft may have
+// committed them before it stopped), and goes on without the completer:
+// every batch is answered once, so a forwarded call waiting for its answer
+// (forward.Server.Close waits for them) ends too. Called by Shutdown after
+// stopProposing.
 func (g *Group) awaitCompleter() {
 	if g.completerDone == nil {
 		return // never started
@@ -215,10 +222,26 @@ func (g *Group) awaitCompleter() {
 			return
 		case <-t.C:
 			if g.raft.State() == raft.Shutdown {
-				g.log.Warn("raft stopped itself with entries in its queue that it will never answer; shutting down without waiting for them")
+				g.log.Warn("raft stopped itself with entries in its queue that it will never answer; answering them as of unknown outcome")
+				g.answerUnknown(g.waiting.Load())
+				for e := range g.inflight { // closed by stopProposing
+					g.answerUnknown(e)
+				}
 				return
 			}
 		}
+	}
+}
+
+// answerUnknown answers e's batches with ErrOutcomeUnknown, unless the
+// completer answered them.
+func (g *Group) answerUnknown(e *inflightEntry) {
+	if e == nil || !e.answered.CompareAndSwap(false, true) {
+		return
+	}
+	for _, b := range e.batches {
+		b.err = ErrOutcomeUnknown
+		b.finish()
 	}
 }
 
@@ -232,6 +255,7 @@ const completerPoll = 100 * time.Millisecond
 func (g *Group) runCompleter() {
 	defer close(g.completerDone)
 	for e := range g.inflight {
+		g.waiting.Store(e)
 		e.err = e.future.Error()
 		var res *fsm.Results
 		if e.err == nil {
@@ -254,14 +278,18 @@ func (g *Group) runCompleter() {
 			g.batcher.answered(len(e.batches), e.enc.Count())
 			g.times.noteAnswered(e, monoNanos())
 		}
-		i := 0
-		for _, b := range e.batches {
-			if e.err != nil {
-				b.err = e.err
-			} else {
-				i += copy(b.Results, res.R[i:i+len(b.Ops)])
+		// A Shutdown that found raft stopped may have answered them
+		// (answerUnknown): each batch is answered once.
+		if e.answered.CompareAndSwap(false, true) {
+			i := 0
+			for _, b := range e.batches {
+				if e.err != nil {
+					b.err = e.err
+				} else {
+					i += copy(b.Results, res.R[i:i+len(b.Ops)])
+				}
+				b.finish()
 			}
-			b.finish()
 		}
 		g.fsm.Release(res)
 		g.batcher.passed(e.seq) // applied or failed: it holds the log no more
