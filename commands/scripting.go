@@ -57,7 +57,7 @@ var scriptSpecs = []*Spec{
 			{Name: "script|flush", Arity: -2, Flags: []string{"noscript"}, OwnFlags: true, Code: request.ScriptFlush,
 				Group: "scripting", Since: "2.6.0", Complexity: "O(N) with N being the number of scripts in cache",
 				ACL: []string{"@slow", "@scripting"}, Summary: "Removes all server-side Lua scripts from the replicated script cache.",
-				Args: []Arg{{Name: "flush-type", Type: "oneof", Optional: true, Args: []Arg{{Name: "async", Type: "pure-token", Token: "ASYNC"}, {Name: "sync", Type: "pure-token", Token: "SYNC"}}}},
+				Args:  []Arg{{Name: "flush-type", Type: "oneof", Optional: true, Args: []Arg{{Name: "async", Type: "pure-token", Token: "ASYNC"}, {Name: "sync", Type: "pure-token", Token: "SYNC"}}}},
 				Parse: parseScriptFlush},
 			{Name: "script|kill", Arity: 2, Flags: []string{"noscript", "allow_busy"}, Group: "scripting", Since: "2.6.0", Complexity: "O(1)",
 				ACL: []string{"@slow", "@scripting"}, Summary: "Answers NOTBUSY: a script cannot run past its instruction budget, so none is ever killed."},
