@@ -176,10 +176,11 @@ func cStringPrefix(s string) string {
 // stack use (the argument, 1 per array level, 2 per object level), which C
 // checks with lua_checkstack and reports as excessive nesting.
 type cjsonEncoder struct {
-	L    *lua.LState
-	cfg  *cjsonConfig
-	null *lua.LUserData
-	buf  []byte
+	L     *lua.LState
+	cfg   *cjsonConfig
+	null  *lua.LUserData
+	buf   []byte
+	guard libOutputGuard
 }
 
 func cjsonEncode(L *lua.LState, cfg *cjsonConfig, null *lua.LUserData) int {
@@ -187,6 +188,7 @@ func cjsonEncode(L *lua.LState, cfg *cjsonConfig, null *lua.LUserData) int {
 		capiArgError(L, 1, "expected 1 argument")
 	}
 	e := &cjsonEncoder{L: L, cfg: cfg, null: null}
+	e.guard = libOutputGuard{L: L, tooLarge: fmt.Sprintf("Cannot serialise, result larger than %d bytes", libMaxResultBytes)}
 	e.appendData(L.Get(1), 0, 1)
 	L.Push(lua.LString(e.buf))
 	return 1
@@ -197,6 +199,7 @@ func (e *cjsonEncoder) fail(v lua.LValue, reason string) {
 }
 
 func (e *cjsonEncoder) appendData(v lua.LValue, depth, slots int) {
+	e.guard.check(len(e.buf))
 	switch x := v.(type) {
 	case lua.LString:
 		e.appendString(string(x))

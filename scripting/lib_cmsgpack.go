@@ -2,6 +2,7 @@ package scripting
 
 import (
 	"encoding/binary"
+	"fmt"
 	"math"
 
 	lua "github.com/yuin/gopher-lua"
@@ -53,14 +54,16 @@ func cmsgpackPack(L *lua.LState) int {
 		capiArgError(L, 0, "MessagePack pack needs input.")
 	}
 	var buf []byte
+	guard := &libOutputGuard{L: L, tooLarge: fmt.Sprintf("MessagePack pack result larger than %d bytes", libMaxResultBytes)}
 	for i := 1; i <= nargs; i++ {
-		buf = msgpackEncode(L, buf, L.Get(i), 0)
+		buf = msgpackEncode(L, guard, buf, L.Get(i), 0)
 	}
 	L.Push(lua.LString(buf))
 	return 1
 }
 
-func msgpackEncode(L *lua.LState, buf []byte, v lua.LValue, level int) []byte {
+func msgpackEncode(L *lua.LState, guard *libOutputGuard, buf []byte, v lua.LValue, level int) []byte {
+	guard.check(len(buf))
 	switch x := v.(type) {
 	case lua.LString:
 		return msgpackEncodeBytes(buf, string(x))
@@ -83,7 +86,7 @@ func msgpackEncode(L *lua.LState, buf []byte, v lua.LValue, level int) []byte {
 			buf = msgpackEncodeHeader(buf, 0x90, 0xdc, 0xdd, uint64(n))
 			for j := 1; j <= n; j++ {
 				// lua_gettable: the C code honours __index here.
-				buf = msgpackEncode(L, buf, L.GetTable(x, lua.LNumber(j)), level+1)
+				buf = msgpackEncode(L, guard, buf, L.GetTable(x, lua.LNumber(j)), level+1)
 			}
 			return buf
 		}
@@ -93,8 +96,8 @@ func msgpackEncode(L *lua.LState, buf []byte, v lua.LValue, level int) []byte {
 		}
 		buf = msgpackEncodeHeader(buf, 0x80, 0xde, 0xdf, uint64(count))
 		for k, val := x.Next(lua.LNil); k != lua.LNil; k, val = x.Next(k) {
-			buf = msgpackEncode(L, buf, k, level+1)
-			buf = msgpackEncode(L, buf, val, level+1)
+			buf = msgpackEncode(L, guard, buf, k, level+1)
+			buf = msgpackEncode(L, guard, buf, val, level+1)
 		}
 		return buf
 	}

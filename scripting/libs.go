@@ -79,7 +79,7 @@ func capiCalledName(L *lua.LState) string {
 		return "?"
 	}
 	name := dbg.Name
-	if name == "" || name == "(anonymous)" || strings.HasPrefix(name, "<") {
+	if name == "" || name == "(anonymous)" || name == "main chunk" || strings.HasPrefix(name, "<") {
 		return "?"
 	}
 	return name
@@ -384,5 +384,34 @@ func cIsAlnum(c byte) bool    { return cIsDigit(c) || (c|0x20) >= 'a' && (c|0x20
 func libSetFuncs(L *lua.LState, module *lua.LTable, funcs map[string]lua.LGFunction) {
 	for name, fn := range funcs {
 		module.RawSetString(name, L.NewFunction(fn))
+	}
+}
+
+// libMaxResultBytes bounds the strings cjson.encode and cmsgpack.pack build.
+// A table that holds the same subtable many times is encoded once per
+// reference, so a small structure can ask for an output of any size, and the
+// work is done in Go, where the VM's instruction budget does not see it.
+// 512 MB is Redis's proto-max-bulk-len: no client could receive more.
+const libMaxResultBytes = 512 << 20
+
+// libOutputGuard watches a result as it grows: an error past
+// libMaxResultBytes, and a check of the state's context (how a script is
+// cancelled) every 64 KiB, so that a long encoding stops with the script.
+type libOutputGuard struct {
+	L         *lua.LState
+	tooLarge  string // the error text
+	nextCheck int
+}
+
+func (g *libOutputGuard) check(size int) {
+	if size < g.nextCheck {
+		return
+	}
+	g.nextCheck = size + 64<<10
+	if size > libMaxResultBytes {
+		capiRaise(g.L, "%s", g.tooLarge)
+	}
+	if ctx := g.L.Context(); ctx != nil && ctx.Err() != nil {
+		capiRaise(g.L, "%s", ctx.Err().Error())
 	}
 }
