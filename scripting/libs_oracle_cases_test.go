@@ -249,5 +249,13 @@ func libsOracleCases() []libsOracleCase {
 		`return struct.size('s')`, `return struct.size('c0')`, `return struct.size('!3')`, `return struct.size('=')`, `return struct.size('i40')`,
 		`return struct.size('')`, `return struct.size()`,
 	)
+	add("number conversions",
+		// exact arithmetic only (no ^, whose last bit may differ between C's pow and Go's)
+		`local out = {} for i = 1, 300 do local x = (i * 7919.123456789) / (3 * (i % 11) + 1) if i % 3 == 0 then x = x / 1e9 end if i % 5 == 0 then x = -x * 1e12 end out[#out+1] = cjson.encode(x) end return table.concat(out, ' ')`,
+		`local out = {} for p = 1, 14 do cjson.encode_number_precision(p) for _, x in ipairs({1/3, 2/3, 123456.789, 9.5, 0.00001234, 1e21, 99999.99999, 5e-324, 1.7976931348623157e308}) do out[#out+1] = cjson.encode(x) end end return table.concat(out, ' ')`,
+		`local out = {} for _, s in ipairs({'0.1', '1e23', '8.98846567431158e307', '2.2250738585072011e-308', '123456789012345678901234567890e-20', '-0.0', '1E-7', '0.30000000000000004'}) do out[#out+1] = cjson.decode(s) end return unpack(out)`,
+		`return struct.pack('c0', 1/3), struct.pack('c0', 1e100), struct.pack('c0', -0), struct.pack('c0', 2^63), cmsgpack.unpack(1.5)`,
+		`return bit.tobit('0x7fffffff'), bit.tobit('  12  '), bit.tobit('1e3'), bit.tobit(' -0x10\\t')`, `return bit.tobit('0x')`, `return bit.tobit('')`, `return bit.tobit('1 2')`,
+	)
 	return cases
 }

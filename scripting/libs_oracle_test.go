@@ -2,6 +2,8 @@ package scripting
 
 import (
 	"bufio"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -90,8 +92,16 @@ type libsOracleCase struct {
 	chunk string
 }
 
+var libsOracleUpdate = flag.Bool("libs.update", false, "rewrite "+libsGoldenPath+" from redis-server's answers")
+
+// libsGoldenPath holds Redis's answer to every case, so that
+// TestLibsAgainstGolden checks the libraries where redis-server is missing.
+const libsGoldenPath = "testdata/libs_oracle_golden.txt"
+
 func TestLibsAgainstRedis(t *testing.T) {
 	redis := libsOracleStartRedis(t)
+	golden := libsReadGolden(t)
+	var update strings.Builder
 	for _, c := range libsOracleCases() {
 		script := libsOracleScript(c.chunk)
 		want, err := redis.eval(script)
@@ -99,18 +109,72 @@ func TestLibsAgainstRedis(t *testing.T) {
 			t.Errorf("%s: redis: %v", c.name, err)
 			continue
 		}
+		if _, err := redis.eval(libsOracleResetConfig); err != nil {
+			t.Fatalf("resetting cjson's configuration: %v", err)
+		}
+		fmt.Fprintf(&update, "%s\t%s\n", c.name, strconv.Quote(want))
+		if g, ok := golden[c.name]; !*libsOracleUpdate && (!ok || g != want) {
+			t.Errorf("%s: %s is stale (go test ./scripting -run TestLibsAgainstRedis -libs.update)", c.name, libsGoldenPath)
+		}
 		got, err := libsRunLocal(script)
 		if err != nil {
 			t.Errorf("%s: gopher-lua: %v", c.name, err)
 			continue
 		}
-		if _, err := redis.eval(libsOracleResetConfig); err != nil {
-			t.Fatalf("resetting cjson's configuration: %v", err)
+		if got != want {
+			t.Errorf("%s: %s\n redis: %s\n  ours: %s", c.name, c.chunk, want, got)
+		}
+	}
+	if *libsOracleUpdate {
+		if err := os.WriteFile(libsGoldenPath, []byte(update.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestLibsAgainstGolden compares the libraries with Redis's recorded
+// answers; it needs no redis-server.
+func TestLibsAgainstGolden(t *testing.T) {
+	golden := libsReadGolden(t)
+	for _, c := range libsOracleCases() {
+		want, ok := golden[c.name]
+		if !ok {
+			t.Errorf("%s: not in %s (go test ./scripting -run TestLibsAgainstRedis -libs.update)", c.name, libsGoldenPath)
+			continue
+		}
+		got, err := libsRunLocal(libsOracleScript(c.chunk))
+		if err != nil {
+			t.Errorf("%s: gopher-lua: %v", c.name, err)
+			continue
 		}
 		if got != want {
 			t.Errorf("%s: %s\n redis: %s\n  ours: %s", c.name, c.chunk, want, got)
 		}
 	}
+}
+
+func libsReadGolden(t *testing.T) map[string]string {
+	t.Helper()
+	data, err := os.ReadFile(libsGoldenPath)
+	if errors.Is(err, os.ErrNotExist) && *libsOracleUpdate {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		name, quoted, ok := strings.Cut(line, "\t")
+		if !ok {
+			t.Fatalf("%s: bad line %q", libsGoldenPath, line)
+		}
+		v, err := strconv.Unquote(quoted)
+		if err != nil {
+			t.Fatalf("%s: %s: %v", libsGoldenPath, name, err)
+		}
+		golden[name] = v
+	}
+	return golden
 }
 
 // libsNewState is a bare state with the libraries Redis opens that matter
