@@ -45,15 +45,11 @@ func defaultCJSONConfig() *cjsonConfig {
 	}
 }
 
-// newCJSONModule builds the cjson table with its own null value, the one
-// JSON null decodes to and that encodes as null. (In C it is the NULL light
-// userdata, equal across every cjson table; here one userdata per state.)
-func newCJSONModule(L *lua.LState) *lua.LTable {
-	return newCJSONModuleWithNull(L, &lua.LUserData{})
-}
-
-func newCJSONModuleWithNull(L *lua.LState, null *lua.LUserData) *lua.LTable {
-	cfg := defaultCJSONConfig()
+// newCJSONModuleWithConfig builds a cjson table using cfg, with null as
+// cjson.null: the value JSON null decodes to and that encodes as null. (In C
+// it is the NULL light userdata, the same for every cjson table; here one
+// userdata per state, shared by the tables cjson.new makes.)
+func newCJSONModuleWithConfig(L *lua.LState, cfg *cjsonConfig, null *lua.LUserData) *lua.LTable {
 	module := L.NewTable()
 	libSetFuncs(L, module, map[string]lua.LGFunction{
 		"encode": func(L *lua.LState) int { return cjsonEncode(L, cfg, null) },
@@ -91,7 +87,7 @@ func newCJSONModuleWithNull(L *lua.LState, null *lua.LUserData) *lua.LTable {
 			return cjsonEnumOption(L, 1, &cfg.decodeInvalidNumbers, nil)
 		},
 		"new": func(L *lua.LState) int {
-			L.Push(newCJSONModuleWithNull(L, null))
+			L.Push(newCJSONModuleWithConfig(L, defaultCJSONConfig(), null))
 			return 1
 		},
 	})
