@@ -257,5 +257,17 @@ func libsOracleCases() []libsOracleCase {
 		`return struct.pack('c0', 1/3), struct.pack('c0', 1e100), struct.pack('c0', -0), struct.pack('c0', 2^63), cmsgpack.unpack(1.5)`,
 		`return bit.tobit('0x7fffffff'), bit.tobit('  12  '), bit.tobit('1e3'), bit.tobit(' -0x10\\t')`, `return bit.tobit('0x')`, `return bit.tobit('')`, `return bit.tobit('1 2')`,
 	)
+	add("edges",
+		`return cjson.encode({[-0]=1})`, `return cmsgpack.pack({[-0]=1})`, `return struct.pack('>d', 0/0), struct.pack('>f', 0/0), struct.pack('>f', -(0/0))`,
+		`return struct.unpack('>f', '\127\192\0\1'), struct.unpack('>d', '\127\248\0\0\0\0\0\1')`,
+		`local t = {} for i = 1, 20 do t['k' .. i] = i end local n = 0 for k, v in pairs(cmsgpack.unpack(cmsgpack.pack(t))) do n = n + v end return n, #cmsgpack.pack(t)`,
+		`local t = {} for i = 1, 70000 do t['k' .. i] = 1 end local p = cmsgpack.pack(t) return #p, p:sub(1, 5)`,
+		`local t = setmetatable({}, {__index = function() return 1 end}) t[1] = 5 t[2] = 6 return cmsgpack.pack(t), cjson.encode(t)`,
+		`return struct.pack('c0 b', string.rep('x', 10000))`,
+		`return bit.band(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), bit.bor(bit.lshift(1, 31), 1), bit.tobit(bit.lshift(1, 31))`,
+		`return cjson.encode(cjson.decode('{"a":[1,2,3,{"b":null}]}').a)`,
+		`return cjson.decode('"\\u00"')`, `return cjson.decode('"\\')`, `return cjson.decode('[1, 2, 3')`, `return cjson.decode('{"a" 1}')`,
+		`return cjson.encode({[1]=1, [2]=2, n=3})`, `return cjson.encode({[1]=1, [2]=2, [2.5]=3})`,
+	)
 	return cases
 }
