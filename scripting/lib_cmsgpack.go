@@ -31,13 +31,13 @@ func newCmsgpackModule(L *lua.LState) *lua.LTable {
 		"unpack": func(L *lua.LState) int { return cmsgpackUnpackFull(L, 0, 0) },
 		"unpack_one": func(L *lua.LState) int {
 			offset := capiOptInteger(L, 2, 0)
-			L.SetTop(1)
+			cmsgpackKeepFirstArg(L)
 			return cmsgpackUnpackFull(L, 1, offset)
 		},
 		"unpack_limit": func(L *lua.LState) int {
 			limit := capiCheckInteger(L, 2)
 			offset := capiOptInteger(L, 3, 0)
-			L.SetTop(1)
+			cmsgpackKeepFirstArg(L)
 			return cmsgpackUnpackFull(L, limit, offset)
 		},
 	})
@@ -46,6 +46,14 @@ func newCmsgpackModule(L *lua.LState) *lua.LTable {
 	module.RawSetString("_COPYRIGHT", lua.LString("Copyright (C) 2012, Salvatore Sanfilippo"))
 	module.RawSetString("_DESCRIPTION", lua.LString("MessagePack C implementation for Lua"))
 	return module
+}
+
+// cmsgpackKeepFirstArg is the C code's lua_pop(L, lua_gettop(L)-1): the
+// arguments after the first go; with no argument at all, none is added.
+func cmsgpackKeepFirstArg(L *lua.LState) {
+	if L.GetTop() > 1 {
+		L.SetTop(1)
+	}
 }
 
 func cmsgpackPack(L *lua.LState) int {

@@ -267,6 +267,7 @@ func libsOracleCases() []libsOracleCase {
 		`return bit.band(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31), bit.bor(bit.lshift(1, 31), 1), bit.tobit(bit.lshift(1, 31))`,
 		`return cjson.encode(cjson.decode('{"a":[1,2,3,{"b":null}]}').a)`,
 		`return cjson.decode('"\\u00"')`, `return cjson.decode('"\\')`, `return cjson.decode('[1, 2, 3')`, `return cjson.decode('{"a" 1}')`,
+		`return cmsgpack.unpack_one()`, `return cmsgpack.unpack_limit()`, `return cmsgpack.unpack_limit(nil, 1)`, `return cmsgpack.unpack_one(nil)`,
 		`return cjson.encode({[1]=1, [2]=2, n=3})`, `return cjson.encode({[1]=1, [2]=2, [2.5]=3})`,
 	)
 	return cases
