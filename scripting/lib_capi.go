@@ -1,6 +1,7 @@
 package scripting
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"strconv"
@@ -193,40 +194,62 @@ func cDoubleToInt32(d float64) int32 {
 // cFormatG is C's printf("%.<prec>g", d) as glibc prints it, which is how Lua
 // 5.1 turns numbers into strings (prec 14) and how cjson encodes them.
 func cFormatG(d float64, prec int) string {
+	var scratch [64]byte
+	return string(cAppendFormatG(scratch[:0], d, prec))
+}
+
+// cAppendFormatG appends cFormatG(d, prec) to buf without allocating.
+func cAppendFormatG(buf []byte, d float64, prec int) []byte {
 	switch {
 	case math.IsNaN(d):
 		if math.Signbit(d) {
-			return "-nan"
+			return append(buf, "-nan"...)
 		}
-		return "nan"
+		return append(buf, "nan"...)
 	case math.IsInf(d, 1):
-		return "inf"
+		return append(buf, "inf"...)
 	case math.IsInf(d, -1):
-		return "-inf"
+		return append(buf, "-inf"...)
 	}
-	if prec == 0 {
+	if prec < 1 {
 		prec = 1
+	}
+	// The common case, an integer with at most prec digits, prints as one.
+	if d == math.Trunc(d) && math.Abs(d) < cPow10[prec] && (d != 0 || !math.Signbit(d)) {
+		return strconv.AppendInt(buf, int64(d), 10)
 	}
 	// The exponent %g decides with is the one of the number rounded to prec
 	// significant digits, which %e computes.
-	e := strconv.FormatFloat(d, 'e', prec-1, 64)
-	exp, _ := strconv.Atoi(e[strings.LastIndexByte(e, 'e')+1:])
-	var s string
+	var scratch [48]byte
+	e := strconv.AppendFloat(scratch[:0], d, 'e', prec-1, 64)
+	ei := bytes.LastIndexByte(e, 'e')
+	exp, _ := strconv.Atoi(string(e[ei+1:]))
 	if exp < -4 || exp >= prec {
-		mant, expPart, _ := strings.Cut(e, "e")
-		s = cTrimFractionZeros(mant) + "e" + expPart
-	} else {
-		s = cTrimFractionZeros(strconv.FormatFloat(d, 'f', prec-1-exp, 64))
+		buf = append(buf, cTrimFractionZeros(e[:ei])...)
+		return append(buf, e[ei:]...)
 	}
-	return s
+	var fscratch [400]byte
+	f := strconv.AppendFloat(fscratch[:0], d, 'f', prec-1-exp, 64)
+	return append(buf, cTrimFractionZeros(f)...)
 }
 
-func cTrimFractionZeros(s string) string {
-	if !strings.Contains(s, ".") {
+// cPow10[n] is 10^n for the precisions %g takes here (1..14, and 17).
+var cPow10 = func() [18]float64 {
+	var t [18]float64
+	p := 1.0
+	for i := range t {
+		t[i] = p
+		p *= 10
+	}
+	return t
+}()
+
+func cTrimFractionZeros(s []byte) []byte {
+	if bytes.IndexByte(s, '.') < 0 {
 		return s
 	}
-	s = strings.TrimRight(s, "0")
-	return strings.TrimSuffix(s, ".")
+	s = bytes.TrimRight(s, "0")
+	return bytes.TrimSuffix(s, []byte("."))
 }
 
 // cStrtod is glibc's strtod: it converts the longest prefix of s that is a

@@ -184,7 +184,7 @@ func cjsonEncode(L *lua.LState, cfg *cjsonConfig, null *lua.LUserData) int {
 		capiArgError(L, 1, "expected 1 argument")
 	}
 	e := &cjsonEncoder{L: L, cfg: cfg, null: null}
-	e.guard = libOutputGuard{L: L, tooLarge: fmt.Sprintf("Cannot serialise, result larger than %d bytes", libMaxResultBytes)}
+	e.guard = libOutputGuard{L: L, tooLarge: "Cannot serialise, result larger than 536870912 bytes"}
 	e.appendData(L.Get(1), 0, 1)
 	L.Push(lua.LString(e.buf))
 	return 1
@@ -270,7 +270,7 @@ func (e *cjsonEncoder) appendNumber(n lua.LNumber) {
 			return
 		}
 	}
-	e.buf = append(e.buf, cFormatG(num, e.cfg.encodeNumberPrecision)...)
+	e.buf = cAppendFormatG(e.buf, num, e.cfg.encodeNumberPrecision)
 }
 
 // arrayLength is lua_array_length: the largest key when every key is a
@@ -644,7 +644,9 @@ func (p *cjsonParser) processValue(tok *cjsonToken) lua.LValue {
 
 func (p *cjsonParser) parseObject() lua.LValue {
 	p.descend(3)
-	t := p.L.NewTable()
+	// Small first sizes: gopher-lua's default (32 array slots, a 32-entry
+	// map) costs more than most decoded tables hold; they grow as needed.
+	t := p.L.CreateTable(0, 4)
 	p.slots += 2 // the table, and a key while its value is parsed
 	defer func() { p.slots -= 2 }()
 	var tok cjsonToken
@@ -678,7 +680,7 @@ func (p *cjsonParser) parseObject() lua.LValue {
 
 func (p *cjsonParser) parseArray() lua.LValue {
 	p.descend(2)
-	t := p.L.NewTable()
+	t := p.L.CreateTable(4, 0)
 	p.slots++ // the table
 	defer func() { p.slots-- }()
 	var tok cjsonToken

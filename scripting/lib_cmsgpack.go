@@ -2,7 +2,6 @@ package scripting
 
 import (
 	"encoding/binary"
-	"fmt"
 	"math"
 
 	lua "github.com/yuin/gopher-lua"
@@ -62,7 +61,7 @@ func cmsgpackPack(L *lua.LState) int {
 		capiArgError(L, 0, "MessagePack pack needs input.")
 	}
 	var buf []byte
-	guard := &libOutputGuard{L: L, tooLarge: fmt.Sprintf("MessagePack pack result larger than %d bytes", libMaxResultBytes)}
+	guard := &libOutputGuard{L: L, tooLarge: "MessagePack pack result larger than 536870912 bytes"}
 	for i := 1; i <= nargs; i++ {
 		buf = msgpackEncode(L, guard, buf, L.Get(i), 0)
 	}
@@ -375,11 +374,12 @@ func (d *msgpackDecoder) decode() lua.LValue {
 	return lua.LNil
 }
 
-// decodeArray reads n elements into a table. The table is filled as the
-// elements arrive, never sized from n: n comes from the input and a short
-// input ends the loop with msgpackEOF long before n.
+// decodeArray reads n elements into a table. n comes from the input, and a
+// short input ends the loop with msgpackEOF long before n.
 func (d *msgpackDecoder) decodeArray(n uint64) lua.LValue {
-	t := d.L.NewTable()
+	// Sized for what the input can still hold (an element takes a byte at
+	// least), never for the header's claim.
+	t := d.L.CreateTable(int(min(n, uint64(d.left()))), 0)
 	d.slots++ // the table
 	d.checkStack("in function mp_decode_to_lua_array")
 	d.slots++ // the index pushed before each element
@@ -395,7 +395,7 @@ func (d *msgpackDecoder) decodeArray(n uint64) lua.LValue {
 }
 
 func (d *msgpackDecoder) decodeMap(n uint64) lua.LValue {
-	t := d.L.NewTable()
+	t := d.L.CreateTable(0, int(min(n, uint64(d.left()/2))))
 	d.slots++ // the table
 	defer func() { d.slots-- }()
 	for ; n > 0; n-- {

@@ -55,6 +55,7 @@ func libSetFuncs(L *lua.LState, module *lua.LTable, funcs map[string]lua.LGFunct
 // reference, so a small structure can ask for an output of any size, and the
 // work is done in Go, where the VM's instruction budget does not see it.
 // 512 MB is Redis's proto-max-bulk-len: no client could receive more.
+// The error texts below spell it out.
 const libMaxResultBytes = 512 << 20
 
 // libOutputGuard watches a result as it grows: an error past

@@ -2,6 +2,7 @@ package scripting
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -91,5 +92,13 @@ func TestLibOutputGuard(t *testing.T) {
 	cancel()
 	if err := check(ctx, 1); err == nil {
 		t.Fatal("a cancelled context did not stop the encoding")
+	}
+}
+
+func TestLibOutputGuardTextsSayTheLimit(t *testing.T) {
+	for _, text := range []string{"Cannot serialise, result larger than 536870912 bytes", "MessagePack pack result larger than 536870912 bytes"} {
+		if !strings.Contains(text, strconv.Itoa(libMaxResultBytes)) {
+			t.Errorf("%q does not say %d", text, libMaxResultBytes)
+		}
 	}
 }
