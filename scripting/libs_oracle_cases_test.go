@@ -270,5 +270,5 @@ func libsOracleCases() []libsOracleCase {
 		`return cmsgpack.unpack_one()`, `return cmsgpack.unpack_limit()`, `return cmsgpack.unpack_limit(nil, 1)`, `return cmsgpack.unpack_one(nil)`,
 		`return cjson.encode({[1]=1, [2]=2, n=3})`, `return cjson.encode({[1]=1, [2]=2, [2.5]=3})`,
 	)
-	return cases
+	return append(cases, libsGeneratedCases()...)
 }
