@@ -114,8 +114,8 @@ func capiStr2Number(s string) (float64, bool) {
 	if n == 0 {
 		return 0, false
 	}
-	for _, c := range []byte(s[n:]) {
-		if !cIsSpace(c) {
+	for i := n; i < len(s); i++ {
+		if !cIsSpace(s[i]) {
 			return 0, false
 		}
 	}
