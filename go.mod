@@ -5,12 +5,14 @@ go 1.26.8
 require (
 	github.com/anishathalye/porcupine v1.3.1
 	github.com/cockroachdb/pebble/v2 v2.1.7
+	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/gomodule/redigo v1.9.3
 	github.com/hashicorp/go-hclog v1.6.3
 	github.com/hashicorp/raft v1.8.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.79
 	github.com/tidwall/redcon v1.6.4
+	github.com/ulule/limiter/v3 v3.11.2
 	github.com/yuin/gopher-lua v1.1.2
 )
 

@@ -25,10 +25,20 @@ import (
 //     program built from the Go module proxy by clients/envoy/build.sh, run
 //     with clients/envoy/config.yaml), asked through its HTTP /json endpoint;
 //   - Python limits (Debian's python3-limits) with its fixed-window
-//     elastic-expiry strategy, through clients/python/limits_driver.py;
-//   - rate-limiter-flexible's RateLimiterRedisNonAtomic on ioredis (npm,
-//     pinned by clients/node/package-lock.json), through
-//     clients/node/ratelimit.js.
+//     elastic-expiry strategy (plain commands), its fixed-window and its
+//     moving-window strategies (Lua scripts), through
+//     clients/python/limits_driver.py;
+//   - rate-limiter-flexible on ioredis (npm, pinned by
+//     clients/node/package-lock.json): RateLimiterRedisNonAtomic (MULTI and
+//     plain commands) and RateLimiterRedis (a Lua script), through
+//     clients/node/ratelimit.js;
+//   - go-redis/redis_rate (GCRA in a Lua script reading TIME) and
+//     ulule/limiter's Redis store (a fixed window in a Lua script loaded by
+//     SCRIPT LOAD), Go modules called in the test's process
+//     (clients_ratelimit_scripted_test.go);
+//   - express-rate-limit with rate-limit-redis's store on node-redis (npm,
+//     Lua scripts loaded by SCRIPT LOAD), an Express app run by
+//     clients/node/express_ratelimit.js.
 //
 // Each answers one request at a time with what the library decided; the
 // tests count those decisions.
@@ -46,6 +56,40 @@ type rateLimitLib struct {
 	// counterKey is the Redis key the library counts id's requests in (for
 	// envoy's, the one of the current wall-clock day).
 	counterKey func(id string) string
+	// counted reads, through conn, how many requests of id the library's
+	// state at counterKey(id) holds; nil for an integer counter (GET, 0
+	// when missing).
+	counted func(conn *respConn, id string) (int64, error)
+	// admissionsOnly: the library's state counts admitted requests only (a
+	// refusal leaves it as it was): redis_rate's theoretical arrival time,
+	// limits' moving-window list. The others count refusals too.
+	admissionsOnly bool
+	// retriesUnknownOutcome: the library's client retries, unseen, a
+	// request answered TRYAGAIN (go-redis does, up to its MaxRetries, since
+	// Redis Cluster's TRYAGAIN promises the command was not run), while
+	// Redcell's TRYAGAIN after a leader change says the write may or may not
+	// have been applied. The request in flight at a leader's kill may then
+	// count in the library's state once more than the library reports.
+	retriesUnknownOutcome bool
+}
+
+// counter is lib.counted bound to conn: what the library's state holds for
+// an identifier.
+func (l *rateLimitLib) counter(conn *respConn) func(id string) (int64, error) {
+	if l.counted != nil {
+		return func(id string) (int64, error) { return l.counted(conn, id) }
+	}
+	get := counterOn(conn)
+	return func(id string) (int64, error) { return get(l.counterKey(id)) }
+}
+
+// stateAfter is what lib's state must count after admitted admissions and
+// refused refusals.
+func (l *rateLimitLib) stateAfter(admitted, refused int) int64 {
+	if l.admissionsOnly {
+		return int64(admitted)
+	}
+	return int64(admitted + refused)
 }
 
 // hitResult is what the library answered for one request.
@@ -60,7 +104,8 @@ type hitResult struct {
 	// rate-limiter-flexible's remainingPoints).
 	remaining int64
 	// msBeforeNext is rate-limiter-flexible's msBeforeNext (the key's PTTL
-	// as the library read it); -1 for the other libraries.
+	// as the library read it) and redis_rate's ResetAfter in milliseconds;
+	// -1 for the other libraries.
 	msBeforeNext int64
 }
 
@@ -72,10 +117,22 @@ var rateLimitLibs = []struct {
 	// clock (envoy's day), is the current window; nil for the others, whose
 	// windows are the server's key expiry on Redcell's clock.
 	wallWindow func() int64
+	// window, when not nil, checks on one node how the library's window
+	// follows Redcell's clock, moved from base with DEBUG CLOCK (c is a
+	// connection to the node, id an identifier of its own).
+	window func(t *testing.T, c *respConn, lib *rateLimitLib, base int64, id string)
 }{
-	{"envoy-ratelimit", openEnvoyRatelimit, envoyWindow},
-	{"python-limits", openPythonLimits, nil},
-	{"rate-limiter-flexible", openRateLimiterFlexible, nil},
+	{"envoy-ratelimit", openEnvoyRatelimit, envoyWindow, nil},
+	{"python-limits", openPythonLimits, nil, checkElasticExpiry},
+	{"python-limits-fixed", openPythonLimitsFixed, nil, checkLimitsFixedWindow},
+	// The moving window is the driver's wall clock (time.time() in the
+	// script's arguments); only the list's EXPIRE is Redcell's.
+	{"python-limits-moving", openPythonLimitsMoving, nil, nil},
+	{"rate-limiter-flexible", openRateLimiterFlexible, nil, checkFlexibleWindow},
+	{"rate-limiter-flexible-atomic", openRateLimiterFlexibleAtomic, nil, checkFlexibleWindow},
+	{"redis_rate", openRedisRate, nil, checkRedisRateGCRA},
+	{"ulule-limiter", openUluleLimiter, nil, checkUluleWindow},
+	{"express-rate-limit", openExpressRateLimit, nil, checkExpressWindow},
 }
 
 // --- envoyproxy/ratelimit ---
@@ -411,14 +468,21 @@ func driverHit(t *testing.T, d *lineDriver, id string) hitResult {
 // redis://<addr>.
 func openPythonLimits(t *testing.T, addr string) *rateLimitLib {
 	t.Helper()
+	return openPythonLimitsStrategy(t, addr, "python-limits", "elastic")
+}
+
+// openPythonLimitsStrategy runs limits_driver.py with strategy (elastic,
+// fixed or moving) and names the library name.
+func openPythonLimitsStrategy(t *testing.T, addr, name, strategy string) *rateLimitLib {
+	t.Helper()
 	const python = "/usr/bin/python3"
 	_, err := os.Stat(python)
 	requireSetup(t, err == nil, python)
 	requireSetup(t, exec.Command(python, "-c", "import limits").Run() == nil, "Python limits (Debian's python3-limits)")
 	spec := strconv.Itoa(rateLimitLimit) + "/minute"
-	d := startLineDriver(t, "python-limits", python, filepath.Join(repoDir(t), "clients", "python", "limits_driver.py"), "redis://"+addr, spec)
+	d := startLineDriver(t, name, python, filepath.Join(repoDir(t), "clients", "python", "limits_driver.py"), "redis://"+addr, spec, strategy)
 	return &rateLimitLib{
-		name:       "python-limits",
+		name:       name,
 		hit:        func(id string) hitResult { return driverHit(t, d, id) },
 		counterKey: func(id string) string { return "LIMITER/" + id + "/" + strconv.Itoa(rateLimitLimit) + "/1/minute" },
 	}
@@ -434,13 +498,20 @@ const flexibleDurationSeconds = 60
 // points 10, duration 60, on ioredis connected to redis://<addr>.
 func openRateLimiterFlexible(t *testing.T, addr string) *rateLimitLib {
 	t.Helper()
+	return openRateLimiterFlexibleMode(t, addr, "rate-limiter-flexible", "nonatomic")
+}
+
+// openRateLimiterFlexibleMode runs ratelimit.js with mode (nonatomic or
+// atomic) and names the library name.
+func openRateLimiterFlexibleMode(t *testing.T, addr, name, mode string) *rateLimitLib {
+	t.Helper()
 	node := requireTool(t, "node")
 	dir := filepath.Join(repoDir(t), "clients", "node")
 	requireSetup(t, installNodeClients(t, dir), "clients/node/node_modules (npm ci)")
-	d := startLineDriver(t, "rate-limiter-flexible", node, filepath.Join(dir, "ratelimit.js"),
-		"redis://"+addr, strconv.Itoa(rateLimitLimit), strconv.Itoa(flexibleDurationSeconds))
+	d := startLineDriver(t, name, node, filepath.Join(dir, "ratelimit.js"),
+		"redis://"+addr, strconv.Itoa(rateLimitLimit), strconv.Itoa(flexibleDurationSeconds), mode)
 	return &rateLimitLib{
-		name:       "rate-limiter-flexible",
+		name:       name,
 		hit:        func(id string) hitResult { return driverHit(t, d, id) },
 		counterKey: func(id string) string { return "rlflx:" + id },
 	}

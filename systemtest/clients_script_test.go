@@ -56,7 +56,7 @@ func installNodeClients(t *testing.T, dir string) bool {
 	t.Helper()
 	installed := func() bool {
 		_, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json"))
-		return err == nil
+		return err == nil && nodeDependenciesInstalled(dir)
 	}
 	nodeClients.once.Do(func() {
 		if nodeClients.ok = installed(); nodeClients.ok {
@@ -76,6 +76,30 @@ func installNodeClients(t *testing.T, dir string) bool {
 		nodeClients.ok = installed()
 	})
 	return nodeClients.ok
+}
+
+// nodeDependenciesInstalled reports whether every dependency package.json
+// names is in node_modules at the version it pins (package.json pins exact
+// versions): a node_modules installed from an older lock file, before a
+// dependency was added or moved, is not what package-lock.json pins.
+func nodeDependenciesInstalled(dir string) bool {
+	var pkg struct {
+		Dependencies map[string]string `json:"dependencies"`
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	if err != nil || json.Unmarshal(b, &pkg) != nil {
+		return false
+	}
+	for name, version := range pkg.Dependencies {
+		var installed struct {
+			Version string `json:"version"`
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "node_modules", name, "package.json"))
+		if err != nil || json.Unmarshal(b, &installed) != nil || installed.Version != version {
+			return false
+		}
+	}
+	return true
 }
 
 // runReport runs a session script and decodes its report.

@@ -1,15 +1,19 @@
-// Drives rate-limiter-flexible's RateLimiterRedisNonAtomic against Redcell as
-// an application would use it, for systemtest's rate-limit library tests
-// (systemtest/clients_ratelimit_test.go). The test decides what to ask and
+// Drives rate-limiter-flexible's RateLimiterRedisNonAtomic or RateLimiterRedis
+// against Redcell as an application would use it, for systemtest's
+// rate-limit library tests (systemtest/clients_ratelimit_test.go). The test decides what to ask and
 // when; this script only reports what the library answered.
 //
-//   node ratelimit.js <Redis URL> <points> <duration in seconds>
+//   node ratelimit.js <Redis URL> <points> <duration in seconds> [nonatomic|atomic]
 //
 // The limiter is set up as the library's documentation shows, on an ioredis
 // client with its default options:
 //
 //   const redis = new Redis('redis://127.0.0.1:<port>');
 //   const limiter = new RateLimiterRedisNonAtomic({ storeClient: redis, points, duration });
+//
+// or, with "atomic", the same options to RateLimiterRedis, which counts in a
+// Lua script (SET NX EX, INCRBY, PTTL) that it registers with ioredis's
+// defineCommand: EVALSHA, and EVAL when the server answers NOSCRIPT.
 //
 // Then each line on stdin is one request, a key: the script awaits
 // limiter.consume(key) and prints one JSON object on a line of its own:
@@ -24,13 +28,17 @@
 
 const readline = require('node:readline');
 const Redis = require('ioredis');
-const { RateLimiterRedisNonAtomic, RateLimiterRes } = require('rate-limiter-flexible');
+const { RateLimiterRedis, RateLimiterRedisNonAtomic, RateLimiterRes } = require('rate-limiter-flexible');
+
+const limiters = { nonatomic: RateLimiterRedisNonAtomic, atomic: RateLimiterRedis };
 
 async function main() {
-  const [url, points, duration] = process.argv.slice(2);
+  const [url, points, duration, mode = 'nonatomic'] = process.argv.slice(2);
+  const Limiter = limiters[mode];
+  if (!Limiter) throw new Error(`unknown mode ${mode}: nonatomic or atomic`);
   const redis = new Redis(url);
   redis.on('error', () => {}); // reported through the rejected consumes
-  const limiter = new RateLimiterRedisNonAtomic({
+  const limiter = new Limiter({
     storeClient: redis,
     points: Number(points),
     duration: Number(duration),
