@@ -59,8 +59,8 @@ func libSetFuncs(L *lua.LState, module *lua.LTable, funcs map[string]lua.LGFunct
 const libMaxResultBytes = 512 << 20
 
 // libOutputGuard watches a result as it grows: an error past
-// libMaxResultBytes, and a check of the state's context (how a script is
-// cancelled) every 64 KiB, so that a long encoding stops with the script.
+// libMaxResultBytes, and every 64 KiB a check of the script's budget (the
+// state's context), so that an encoding too large for it stops there.
 type libOutputGuard struct {
 	L         *lua.LState
 	tooLarge  string // the error text
@@ -75,7 +75,21 @@ func (g *libOutputGuard) check(size int) {
 	if size > libMaxResultBytes {
 		capiRaise(g.L, "%s", g.tooLarge)
 	}
-	if ctx := g.L.Context(); ctx != nil && ctx.Err() != nil {
-		capiRaise(g.L, "%s", ctx.Err().Error())
+	// The engine's budget is the state's context (budget.go): its Err is
+	// always set, so ask the budget itself whether the call is spent or the
+	// output so far no longer fits its memory budget.
+	switch ctx := g.L.Context().(type) {
+	case nil:
+	case *budget:
+		if ctx.over == withinBudget && !ctx.fits(int64(size)) {
+			ctx.over = memorySpent
+		}
+		if ctx.over != withinBudget {
+			capiRaise(g.L, "%s", ctx.text())
+		}
+	default:
+		if ctx.Err() != nil {
+			capiRaise(g.L, "%s", ctx.Err().Error())
+		}
 	}
 }
