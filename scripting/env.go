@@ -1,0 +1,327 @@
+package scripting
+
+import (
+	"fmt"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+)
+
+// Redis 7.0's version, as redis.REDIS_VERSION and REDIS_VERSION_NUM answer
+// it: the oracle the project compares against is redis-server 7.0.15, and
+// scripts that test the version for a feature find the 7.0 features here.
+const (
+	redisVersion    = "7.0.15"
+	redisVersionNum = 0x07000f
+)
+
+// The globals Redis 7.0.15 gives a script (script_lua.c's allow lists,
+// minus what it removes: print, dofile, loadfile, getfenv, setfenv,
+// newproxy, module, require, debug). coroutine is not there: a coroutine
+// runs on an LState of its own, outside the budget's count (see DESIGN.md).
+var removedGlobals = []string{"print", "dofile", "loadfile", "getfenv", "setfenv", "newproxy",
+	"module", "require", "_printregs", "coroutine", "debug", "package", "io", "channel"}
+
+// openEnvironment builds Redis's environment in v.L: the libraries, the
+// redis table, Redis's replacements, the memory charging wrappers, and
+// the protection of globals.
+func (v *vm) openEnvironment() {
+	L := v.L
+	for _, lib := range []struct {
+		name string
+		open lua.LGFunction
+	}{{"", lua.OpenBase}, {lua.TabLibName, lua.OpenTable}, {lua.StringLibName, lua.OpenString}, {lua.MathLibName, lua.OpenMath}} {
+		L.Push(L.NewFunction(lib.open))
+		L.Push(lua.LString(lib.name))
+		L.Call(1, 0)
+	}
+	openRedisLibs(L)
+	g := L.G.Global
+	v.globals = g
+	for _, name := range removedGlobals {
+		g.RawSetString(name, lua.LNil)
+	}
+
+	// Redis's replacements and additions to the base library.
+	g.RawSetString("pcall", L.NewFunction(v.pcall))
+	g.RawSetString("tostring", L.NewFunction(v.tostring))
+	g.RawSetString("collectgarbage", L.NewFunction(v.collectgarbage))
+	g.RawSetString("gcinfo", L.NewFunction(v.gcinfo))
+	math := g.RawGetString("math").(*lua.LTable)
+	math.RawSetString("random", L.NewFunction(v.mathRandom))
+	math.RawSetString("randomseed", L.NewFunction(v.mathRandomseed))
+	os := L.NewTable()
+	os.RawSetString("clock", L.NewFunction(v.osClock))
+	g.RawSetString("os", os)
+	g.RawSetString("redis", v.redisTable())
+	v.onError = L.NewFunction(v.errorHandler)
+	g.RawSetString("__redis__err__handler", v.onError)
+
+	v.chargeLibraries()
+	v.protect()
+}
+
+// protect makes the globals and the library tables read-only as Redis
+// 7.0 does (its Lua has read-only tables; gopher-lua has not): scripts see
+// proxies whose misses read the real table and whose writes raise Redis's
+// error, and reading a global that does not exist raises Redis's error.
+// rawset on a proxy escapes the protection, so a proxy written to is
+// replaced after the call (resetProxies).
+func (v *vm) protect() {
+	L, g := v.L, v.globals
+	missing := L.NewTable()
+	missing.RawSetString("__index", L.NewFunction(nonexistentGlobal))
+	L.SetMetatable(g, missing)
+
+	// The string metatable: method calls on strings read the real string
+	// table, getmetatable("") answers its read-only proxy.
+	strings := g.RawGetString("string").(*lua.LTable)
+	strings.RawSetString("__index", lua.LNil)
+	strMeta := L.NewTable()
+	strMeta.RawSetString("__index", strings)
+
+	g.ForEach(func(k, val lua.LValue) {
+		if t, ok := val.(*lua.LTable); ok && t != g {
+			if name, ok := k.(lua.LString); ok {
+				v.proxies = append(v.proxies, libProxy{name: string(name), meta: readOnlyMeta(L, t)})
+			}
+		}
+	})
+	for i := range v.proxies {
+		p := &v.proxies[i]
+		p.proxy = L.NewTable()
+		L.SetMetatable(p.proxy, p.meta)
+		g.RawSetString(p.name, p.proxy)
+		if p.name == "string" {
+			strMeta.RawSetString("__metatable", p.proxy)
+		}
+	}
+	L.SetMetatable(lua.LString(""), strMeta)
+
+	v.env = L.NewTable()
+	L.SetMetatable(v.env, readOnlyMeta(L, g))
+	g.RawSetString("_G", v.env)
+	L.Env = v.env
+}
+
+// readOnlyMeta is the metatable of a read-only proxy of t.
+func readOnlyMeta(L *lua.LState, t *lua.LTable) *lua.LTable {
+	m := L.NewTable()
+	m.RawSetString("__index", t)
+	m.RawSetString("__newindex", L.NewFunction(readOnlyTable))
+	m.RawSetString("__metatable", lua.LFalse)
+	return m
+}
+
+// resetProxies replaces a proxy a script rawset into, so that nothing it
+// stored there is seen by the next call.
+func (v *vm) resetProxies() {
+	L := v.L
+	if k, _ := v.env.Next(lua.LNil); k != lua.LNil {
+		v.env = L.NewTable()
+		L.SetMetatable(v.env, readOnlyMeta(L, v.globals))
+		v.globals.RawSetString("_G", v.env)
+		L.Env = v.env
+	}
+	for i := range v.proxies {
+		p := &v.proxies[i]
+		if k, _ := p.proxy.Next(lua.LNil); k == lua.LNil {
+			continue
+		}
+		p.proxy = L.NewTable()
+		L.SetMetatable(p.proxy, p.meta)
+		v.globals.RawSetString(p.name, p.proxy)
+		if p.name == "string" {
+			L.GetMetatable(lua.LString("")).(*lua.LTable).RawSetString("__metatable", p.proxy)
+		}
+	}
+}
+
+func nonexistentGlobal(L *lua.LState) int {
+	L.RaiseError("Script attempted to access nonexistent global variable '%s'", luaString(L.Get(2)))
+	return 0
+}
+
+func readOnlyTable(L *lua.LState) int {
+	L.RaiseError("Attempt to modify a readonly table")
+	return 0
+}
+
+// errorHandler is Redis's __redis__err__handler: it turns a string error
+// into {err = "ERR " .. msg} and records where the error was raised (the
+// caller of a Go function that raised it).
+func (v *vm) errorHandler(L *lua.LState) int {
+	err := L.Get(1)
+	dbg, ok := L.GetStack(1)
+	var source, line lua.LValue = lua.LNil, lua.LNil
+	if ok {
+		if _, e := L.GetInfo("Sl", dbg, lua.LNil); e == nil {
+			if dbg.What == "G" {
+				dbg, ok = L.GetStack(2)
+				if ok {
+					_, e = L.GetInfo("Sl", dbg, lua.LNil)
+					ok = e == nil
+				}
+			}
+			if ok {
+				source, line = lua.LString(dbg.Source), lua.LNumber(dbg.CurrentLine)
+			}
+		}
+	}
+	t, isTable := err.(*lua.LTable)
+	if !isTable {
+		t = L.NewTable()
+		t.RawSetString("err", lua.LString("ERR "+v.tostringOf(err)))
+	}
+	if source != lua.LNil {
+		if s := string(source.(lua.LString)); s == "user_script" {
+			source = lua.LString("@user_script")
+		}
+		t.RawSetString("source", source)
+		t.RawSetString("line", line)
+	}
+	L.Push(t)
+	return 1
+}
+
+// pcall is Redis's: an error raised as a table whose err is a string (a
+// redis.call error) is caught as that string.
+func (v *vm) pcall(L *lua.LState) int {
+	n := L.GetTop()
+	if n < 1 {
+		L.ArgError(1, "value expected")
+	}
+	if err := L.PCall(n-1, lua.MultRet, nil); err != nil {
+		obj := lua.LValue(lua.LString(err.Error()))
+		if ae, ok := err.(*lua.ApiError); ok {
+			obj = ae.Object
+		}
+		if t, ok := obj.(*lua.LTable); ok {
+			if s, ok := t.RawGetString("err").(lua.LString); ok {
+				obj = s
+			}
+		}
+		L.SetTop(0)
+		L.Push(lua.LFalse)
+		L.Push(obj)
+		return 2
+	}
+	L.Insert(lua.LTrue, 1)
+	return L.GetTop()
+}
+
+// tostring is Lua's, with two changes for determinism: a number is written
+// as C Lua writes it ("%.14g", where gopher-lua writes Go's shortest
+// form), and a table, function or userdata is named by the order in which
+// the call first printed it instead of its address, which differs on
+// every replica.
+func (v *vm) tostring(L *lua.LState) int {
+	val := L.CheckAny(1)
+	if mt, ok := L.GetMetaField(val, "__tostring").(*lua.LFunction); ok {
+		L.Push(mt)
+		L.Push(val)
+		L.Call(1, 1)
+		return 1
+	}
+	s := v.tostringOf(val)
+	v.b.chargeOrRaise(L, int64(len(s)))
+	L.Push(lua.LString(s))
+	return 1
+}
+
+func (v *vm) tostringOf(val lua.LValue) string {
+	switch x := val.(type) {
+	case lua.LString:
+		return string(x)
+	case lua.LNumber:
+		return numberToString(float64(x))
+	case *lua.LNilType:
+		return "nil"
+	case lua.LBool:
+		if x {
+			return "true"
+		}
+		return "false"
+	}
+	if v.ids == nil {
+		v.ids = make(map[any]int)
+	}
+	id, ok := v.ids[val]
+	if !ok {
+		id = len(v.ids) + 1
+		v.ids[val] = id
+	}
+	return fmt.Sprintf("%s: 0x%08x", val.Type().String(), id)
+}
+
+// collectgarbage and gcinfo answer from the memory budget's account, not
+// from the Go heap, which differs on every replica: "count" is the KiB the
+// call has allocated so far; collecting does nothing (Go's collector runs
+// on its own).
+func (v *vm) collectgarbage(L *lua.LState) int {
+	opt := L.OptString(1, "collect")
+	switch opt {
+	case "count":
+		L.Push(lua.LNumber(float64(v.b.mem) / 1024))
+	case "step":
+		L.Push(lua.LFalse)
+	case "collect", "stop", "restart", "setpause", "setstepmul":
+		L.Push(lua.LNumber(0))
+	default:
+		L.ArgError(1, "invalid option '"+opt+"'")
+	}
+	return 1
+}
+
+func (v *vm) gcinfo(L *lua.LState) int {
+	L.Push(lua.LNumber(v.b.mem / 1024))
+	return 1
+}
+
+// osClock answers the instructions run so far in this call at a notional
+// 10^8 a second (about gopher-lua's speed): a deterministic clock that a
+// script can use to measure itself.
+func (v *vm) osClock(L *lua.LState) int {
+	L.Push(lua.LNumber(float64(v.b.instr) / 1e8))
+	return 1
+}
+
+// mathRandom is redis_math_random: Lua 5.1's math.random on Redis's
+// generator.
+func (v *vm) mathRandom(L *lua.LState) int {
+	r := v.rng.float()
+	switch L.GetTop() {
+	case 0:
+		L.Push(lua.LNumber(r))
+	case 1:
+		u := L.CheckInt(1)
+		if u < 1 {
+			L.ArgError(1, "interval is empty")
+		}
+		L.Push(lua.LNumber(floor(r*float64(u)) + 1))
+	case 2:
+		l, u := L.CheckInt(1), L.CheckInt(2)
+		if l > u {
+			L.ArgError(2, "interval is empty")
+		}
+		L.Push(lua.LNumber(floor(r*float64(u-l+1)) + float64(l)))
+	default:
+		L.RaiseError("wrong number of arguments")
+	}
+	return 1
+}
+
+func (v *vm) mathRandomseed(L *lua.LState) int {
+	v.rng.seed(int32(L.CheckInt(1)))
+	return 0
+}
+
+func floor(f float64) float64 {
+	i := float64(int64(f))
+	if i > f {
+		i--
+	}
+	return i
+}
+
+var _ = strings.TrimSpace

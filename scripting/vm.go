@@ -1,0 +1,243 @@
+package scripting
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/redcell/redcell/request"
+	"github.com/redcell/redcell/resp"
+)
+
+// vm is one interpreter state with Redis's environment, and what a call
+// needs beside it. A vm runs one call at a time, on the goroutine that
+// called Engine.Run; between calls it sits in the engine's pool.
+//
+// What a script could change and leave for the next call is either
+// protected or reset by begin: the globals and every library table are
+// read-only proxies (env.go) emptied after a call that rawset into one,
+// KEYS and ARGV are new tables, the script's function gets the
+// protected environment again, the reply protocol is back to RESP2 and
+// math.random is seeded from the call. So a call's outcome depends only on
+// the call, whichever vm of whichever replica runs it.
+type vm struct {
+	e *Engine
+	L *lua.LState
+	b budget
+
+	globals *lua.LTable   // the real globals (behind the proxy)
+	env     *lua.LTable   // the proxy that scripts see as _G
+	proxies []libProxy    // the library tables' proxies, reset when written to
+	fns     map[*script]*lua.LFunction
+	onError *lua.LFunction // the message handler that adds source and line (__redis__err__handler)
+
+	rng      redisRand
+	resp     int  // the protocol redis.call's replies are read in (redis.setresp)
+	readOnly bool // a write command is refused (EVAL_RO, or flags=no-writes)
+
+	call *Call
+	x    Executor
+
+	// Reused by redis.call, so that a call allocates as little as it can.
+	args  [][]byte
+	arena []byte
+	lower []byte
+	w     resp.Writer
+	req   request.Request
+	res   request.Result
+
+	ids map[any]int // tostring's stand-ins for addresses, per call
+}
+
+// libProxy is a global that names a library table through a proxy.
+type libProxy struct {
+	name  string
+	proxy *lua.LTable
+	meta  *lua.LTable
+}
+
+func newVM(e *Engine) *vm {
+	L := lua.NewState(lua.Options{
+		SkipOpenLibs:    true,
+		CallStackSize:   maxCallDepth,
+		RegistrySize:    4096,
+		RegistryMaxSize: maxStackSlots,
+	})
+	v := &vm{e: e, L: L, fns: make(map[*script]*lua.LFunction)}
+	v.b.L = L
+	v.b.reset(e.cfg.MaxInstructions, e.cfg.MaxMemory)
+	L.SetContext(&v.b)
+	v.openEnvironment()
+	return v
+}
+
+const (
+	// maxCallDepth bounds nested calls (Lua and Go frames): deeper
+	// recursion is the Lua error "stack overflow", not a crash.
+	maxCallDepth = 1000
+	// maxStackSlots bounds the value stack (16 bytes a slot): unpack of a
+	// huge table or string.byte of a huge string is an error, not an
+	// allocation of gigabytes.
+	maxStackSlots = 1 << 20
+	// maxFunctions bounds the per-state cache of script functions.
+	maxFunctions = 256
+)
+
+// run runs one call on v and appends its reply to dst.
+func (v *vm) run(dst []byte, s *script, c *Call, x Executor) []byte {
+	L := v.L
+	fn := v.fns[s]
+	if fn == nil {
+		if len(v.fns) >= maxFunctions {
+			clear(v.fns)
+		}
+		fn = L.NewFunctionFromProto(s.proto)
+		v.fns[s] = fn
+	}
+	v.begin(c, x)
+	if s.noWrites {
+		v.readOnly = true
+	}
+	fn.Env = v.env
+	L.Push(fn)
+	err := L.PCall(0, 1, v.onError)
+	switch {
+	case v.b.over != withinBudget:
+		dst = appendError(dst, v.b.text())
+	case err != nil:
+		dst = appendScriptError(dst, err, c.SHA)
+	default:
+		var ok bool
+		if dst, ok = v.reply(dst, L.Get(-1)); !ok {
+			dst = appendError(dst, v.b.text())
+		}
+	}
+	v.end()
+	return dst
+}
+
+// begin prepares v for call c.
+func (v *vm) begin(c *Call, x Executor) {
+	v.call, v.x, v.readOnly = c, x, c.ReadOnly
+	v.resp = 2
+	v.b.reset(v.e.cfg.MaxInstructions, v.e.cfg.MaxMemory)
+	v.rng.seed(int32(c.Seed ^ c.Seed>>32))
+	v.globals.RawSetString("KEYS", v.array(c.Keys))
+	v.globals.RawSetString("ARGV", v.array(c.Args))
+}
+
+// end forgets the call and undoes what a script may have left.
+func (v *vm) end() {
+	v.call, v.x = nil, nil
+	v.L.SetTop(0)
+	v.resetProxies()
+	if v.ids != nil {
+		clear(v.ids)
+	}
+	v.res = request.Result{}
+	v.req = request.Request{}
+}
+
+// array is a Lua array of the byte strings.
+func (v *vm) array(items [][]byte) *lua.LTable {
+	t := v.L.CreateTable(len(items), 0)
+	for i, it := range items {
+		t.RawSetInt(i+1, lua.LString(it))
+	}
+	return t
+}
+
+// appendError appends an error reply of text (which carries its code),
+// made safe for the protocol as Redis does (cut at a NUL, CR and LF
+// spaces).
+func appendError(dst []byte, text string) []byte {
+	dst = append(dst, '-')
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		if c == 0 {
+			break
+		}
+		if c == '\r' || c == '\n' {
+			c = ' '
+		}
+		dst = append(dst, c)
+	}
+	return append(dst, '\r', '\n')
+}
+
+// appendScriptError appends the reply to a script that raised an error, as
+// Redis 7.0's luaCallFunction words it: the error's text, then, when the
+// message handler found where it was raised, " script: <sha>, on
+// <source>:<line>.".
+func appendScriptError(dst []byte, err error, sha string) []byte {
+	ae, ok := err.(*lua.ApiError)
+	if !ok {
+		return appendError(dst, "ERR "+err.Error())
+	}
+	t, ok := ae.Object.(*lua.LTable)
+	if !ok {
+		// The message handler could not run (the error is a stack
+		// overflow, which leaves no room to call it): its work is done
+		// here, the line read from the message's position.
+		msg := luaString(ae.Object)
+		text := "ERR " + msg
+		if rest, ok := strings.CutPrefix(msg, "user_script:"); ok {
+			if i := strings.IndexByte(rest, ':'); i > 0 {
+				text += " script: " + sha + ", on @user_script:" + rest[:i] + "."
+			}
+		}
+		return appendError(dst, text)
+	}
+	msg := luaString(t.RawGetString("err"))
+	if len(msg) > 0 && msg[0] == '-' {
+		msg = msg[1:]
+	}
+	text := msg
+	source, line := t.RawGetString("source"), t.RawGetString("line")
+	if isStringish(source) && isStringish(line) {
+		text += " script: " + sha + ", on " + luaString(source) + ":" + luaString(line) + "."
+	}
+	return appendError(dst, text)
+}
+
+func isStringish(v lua.LValue) bool {
+	switch v.(type) {
+	case lua.LString, lua.LNumber:
+		return true
+	}
+	return false
+}
+
+// luaString is lua_tostring of a string or a number ("" otherwise).
+func luaString(v lua.LValue) string {
+	switch s := v.(type) {
+	case lua.LString:
+		return string(s)
+	case lua.LNumber:
+		return numberToString(float64(s))
+	}
+	return ""
+}
+
+// numberToString is Lua 5.1's tostring of a number ("%.14g").
+func numberToString(f float64) string {
+	return string(appendNumber(nil, f, 14))
+}
+
+// appendNumber appends f as C's "%.<prec>g" does (inf, -inf, nan, -nan).
+func appendNumber(dst []byte, f float64, prec int) []byte {
+	switch {
+	case f != f:
+		if math.Signbit(f) {
+			return append(dst, "-nan"...)
+		}
+		return append(dst, "nan"...)
+	case f > 1.7976931348623157e308:
+		return append(dst, "inf"...)
+	case f < -1.7976931348623157e308:
+		return append(dst, "-inf"...)
+	}
+	return strconv.AppendFloat(dst, f, 'g', prec, 64)
+}
