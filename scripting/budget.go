@@ -129,7 +129,7 @@ func (b *budget) text() string {
 // instructions are not charged (only the Go functions' results are), and
 // TestFrameLayout fails.
 var (
-	frameReadable                            bool
+	frameReadable                           bool
 	offCurrentFrame, offFn, offPc, offLocal uintptr
 )
 

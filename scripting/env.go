@@ -2,7 +2,6 @@ package scripting
 
 import (
 	"fmt"
-	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -44,6 +43,7 @@ func (v *vm) openEnvironment() {
 
 	// Redis's replacements and additions to the base library.
 	g.RawSetString("pcall", L.NewFunction(v.pcall))
+	g.RawSetString("error", L.NewFunction(luaError))
 	g.RawSetString("tostring", L.NewFunction(v.tostring))
 	g.RawSetString("collectgarbage", L.NewFunction(v.collectgarbage))
 	g.RawSetString("gcinfo", L.NewFunction(v.gcinfo))
@@ -296,13 +296,13 @@ func (v *vm) mathRandom(L *lua.LState) int {
 	case 1:
 		u := L.CheckInt(1)
 		if u < 1 {
-			L.ArgError(1, "interval is empty")
+			L.RaiseError("bad argument #1 to 'random' (interval is empty)")
 		}
 		L.Push(lua.LNumber(floor(r*float64(u)) + 1))
 	case 2:
 		l, u := L.CheckInt(1), L.CheckInt(2)
 		if l > u {
-			L.ArgError(2, "interval is empty")
+			L.RaiseError("bad argument #2 to 'random' (interval is empty)")
 		}
 		L.Push(lua.LNumber(floor(r*float64(u-l+1)) + float64(l)))
 	default:
@@ -324,4 +324,30 @@ func floor(f float64) float64 {
 	return i
 }
 
-var _ = strings.TrimSpace
+// luaError is Lua 5.1's error: a string or number message gets the
+// position of the function level levels up (1: the caller of error), when
+// that is a Lua function; gopher-lua's own skips Go functions and leaves
+// numbers without a position.
+func luaError(L *lua.LState) int {
+	obj := L.CheckAny(1)
+	level := L.OptInt(2, 1)
+	var msg string
+	switch x := obj.(type) {
+	case lua.LString:
+		msg = string(x)
+	case lua.LNumber:
+		msg = numberToString(float64(x))
+	default:
+		L.Error(obj, 0)
+		return 0
+	}
+	if level > 0 {
+		if dbg, ok := L.GetStack(level); ok {
+			if _, err := L.GetInfo("Sl", dbg, lua.LNil); err == nil && dbg.What != "G" && dbg.CurrentLine > 0 {
+				msg = fmt.Sprintf("%s:%d: %s", dbg.Source, dbg.CurrentLine, msg)
+			}
+		}
+	}
+	L.Error(lua.LString(msg), 0)
+	return 0
+}

@@ -23,6 +23,11 @@ func (v *vm) fromRESP(L *lua.LState, b []byte) lua.LValue {
 }
 
 func (v *vm) fromRESPItem(L *lua.LState, b []byte) (lua.LValue, []byte) {
+	// RESP2's null bulk string and null array, which resp3.Read (RESP3's
+	// reader) does not know.
+	if len(b) >= 5 && (b[0] == '$' || b[0] == '*') && string(b[1:5]) == "-1\r\n" {
+		return lua.LFalse, b[5:]
+	}
 	it, rest, ok := resp3.Read(b)
 	if !ok {
 		return lua.LFalse, nil
@@ -32,9 +37,6 @@ func (v *vm) fromRESPItem(L *lua.LState, b []byte) (lua.LValue, []byte) {
 		n, _ := strconv.ParseInt(string(it.Line), 10, 64)
 		return lua.LNumber(n), rest
 	case '$':
-		if string(it.Line) == "-1" {
-			return lua.LFalse, rest
-		}
 		return lua.LString(it.Blob), rest
 	case '+':
 		t := L.CreateTable(0, 1)
@@ -65,9 +67,6 @@ func (v *vm) fromRESPItem(L *lua.LState, b []byte) (lua.LValue, []byte) {
 		t.RawSetString("verbatim_string", inner)
 		return t, rest
 	case '*':
-		if string(it.Line) == "-1" {
-			return lua.LFalse, rest
-		}
 		v.b.chargeOrRaise(L, int64(it.N)*slotCost)
 		t := L.CreateTable(it.N, 0)
 		for i := 1; i <= it.N; i++ {

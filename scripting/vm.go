@@ -27,9 +27,9 @@ type vm struct {
 	L *lua.LState
 	b budget
 
-	globals *lua.LTable   // the real globals (behind the proxy)
-	env     *lua.LTable   // the proxy that scripts see as _G
-	proxies []libProxy    // the library tables' proxies, reset when written to
+	globals *lua.LTable // the real globals (behind the proxy)
+	env     *lua.LTable // the proxy that scripts see as _G
+	proxies []libProxy  // the library tables' proxies, reset when written to
 	fns     map[*script]*lua.LFunction
 	onError *lua.LFunction // the message handler that adds source and line (__redis__err__handler)
 
