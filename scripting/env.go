@@ -79,6 +79,7 @@ func (v *vm) protect() {
 	strings.RawSetString("__index", lua.LNil)
 	strMeta := L.NewTable()
 	strMeta.RawSetString("__index", strings)
+	v.stringMeta = strMeta
 
 	g.ForEach(func(k, val lua.LValue) {
 		if t, ok := val.(*lua.LTable); ok && t != g {
@@ -132,7 +133,7 @@ func (v *vm) resetProxies() {
 		L.SetMetatable(p.proxy, p.meta)
 		v.globals.RawSetString(p.name, p.proxy)
 		if p.name == "string" {
-			L.GetMetatable(lua.LString("")).(*lua.LTable).RawSetString("__metatable", p.proxy)
+			v.stringMeta.RawSetString("__metatable", p.proxy)
 		}
 	}
 }

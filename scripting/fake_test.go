@@ -1,6 +1,8 @@
 package scripting
 
 import (
+	"io"
+	"log/slog"
 	"strconv"
 
 	"github.com/redcell/redcell/request"
@@ -60,4 +62,8 @@ func (f *fakeKeyspace) Execute(req *request.Request, res *request.Result) {
 	default:
 		res.SetErr(request.ErrInvalidOp)
 	}
+}
+
+func newTextLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

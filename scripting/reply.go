@@ -120,7 +120,10 @@ const maxReplyDepth = 100
 func (v *vm) reply(dst []byte, val lua.LValue) ([]byte, bool) {
 	start := len(dst)
 	dst = v.appendValue(dst, val, 0, start)
-	return dst, v.b.over == withinBudget
+	if v.b.over != withinBudget {
+		return dst[:start], false
+	}
+	return dst, true
 }
 
 func (v *vm) appendValue(dst []byte, val lua.LValue, depth, start int) []byte {

@@ -27,11 +27,12 @@ type vm struct {
 	L *lua.LState
 	b budget
 
-	globals *lua.LTable // the real globals (behind the proxy)
-	env     *lua.LTable // the proxy that scripts see as _G
-	proxies []libProxy  // the library tables' proxies, reset when written to
-	fns     map[*script]*lua.LFunction
-	onError *lua.LFunction // the message handler that adds source and line (__redis__err__handler)
+	globals    *lua.LTable // the real globals (behind the proxy)
+	env        *lua.LTable // the proxy that scripts see as _G
+	proxies    []libProxy  // the library tables' proxies, reset when written to
+	stringMeta *lua.LTable // the strings' metatable: __index the string table, __metatable its proxy
+	fns        map[*script]*lua.LFunction
+	onError    *lua.LFunction // the message handler that adds source and line (__redis__err__handler)
 
 	rng      redisRand
 	resp     int  // the protocol redis.call's replies are read in (redis.setresp)
@@ -60,10 +61,12 @@ type libProxy struct {
 
 func newVM(e *Engine) *vm {
 	L := lua.NewState(lua.Options{
-		SkipOpenLibs:    true,
-		CallStackSize:   maxCallDepth,
-		RegistrySize:    4096,
-		RegistryMaxSize: maxStackSlots,
+		SkipOpenLibs:     true,
+		CallStackSize:    maxCallDepth,
+		RegistrySize:     4096,
+		RegistryMaxSize:  maxStackSlots,
+		RegistryGrowStep: 4096, // gopher-lua grows by a fixed step, copying the stack each time
+
 	})
 	v := &vm{e: e, L: L, fns: make(map[*script]*lua.LFunction)}
 	v.b.L = L
@@ -78,9 +81,10 @@ const (
 	// recursion is the Lua error "stack overflow", not a crash.
 	maxCallDepth = 1000
 	// maxStackSlots bounds the value stack (16 bytes a slot): unpack of a
-	// huge table or string.byte of a huge string is an error, not an
-	// allocation of gigabytes.
-	maxStackSlots = 1 << 20
+	// huge table or string.byte of a huge string is an error ("registry
+	// overflow"; C Lua answers "too many results"), not an allocation of
+	// gigabytes. 64Ki slots hold a thousand nested calls of 64 registers.
+	maxStackSlots = 1 << 16
 	// maxFunctions bounds the per-state cache of script functions.
 	maxFunctions = 256
 )
