@@ -174,6 +174,11 @@ func compile(body []byte) (s *script, errText string) {
 	if err != nil {
 		return nil, "ERR Error compiling script (new function): " + oneLine(err.Error())
 	}
+	// gopher-lua gives a vararg function an "arg" table on every call
+	// (Lua 5.0's compatibility), and the main chunk is vararg; but the main
+	// chunk has no local named arg, so the table can never be read: it is
+	// not built (a map allocated per call otherwise).
+	proto.IsVarArg &^= lua.VarArgNeedsArg
 	s.proto = proto
 	return s, ""
 }

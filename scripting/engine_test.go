@@ -184,10 +184,11 @@ func TestNothingLeaks(t *testing.T) {
 		"rawset(math, 'leak', 1)",
 		"local mt = getmetatable('') if mt then rawset(mt, 'leak', 1) end",
 		"KEYS.leak = 1",
+		"KEYS[2] = 'leak'",
 	} {
 		runScript(t, e, f, body, nil, nil)
 		for _, probe := range []string{"return rawget(_G, 'leak')", "return rawget(string, 'leak')", "return rawget(redis, 'leak')",
-			"return rawget(math, 'leak')", "return ('').leak", "return rawget(getmetatable(''), 'leak')", "return KEYS.leak"} {
+			"return rawget(math, 'leak')", "return ('').leak", "return rawget(getmetatable(''), 'leak')", "return KEYS.leak", "return KEYS[2]"} {
 			expect(t, e, f, probe, "_\r\n")
 		}
 	}
@@ -214,6 +215,9 @@ func TestKeysAndArgs(t *testing.T) {
 		t.Fatalf("%q", got)
 	}
 	expect(t, e, newFake(), "return {#KEYS, #ARGV}", "*2\r\n:0\r\n:0\r\n")
+	// The main chunk is vararg (with nothing passed), and has no arg.
+	expect(t, e, newFake(), "return select('#', ...)", ":0\r\n")
+	expectPrefix(t, e, newFake(), "return arg", "-ERR user_script:1: Script attempted to access nonexistent global variable 'arg'")
 }
 
 func TestReadOnly(t *testing.T) {

@@ -224,9 +224,15 @@ func (v *vm) tostring(L *lua.LState) int {
 		L.Call(1, 1)
 		return 1
 	}
-	s := v.tostringOf(val)
+	var s lua.LString
+	if n, ok := val.(lua.LNumber); ok {
+		v.text = appendNumber(v.text[:0], float64(n), 14)
+		s = lua.LString(v.text)
+	} else {
+		s = lua.LString(v.tostringOf(val))
+	}
 	v.b.chargeOrRaise(L, int64(len(s)))
-	L.Push(lua.LString(s))
+	L.Push(s)
 	return 1
 }
 

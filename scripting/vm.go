@@ -50,6 +50,9 @@ type vm struct {
 	res   request.Result
 
 	ids map[any]int // tostring's stand-ins for addresses, per call
+
+	keys, argv luaArray // KEYS and ARGV, reused from call to call
+	text       []byte   // scratch for numbers' texts
 }
 
 // libProxy is a global that names a library table through a proxy.
@@ -128,8 +131,10 @@ func (v *vm) begin(c *Call, x Executor) {
 	v.resp = 2
 	v.b.reset(v.e.cfg.MaxInstructions, v.e.cfg.MaxMemory)
 	v.rng.seed(int32(c.Seed ^ c.Seed>>32))
-	v.globals.RawSetString("KEYS", v.array(c.Keys))
-	v.globals.RawSetString("ARGV", v.array(c.Args))
+	v.keys = v.reuseArray(v.keys, c.Keys)
+	v.argv = v.reuseArray(v.argv, c.Args)
+	v.globals.RawSetString("KEYS", v.keys.t)
+	v.globals.RawSetString("ARGV", v.argv.t)
 }
 
 // end forgets the call and undoes what a script may have left.
@@ -144,13 +149,50 @@ func (v *vm) end() {
 	v.req = request.Request{}
 }
 
-// array is a Lua array of the byte strings.
-func (v *vm) array(items [][]byte) *lua.LTable {
-	t := v.L.CreateTable(len(items), 0)
-	for i, it := range items {
-		t.RawSetInt(i+1, lua.LString(it))
+// luaArray is KEYS or ARGV as the last call left it: the table and the
+// strings it was given, so that the next call with as many items reuses
+// the table, and the strings that are the same bytes again.
+type luaArray struct {
+	t     *lua.LTable
+	items []lua.LString
+}
+
+// reuseArray makes a into the Lua array of items. The table is reused
+// when it holds exactly what was put in it (a script may have added to it:
+// then it is replaced, so nothing reaches the next call), and each string
+// is reused when its bytes are the same.
+func (v *vm) reuseArray(a luaArray, items [][]byte) luaArray {
+	if a.t == nil || len(a.items) != len(items) || !a.untouched() {
+		a.t = v.L.CreateTable(len(items), 0)
+		a.items = a.items[:0]
+		for _, it := range items {
+			a.items = append(a.items, lua.LString(it))
+		}
+		for i, s := range a.items {
+			a.t.RawSetInt(i+1, s)
+		}
+		return a
 	}
-	return t
+	for i, it := range items {
+		if string(a.items[i]) != string(it) {
+			a.items[i] = lua.LString(it)
+		}
+		a.t.RawSetInt(i+1, a.items[i])
+	}
+	return a
+}
+
+// untouched reports whether the table holds only its n items' slots.
+func (a *luaArray) untouched() bool {
+	n := len(a.items)
+	if a.t.MaxN() != n {
+		return false
+	}
+	k, _ := a.t.Next(lua.LNumber(n))
+	if n == 0 {
+		k, _ = a.t.Next(lua.LNil)
+	}
+	return k == lua.LNil
 }
 
 // appendError appends an error reply of text (which carries its code),
