@@ -64,6 +64,10 @@ func TestInstructionBudget(t *testing.T) {
 	expect(t, e, f, "while true do pcall(function() while true do end end) end", spent)
 	expect(t, e, f, "local ok = pcall(function() while true do end end) return 'survived'", spent)
 	expect(t, e, f, "for i = 1, 1e9 do local ok = pcall(error, 'x') end", spent)
+	// Pattern matching is paid in instructions: a backtracking pattern
+	// stops (it runs for minutes unbounded).
+	expect(t, e, f, "return string.find(string.rep('a', 300), '.-.-.-b')", spent)
+	expect(t, e, f, "return pcall(string.match, string.rep('a', 300), '.-.-.-b')", spent)
 	// Writes before the stop stand (the reply is the error).
 	expect(t, e, f, "redis.call('incr', 'n') while true do end", spent)
 	if f.strs["n"] != "1" {
@@ -108,6 +112,8 @@ func TestMemoryBudget(t *testing.T) {
 		"return string.format('%s%s', string.rep('x', 600000), string.rep('x', 600000))",
 		"local t = {} for i = 1, 1e9 do t[i] = tostring(i) end",
 		"local t = {} for i = 1, 1e9 do rawset(t, i, i) end",
+		"local n = 0 for w in string.gmatch(string.rep('x', 100000), '.') do n = n + 1 end",
+		"return string.gsub(string.rep('x', 100000), '', 'y')",
 	} {
 		expect(t, e, f, body, spent)
 	}

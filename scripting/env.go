@@ -57,6 +57,7 @@ func (v *vm) openEnvironment() {
 	v.onError = L.NewFunction(v.errorHandler)
 	g.RawSetString("__redis__err__handler", v.onError)
 
+	v.openPatterns(g.RawGetString("string").(*lua.LTable))
 	v.chargeLibraries()
 	v.protect()
 }

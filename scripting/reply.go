@@ -187,23 +187,22 @@ func (v *vm) appendTable(dst []byte, t *lua.LTable, depth, start int) []byte {
 			return append(dst, '\r', '\n')
 		}
 	}
+	// Maps and sets are walked with Next, in the table's insertion order:
+	// gopher-lua's ForEach ranges over Go maps, whose order differs from
+	// run to run and from replica to replica.
 	if m, ok := t.RawGetString("map").(*lua.LTable); ok {
-		n := 0
-		m.ForEach(func(lua.LValue, lua.LValue) { n++ })
-		dst = appendInt(dst, '%', int64(n))
-		m.ForEach(func(k, val lua.LValue) {
+		dst = appendInt(dst, '%', int64(count(m)))
+		for k, val := m.Next(lua.LNil); k != lua.LNil; k, val = m.Next(k) {
 			dst = v.appendValue(dst, k, depth+1, start)
 			dst = v.appendValue(dst, val, depth+1, start)
-		})
+		}
 		return dst
 	}
 	if s, ok := t.RawGetString("set").(*lua.LTable); ok {
-		n := 0
-		s.ForEach(func(lua.LValue, lua.LValue) { n++ })
-		dst = appendInt(dst, '~', int64(n))
-		s.ForEach(func(k, _ lua.LValue) {
+		dst = appendInt(dst, '~', int64(count(s)))
+		for k, _ := s.Next(lua.LNil); k != lua.LNil; k, _ = s.Next(k) {
 			dst = v.appendValue(dst, k, depth+1, start)
-		})
+		}
 		return dst
 	}
 	n := 0
@@ -266,4 +265,13 @@ func appendLine(dst []byte, typ byte, s string) []byte {
 		dst = append(dst, c)
 	}
 	return append(dst, '\r', '\n')
+}
+
+// count is the number of keys of t.
+func count(t *lua.LTable) int {
+	n := 0
+	for k, _ := t.Next(lua.LNil); k != lua.LNil; k, _ = t.Next(k) {
+		n++
+	}
+	return n
 }
