@@ -232,3 +232,30 @@ func (b *budget) rk(x int) lua.LValue {
 	}
 	return b.L.Get(x + 1)
 }
+
+// chargeMemory charges n bytes that a Go function of the environment is
+// about to allocate, or raises the memory budget's error. For the
+// libraries (lib_*.go): an encoder whose output can dwarf its input (a
+// table that holds one long string many times) calls it before it grows
+// its buffer. Outside a call it does nothing.
+func chargeMemory(L *lua.LState, n int64) {
+	if b, ok := L.Context().(*budget); ok && b.L == L {
+		b.chargeOrRaise(L, n)
+	}
+}
+
+// spendInstructions counts n instructions of work done inside a Go
+// function (a step of an encoder's or decoder's loop), or raises the
+// instruction budget's error once it is spent.
+func spendInstructions(L *lua.LState, n int64) {
+	b, ok := L.Context().(*budget)
+	if !ok || b.L != L {
+		return
+	}
+	b.instr += n
+	if b.instr > b.maxInstr {
+		b.instr = b.maxInstr + 1
+		b.over = instructionsSpent
+		L.RaiseError("%s", b.text())
+	}
+}

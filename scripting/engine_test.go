@@ -338,3 +338,18 @@ func TestRedisLog(t *testing.T) {
 		t.Fatalf("log: %q", b.String())
 	}
 }
+
+// TestLibraryCharges: the hooks the libraries call from Go charge the
+// call's budgets.
+func TestLibraryCharges(t *testing.T) {
+	e := NewEngine(Config{MaxInstructions: 1000, MaxMemory: 1000})
+	v := e.getVM()
+	v.globals.RawSetString("alloc", v.L.NewFunction(func(L *lua.LState) int { chargeMemory(L, int64(L.CheckInt(1))); return 0 }))
+	v.globals.RawSetString("work", v.L.NewFunction(func(L *lua.LState) int { spendInstructions(L, int64(L.CheckInt(1))); return 0 }))
+	e.putVM(v)
+	f := newFake()
+	expect(t, e, f, "alloc(500) return 1", ":1\r\n")
+	expect(t, e, f, "alloc(2000) return 1", "-ERR script exceeded its memory budget of 1000 bytes\r\n")
+	expect(t, e, f, "work(500) return 1", ":1\r\n")
+	expect(t, e, f, "pcall(work, 2000) return 1", "-ERR script exceeded its budget of 1000 instructions\r\n")
+}
