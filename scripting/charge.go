@@ -32,7 +32,7 @@ func (v *vm) chargeLibraries() {
 		})
 	}
 	if t, ok := g.RawGetString("table").(*lua.LTable); ok {
-		for _, name := range []string{"concat", "insert"} {
+		for _, name := range []string{"concat", "insert", "sort"} {
 			if fn, ok := t.RawGetString(name).(*lua.LFunction); ok && fn.IsG {
 				fn.GFunction = v.charged("table."+name, fn.GFunction)
 			}
@@ -106,6 +106,23 @@ var precheck = map[string]func(v *vm, L *lua.LState){
 	"string.rep":    precheckRep,
 	"string.format": precheckFormat,
 	"table.concat":  precheckConcat,
+	"table.sort":    precheckSort,
+}
+
+// precheckSort counts a sort's comparisons as instructions before it runs
+// (n·log2 n of them; a comparator's own instructions count as it runs):
+// sorting two million numbers is a second of Go that the VM never sees.
+func precheckSort(v *vm, L *lua.LState) {
+	t, ok := L.Get(1).(*lua.LTable)
+	if !ok {
+		return
+	}
+	n := int64(t.Len())
+	steps := n
+	for m := n; m > 1; m >>= 1 {
+		steps += n
+	}
+	spendInstructions(L, steps)
 }
 
 func (v *vm) mustFit(L *lua.LState, n float64) {

@@ -68,6 +68,7 @@ func TestInstructionBudget(t *testing.T) {
 	// stops (it runs for minutes unbounded).
 	expect(t, e, f, "return string.find(string.rep('a', 300), '.-.-.-b')", spent)
 	expect(t, e, f, "return pcall(string.match, string.rep('a', 300), '.-.-.-b')", spent)
+	expect(t, e, f, "local t = {} for i = 1, 20000 do t[i] = -i end table.sort(t) return t[1]", spent)
 	// Writes before the stop stand (the reply is the error).
 	expect(t, e, f, "redis.call('incr', 'n') while true do end", spent)
 	if f.strs["n"] != "1" {
