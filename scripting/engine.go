@@ -237,6 +237,11 @@ func shebang(src string) (noWrites bool, n int, errText string) {
 // redis.call are error replies in those bytes, never a Go error. Safe for
 // concurrent use; x is called on the calling goroutine only, during Run.
 func (e *Engine) Run(dst []byte, c *Call, x Executor) (out []byte) {
+	if c.SHA == "" {
+		// The cache is keyed by sha: a call without one must not run
+		// another script cached under "".
+		c.SHA = SHA1Hex(c.Body)
+	}
 	s, errText := e.compiled(c.Body, c.SHA)
 	if errText != "" {
 		return appendError(dst, errText)
