@@ -1,7 +1,11 @@
 package scripting
 
 import (
+	"errors"
 	"fmt"
+	stdmath "math"
+	"strconv"
+	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -48,6 +52,10 @@ func (v *vm) openEnvironment() {
 	g.RawSetString("collectgarbage", L.NewFunction(v.collectgarbage))
 	g.RawSetString("gcinfo", L.NewFunction(v.gcinfo))
 	math := g.RawGetString("math").(*lua.LTable)
+	math.RawSetString("huge", lua.LNumber(stdmath.Inf(1))) // gopher-lua's is the largest finite number
+	if orig, ok := g.RawGetString("tonumber").(*lua.LFunction); ok {
+		g.RawSetString("tonumber", L.NewFunction(toNumber(orig.GFunction)))
+	}
 	math.RawSetString("random", L.NewFunction(v.mathRandom))
 	math.RawSetString("randomseed", L.NewFunction(v.mathRandomseed))
 	os := L.NewTable()
@@ -337,7 +345,7 @@ func floor(f float64) float64 {
 // that is a Lua function; gopher-lua's own skips Go functions and leaves
 // numbers without a position.
 func luaError(L *lua.LState) int {
-	obj := L.CheckAny(1)
+	obj := L.Get(1) // error() raises nil, as Lua 5.1's does
 	level := L.OptInt(2, 1)
 	var msg string
 	switch x := obj.(type) {
@@ -358,4 +366,64 @@ func luaError(L *lua.LState) int {
 	}
 	L.Error(lua.LString(msg), 0)
 	return 0
+}
+
+// toNumber is Lua 5.1's tonumber: in base 10 a string converts as
+// glibc's strtod reads it, decimal or hexadecimal (gopher-lua's refuses
+// exponents: tonumber("1e2") was nil); surrounding white space is allowed.
+// Other bases are gopher-lua's.
+func toNumber(orig lua.LGFunction) lua.LGFunction {
+	return func(L *lua.LState) int {
+		if L.GetTop() >= 2 && L.Get(2) != lua.LNil {
+			if n, ok := L.Get(2).(lua.LNumber); !ok || n != 10 {
+				return orig(L)
+			}
+		}
+		switch x := L.CheckAny(1).(type) {
+		case lua.LNumber:
+			L.Push(x)
+		case lua.LString:
+			if f, ok := strToNumber(string(x)); ok {
+				L.Push(lua.LNumber(f))
+			} else {
+				L.Push(lua.LNil)
+			}
+		default:
+			L.Push(lua.LNil)
+		}
+		return 1
+	}
+}
+
+// strToNumber is Lua 5.1's luaO_str2d on glibc.
+func strToNumber(s string) (float64, bool) {
+	t := strings.TrimFunc(s, isCSpace)
+	if t == "" {
+		return 0, false
+	}
+	body := strings.TrimLeft(t, "+-")
+	if len(t)-len(body) > 1 || strings.ContainsRune(body, '_') {
+		return 0, false
+	}
+	if len(body) > 2 && body[0] == '0' && (body[1] == 'x' || body[1] == 'X') {
+		// glibc's strtod reads hexadecimal, with an optional binary
+		// exponent, which Go's ParseFloat requires.
+		if !strings.ContainsAny(body, "pP") {
+			t += "p0"
+		}
+	} else if strings.ContainsAny(body, "xXpP") {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil {
+		var ne *strconv.NumError
+		if !errors.As(err, &ne) || ne.Err != strconv.ErrRange {
+			return 0, false
+		}
+	}
+	return f, true
+}
+
+func isCSpace(r rune) bool {
+	return r == ' ' || r == '\t' || r == '\n' || r == '\v' || r == '\f' || r == '\r'
 }
