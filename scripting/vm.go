@@ -72,9 +72,8 @@ func newVM(e *Engine) *vm {
 
 	})
 	v := &vm{e: e, L: L, fns: make(map[*script]*lua.LFunction)}
-	v.b.L = L
 	v.b.reset(e.cfg.MaxInstructions, e.cfg.MaxMemory)
-	L.SetContext(&v.b)
+	L.SetContext(&stateBudget{budget: &v.b, L: L})
 	v.openEnvironment()
 	return v
 }
