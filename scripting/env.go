@@ -20,10 +20,9 @@ const (
 
 // The globals Redis 7.0.15 gives a script (script_lua.c's allow lists,
 // minus what it removes: print, dofile, loadfile, getfenv, setfenv,
-// newproxy, module, require, debug). coroutine is not there: a coroutine
-// runs on an LState of its own, outside the budget's count (see DESIGN.md).
+// newproxy, module, require, debug), and what gopher-lua adds.
 var removedGlobals = []string{"print", "dofile", "loadfile", "getfenv", "setfenv", "newproxy",
-	"module", "require", "_printregs", "coroutine", "debug", "package", "io", "channel"}
+	"module", "require", "_printregs", "debug", "package", "io", "channel"}
 
 // openEnvironment builds Redis's environment in v.L: the libraries, the
 // redis table, Redis's replacements, the memory charging wrappers, and
@@ -66,6 +65,7 @@ func (v *vm) openEnvironment() {
 	g.RawSetString("__redis__err__handler", v.onError)
 
 	v.openPatterns(g.RawGetString("string").(*lua.LTable))
+	v.openCoroutines()
 	v.chargeLibraries()
 	v.protect()
 }
@@ -345,8 +345,13 @@ func floor(f float64) float64 {
 // that is a Lua function; gopher-lua's own skips Go functions and leaves
 // numbers without a position.
 func luaError(L *lua.LState) int {
-	obj := L.Get(1) // error() raises nil, as Lua 5.1's does
-	level := L.OptInt(2, 1)
+	raiseAt(L, L.Get(1), L.OptInt(2, 1)) // error() raises nil, as Lua 5.1's does
+	return 0
+}
+
+// raiseAt raises obj; a string or a number gets the position of the
+// function level levels up when that is a Lua function (luaL_where).
+func raiseAt(L *lua.LState, obj lua.LValue, level int) {
 	var msg string
 	switch x := obj.(type) {
 	case lua.LString:
@@ -355,7 +360,7 @@ func luaError(L *lua.LState) int {
 		msg = numberToString(float64(x))
 	default:
 		L.Error(obj, 0)
-		return 0
+		return
 	}
 	if level > 0 {
 		if dbg, ok := L.GetStack(level); ok {
@@ -365,7 +370,6 @@ func luaError(L *lua.LState) int {
 		}
 	}
 	L.Error(lua.LString(msg), 0)
-	return 0
 }
 
 // toNumber is Lua 5.1's tonumber: in base 10 a string converts as

@@ -71,6 +71,13 @@ var oracleCases = []string{
 	"return select('#', string.byte('abc', 1, 3))",
 	"return table.concat({1, 2, 3}, ', ', 2, 3)", "return #{1, 2, 3, nil, 5}", "return math.min(3, 1, 2)",
 	"return tostring(math.pi)", "return math.floor(-0.5)", "return (math.huge == 1/0) and 1 or 0",
+	// Coroutines.
+	"local co = coroutine.create(function(a) local b = coroutine.yield(a + 1) return b * 2 end) " +
+		"local _, x = coroutine.resume(co, 1) local _, y = coroutine.resume(co, 10) return {x, y, coroutine.status(co)}",
+	"local f = coroutine.wrap(function() coroutine.yield(1) coroutine.yield(2) end) return {f(), f()}",
+	"return type(coroutine.running())", "local co = coroutine.create(function() error('in co') end) return {coroutine.resume(co)}",
+	"local co = coroutine.create(function() error({err = 'X'}) end) local ok, e = coroutine.resume(co) return e",
+	"local f = coroutine.wrap(function() error('in wrap', 0) end) f()",
 	// Protection of globals.
 	"return x", "x = 1", "string.x = 1", "redis.call = nil", "_G.y = 1", "return print",
 	"return type(loadstring)", "return type(getfenv)", "return type(dofile)",

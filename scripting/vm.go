@@ -66,7 +66,7 @@ func newVM(e *Engine) *vm {
 	L := lua.NewState(lua.Options{
 		SkipOpenLibs:     true,
 		CallStackSize:    maxCallDepth,
-		RegistrySize:     4096,
+		RegistrySize:     initialStackSlots,
 		RegistryMaxSize:  maxStackSlots,
 		RegistryGrowStep: 4096, // gopher-lua grows by a fixed step, copying the stack each time
 
@@ -87,6 +87,8 @@ const (
 	// overflow"; C Lua answers "too many results"), not an allocation of
 	// gigabytes. 64Ki slots hold a thousand nested calls of 64 registers.
 	maxStackSlots = 1 << 16
+	// initialStackSlots is the value stack a state starts with.
+	initialStackSlots = 4096
 	// maxFunctions bounds the per-state cache of script functions.
 	maxFunctions = 256
 )
