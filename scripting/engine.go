@@ -24,11 +24,10 @@ import (
 // Defaults of Config's budgets.
 const (
 	// DefaultMaxInstructions is 10^7 VM instructions: the spec's floor,
-	// a few hundred times what a rate-limit script runs, and about a
-	// quarter of a second of gopher-lua on a loaded core (measured with
-	// BenchmarkInstructions): long enough for any real script, short
-	// enough that a script that loops forever holds the state machine
-	// for a fraction of a second.
+	// five orders of magnitude above a rate-limit script (redis_rate's
+	// GCRA script runs about 70), and about 0.4 s of gopher-lua on one
+	// core: the longest a script that loops forever holds the state
+	// machine.
 	DefaultMaxInstructions = 10_000_000
 	// DefaultMaxMemory is 64 MiB allocated over a call, by the accounting
 	// of budget.go (cumulative, not live: a call that builds and drops
