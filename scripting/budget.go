@@ -21,7 +21,6 @@ import (
 // its arguments and the replies of redis.call, never of the Go heap or the
 // clock, so every replica stops the same script at the same instruction.
 type budget struct {
-	L        *lua.LState
 	maxInstr int64
 	maxMem   int64
 	instr    int64
@@ -54,16 +53,31 @@ var closedDone = func() chan struct{} { c := make(chan struct{}); close(c); retu
 
 var errBudget = errors.New("script budget exceeded")
 
-func (b *budget) Deadline() (time.Time, bool) { return time.Time{}, false }
-func (b *budget) Value(any) any               { return nil }
+// stateBudget is the context of one LState (the call's, or a coroutine's
+// thread) spending the call's budget: the counts are the call's, the
+// frame read is the LState's.
+type stateBudget struct {
+	*budget
+	L *lua.LState
+}
+
+func (s *stateBudget) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (s *stateBudget) Value(any) any               { return nil }
 
 // Err is what gopher-lua raises once Done is closed; Run replaces the
 // reply with the budget's own text, so the wording here is not seen.
-func (b *budget) Err() error { return errBudget }
+func (s *stateBudget) Err() error { return errBudget }
 
-// Done is called by the VM before every instruction of the calling LState.
+// AfterFunc makes context.WithCancel, which gopher-lua's NewThread calls
+// on a coroutine's creation, register nothing instead of starting a
+// goroutine that would call Done concurrently: the coroutine's thread gets
+// a stateBudget of its own (coroutine.go).
+func (s *stateBudget) AfterFunc(func()) func() bool { return func() bool { return false } }
+
+// Done is called by the VM before every instruction of s.L.
 // A nil channel never fires, so the VM runs the instruction.
-func (b *budget) Done() <-chan struct{} {
+func (s *stateBudget) Done() <-chan struct{} {
+	b := s.budget
 	if b.over != withinBudget {
 		return closedDone
 	}
@@ -73,7 +87,7 @@ func (b *budget) Done() <-chan struct{} {
 		return closedDone
 	}
 	if frameReadable {
-		b.chargeInstruction()
+		b.chargeInstruction(s.L)
 		if b.over != withinBudget {
 			return closedDone
 		}
@@ -129,7 +143,7 @@ func (b *budget) text() string {
 // instructions are not charged (only the Go functions' results are), and
 // TestFrameLayout fails.
 var (
-	frameReadable                            bool
+	frameReadable                           bool
 	offCurrentFrame, offFn, offPc, offLocal uintptr
 )
 
@@ -175,8 +189,8 @@ const rkConstant = 1 << 8
 // chargeInstruction charges what the instruction about to run allocates:
 // the result of a concatenation, a new table, a new slot in a table, a
 // closure.
-func (b *budget) chargeInstruction() {
-	inst, ok := instruction(b.L)
+func (b *budget) chargeInstruction(L *lua.LState) {
+	inst, ok := instruction(L)
 	if !ok {
 		return
 	}
@@ -184,7 +198,7 @@ func (b *budget) chargeInstruction() {
 	case lua.OP_CONCAT:
 		var n int64
 		for r := argB(inst); r <= argC(inst); r++ {
-			switch v := b.L.Get(r + 1).(type) {
+			switch v := L.Get(r + 1).(type) {
 			case lua.LString:
 				n += int64(len(v))
 			case lua.LNumber:
@@ -195,11 +209,11 @@ func (b *budget) chargeInstruction() {
 	case lua.OP_NEWTABLE:
 		b.charge(tableCost + int64(argB(inst)+argC(inst))*slotCost)
 	case lua.OP_SETTABLE, lua.OP_SETTABLEKS:
-		tb, ok := b.L.Get(argA(inst) + 1).(*lua.LTable)
+		tb, ok := L.Get(argA(inst) + 1).(*lua.LTable)
 		if !ok {
 			return
 		}
-		key := b.rk(argB(inst))
+		key := rk(L, argB(inst))
 		if key == lua.LNil {
 			return
 		}
@@ -209,7 +223,7 @@ func (b *budget) chargeInstruction() {
 	case lua.OP_SETLIST:
 		n := argB(inst)
 		if n == 0 {
-			n = b.L.GetTop() - argA(inst) - 1
+			n = L.GetTop() - argA(inst) - 1
 		}
 		if n > 0 {
 			b.charge(int64(n) * slotCost)
@@ -220,9 +234,9 @@ func (b *budget) chargeInstruction() {
 }
 
 // rk reads an RK operand: a constant of the running function or a register.
-func (b *budget) rk(x int) lua.LValue {
+func rk(L *lua.LState, x int) lua.LValue {
 	if x&rkConstant != 0 {
-		cf := *(*unsafe.Pointer)(unsafe.Add(unsafe.Pointer(b.L), offCurrentFrame))
+		cf := *(*unsafe.Pointer)(unsafe.Add(unsafe.Pointer(L), offCurrentFrame))
 		fn := *(**lua.LFunction)(unsafe.Add(cf, offFn))
 		k := x &^ rkConstant
 		if k < len(fn.Proto.Constants) {
@@ -230,5 +244,33 @@ func (b *budget) rk(x int) lua.LValue {
 		}
 		return lua.LNil
 	}
-	return b.L.Get(x + 1)
+	return L.Get(x + 1)
+}
+
+// chargeMemory charges n bytes that a Go function of the environment is
+// about to allocate, or raises the memory budget's error. For the
+// libraries (lib_*.go): an encoder whose output can dwarf its input (a
+// table that holds one long string many times) calls it before it grows
+// its buffer. Outside a call it does nothing.
+func chargeMemory(L *lua.LState, n int64) {
+	if s, ok := L.Context().(*stateBudget); ok {
+		s.chargeOrRaise(L, n)
+	}
+}
+
+// spendInstructions counts n instructions of work done inside a Go
+// function (a step of an encoder's or decoder's loop), or raises the
+// instruction budget's error once it is spent.
+func spendInstructions(L *lua.LState, n int64) {
+	s, ok := L.Context().(*stateBudget)
+	if !ok {
+		return
+	}
+	b := s.budget
+	b.instr += n
+	if b.instr > b.maxInstr {
+		b.instr = b.maxInstr + 1
+		b.over = instructionsSpent
+		L.RaiseError("%s", b.text())
+	}
 }

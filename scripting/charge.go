@@ -7,9 +7,10 @@ import (
 // Go functions allocate out of the VM's sight: the library functions that
 // make strings or tables are wrapped so that what they return is charged
 // to the memory budget, and the few whose result can be far larger than
-// their arguments (string.rep, string.gsub, string.format, table.concat)
-// are checked before they run, so that string.rep("x", 1e10) fails before
-// it allocates. Functions that only return values that already exist
+// their arguments (string.rep, string.format, table.concat) are checked
+// before they run, so that string.rep("x", 1e10) fails before it
+// allocates. The pattern functions (strpattern.go) charge themselves, as
+// they go. Functions that only return values that already exist
 // (next, rawget, select, unpack, pcall, ...) are not wrapped: charging
 // their results would charge the same string again on every call.
 
@@ -24,14 +25,14 @@ func (v *vm) chargeLibraries() {
 			continue
 		}
 		t.ForEach(func(k, val lua.LValue) {
-			if fn, ok := val.(*lua.LFunction); ok && fn.IsG {
+			if fn, ok := val.(*lua.LFunction); ok && fn.IsG && !selfCharging[lib+"."+luaString(k)] {
 				name := lib + "." + luaString(k)
 				fn.GFunction = v.charged(name, fn.GFunction)
 			}
 		})
 	}
 	if t, ok := g.RawGetString("table").(*lua.LTable); ok {
-		for _, name := range []string{"concat", "insert"} {
+		for _, name := range []string{"concat", "insert", "sort"} {
 			if fn, ok := t.RawGetString(name).(*lua.LFunction); ok && fn.IsG {
 				fn.GFunction = v.charged("table."+name, fn.GFunction)
 			}
@@ -43,6 +44,10 @@ func (v *vm) chargeLibraries() {
 		}
 	}
 }
+
+// selfCharging are the functions that charge their own work.
+var selfCharging = map[string]bool{"string.find": true, "string.match": true, "string.gmatch": true,
+	"string.gfind": true, "string.gsub": true}
 
 // charged wraps fn: a check of what it is about to build for the
 // functions that need one, then the charge of the strings and tables it
@@ -100,8 +105,24 @@ func resultCost(val lua.LValue, depth int) int64 {
 var precheck = map[string]func(v *vm, L *lua.LState){
 	"string.rep":    precheckRep,
 	"string.format": precheckFormat,
-	"string.gsub":   precheckGsub,
 	"table.concat":  precheckConcat,
+	"table.sort":    precheckSort,
+}
+
+// precheckSort counts a sort's comparisons as instructions before it runs
+// (n·log2 n of them; a comparator's own instructions count as it runs):
+// sorting two million numbers is a second of Go that the VM never sees.
+func precheckSort(v *vm, L *lua.LState) {
+	t, ok := L.Get(1).(*lua.LTable)
+	if !ok {
+		return
+	}
+	n := int64(t.Len())
+	steps := n
+	for m := n; m > 1; m >>= 1 {
+		steps += n
+	}
+	spendInstructions(L, steps)
 }
 
 func (v *vm) mustFit(L *lua.LState, n float64) {
@@ -137,53 +158,6 @@ func precheckFormat(v *vm, L *lua.LState) {
 		n += strLen(L.Get(i)) + 512
 	}
 	v.mustFit(L, n)
-}
-
-func precheckGsub(v *vm, L *lua.LState) {
-	s := strLen(L.Get(1))
-	matches := s + 1
-	if max, ok := L.Get(4).(lua.LNumber); ok && float64(max) < matches {
-		matches = float64(max)
-	}
-	switch repl := L.Get(3).(type) {
-	case lua.LString:
-		// Each match writes the replacement, whose %0..%9 write a
-		// capture each: at most the subject's length over all matches.
-		captures := 0
-		for i := 0; i+1 < len(repl); i++ {
-			if repl[i] == '%' {
-				captures++
-				i++
-			}
-		}
-		v.mustFit(L, s+matches*float64(len(repl))+float64(captures)*(s+matches*numberText))
-	case *lua.LFunction, *lua.LTable:
-		// What the function or table gives for each match is charged as
-		// it is produced.
-		L.Replace(3, L.NewFunction(v.chargedReplacement(repl)))
-	}
-}
-
-// chargedReplacement calls gsub's replacement function, or indexes its
-// replacement table, and charges the string it gives.
-func (v *vm) chargedReplacement(repl lua.LValue) lua.LGFunction {
-	return func(L *lua.LState) int {
-		var out lua.LValue
-		if t, ok := repl.(*lua.LTable); ok {
-			out = L.GetTable(t, L.Get(1))
-		} else {
-			top := L.GetTop()
-			L.Push(repl)
-			for i := 1; i <= top; i++ {
-				L.Push(L.Get(i))
-			}
-			L.Call(top, 1)
-			out = L.Get(-1)
-		}
-		v.b.chargeOrRaise(L, int64(strLen(out)))
-		L.Push(out)
-		return 1
-	}
 }
 
 func precheckConcat(v *vm, L *lua.LState) {

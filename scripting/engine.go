@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"strings"
 	"sync"
 
@@ -22,10 +23,12 @@ import (
 
 // Defaults of Config's budgets.
 const (
-	// DefaultMaxInstructions is 10^8 VM instructions: about a second of
-	// gopher-lua on one core, and five orders of magnitude above what a
-	// rate-limit script runs.
-	DefaultMaxInstructions = 100_000_000
+	// DefaultMaxInstructions is 10^7 VM instructions: the spec's floor,
+	// five orders of magnitude above a rate-limit script (redis_rate's
+	// GCRA script runs about 70), and about 0.4 s of gopher-lua on one
+	// core: the longest a script that loops forever holds the state
+	// machine.
+	DefaultMaxInstructions = 10_000_000
 	// DefaultMaxMemory is 64 MiB allocated over a call, by the accounting
 	// of budget.go (cumulative, not live: a call that builds and drops
 	// strings pays for each).
@@ -170,6 +173,11 @@ func compile(body []byte) (s *script, errText string) {
 	if err != nil {
 		return nil, "ERR Error compiling script (new function): " + oneLine(err.Error())
 	}
+	// gopher-lua gives a vararg function an "arg" table on every call
+	// (Lua 5.0's compatibility), and the main chunk is vararg; but the main
+	// chunk has no local named arg, so the table can never be read: it is
+	// not built (a map allocated per call otherwise).
+	proto.IsVarArg &^= lua.VarArgNeedsArg
 	s.proto = proto
 	return s, ""
 }
@@ -228,20 +236,37 @@ func shebang(src string) (noWrites bool, n int, errText string) {
 // redis.call are error replies in those bytes, never a Go error. Safe for
 // concurrent use; x is called on the calling goroutine only, during Run.
 func (e *Engine) Run(dst []byte, c *Call, x Executor) (out []byte) {
+	if c.SHA == "" {
+		// The cache is keyed by sha: a call without one must not run
+		// another script cached under "".
+		c.SHA = SHA1Hex(c.Body)
+	}
 	s, errText := e.compiled(c.Body, c.SHA)
 	if errText != "" {
 		return appendError(dst, errText)
 	}
 	v := e.getVM()
 	defer func() {
-		if r := recover(); r != nil {
-			// A panic outside the VM's own recovery (in the engine's
-			// code): the state is dropped, never reused.
-			e.log.Error("scripting: panic running a script", "sha", c.SHA, "panic", r)
-			out = appendError(dst, "ERR internal error running the script: "+oneLine(fmt.Sprint(r)))
+		r := recover()
+		if r == nil {
+			e.putVM(v)
 			return
 		}
-		e.putVM(v)
+		// The state is dropped, never reused: its stacks are where the
+		// panic left them.
+		switch ae, ok := r.(*lua.ApiError); {
+		case v.b.over != withinBudget:
+			out = appendError(dst, v.b.text())
+		case ok:
+			// gopher-lua's PCall panics instead of returning when the
+			// value stack is full as the error is raised (it pushes the
+			// message handler without room for it): the error is the
+			// script's, and answered as such.
+			out = appendScriptError(dst, &lua.ApiError{Object: ae.Object}, c.SHA)
+		default:
+			e.log.Error("scripting: panic running a script", "sha", c.SHA, "panic", r, "stack", string(debug.Stack()))
+			out = appendError(dst, "ERR internal error running the script: "+oneLine(fmt.Sprint(r)))
+		}
 	}()
 	return v.run(dst, s, c, x)
 }

@@ -1,7 +1,10 @@
 package scripting
 
 import (
+	"errors"
 	"fmt"
+	stdmath "math"
+	"strconv"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
@@ -17,10 +20,9 @@ const (
 
 // The globals Redis 7.0.15 gives a script (script_lua.c's allow lists,
 // minus what it removes: print, dofile, loadfile, getfenv, setfenv,
-// newproxy, module, require, debug). coroutine is not there: a coroutine
-// runs on an LState of its own, outside the budget's count (see DESIGN.md).
+// newproxy, module, require, debug), and what gopher-lua adds.
 var removedGlobals = []string{"print", "dofile", "loadfile", "getfenv", "setfenv", "newproxy",
-	"module", "require", "_printregs", "coroutine", "debug", "package", "io", "channel"}
+	"module", "require", "_printregs", "debug", "package", "io", "channel"}
 
 // openEnvironment builds Redis's environment in v.L: the libraries, the
 // redis table, Redis's replacements, the memory charging wrappers, and
@@ -44,10 +46,15 @@ func (v *vm) openEnvironment() {
 
 	// Redis's replacements and additions to the base library.
 	g.RawSetString("pcall", L.NewFunction(v.pcall))
+	g.RawSetString("error", L.NewFunction(luaError))
 	g.RawSetString("tostring", L.NewFunction(v.tostring))
 	g.RawSetString("collectgarbage", L.NewFunction(v.collectgarbage))
 	g.RawSetString("gcinfo", L.NewFunction(v.gcinfo))
 	math := g.RawGetString("math").(*lua.LTable)
+	math.RawSetString("huge", lua.LNumber(stdmath.Inf(1))) // gopher-lua's is the largest finite number
+	if orig, ok := g.RawGetString("tonumber").(*lua.LFunction); ok {
+		g.RawSetString("tonumber", L.NewFunction(toNumber(orig.GFunction)))
+	}
 	math.RawSetString("random", L.NewFunction(v.mathRandom))
 	math.RawSetString("randomseed", L.NewFunction(v.mathRandomseed))
 	os := L.NewTable()
@@ -57,6 +64,8 @@ func (v *vm) openEnvironment() {
 	v.onError = L.NewFunction(v.errorHandler)
 	g.RawSetString("__redis__err__handler", v.onError)
 
+	v.openPatterns(g.RawGetString("string").(*lua.LTable))
+	v.openCoroutines()
 	v.chargeLibraries()
 	v.protect()
 }
@@ -79,6 +88,7 @@ func (v *vm) protect() {
 	strings.RawSetString("__index", lua.LNil)
 	strMeta := L.NewTable()
 	strMeta.RawSetString("__index", strings)
+	v.stringMeta = strMeta
 
 	g.ForEach(func(k, val lua.LValue) {
 		if t, ok := val.(*lua.LTable); ok && t != g {
@@ -132,7 +142,7 @@ func (v *vm) resetProxies() {
 		L.SetMetatable(p.proxy, p.meta)
 		v.globals.RawSetString(p.name, p.proxy)
 		if p.name == "string" {
-			L.GetMetatable(lua.LString("")).(*lua.LTable).RawSetString("__metatable", p.proxy)
+			v.stringMeta.RawSetString("__metatable", p.proxy)
 		}
 	}
 }
@@ -223,9 +233,15 @@ func (v *vm) tostring(L *lua.LState) int {
 		L.Call(1, 1)
 		return 1
 	}
-	s := v.tostringOf(val)
+	var s lua.LString
+	if n, ok := val.(lua.LNumber); ok {
+		v.text = appendNumber(v.text[:0], float64(n), 14)
+		s = lua.LString(v.text)
+	} else {
+		s = lua.LString(v.tostringOf(val))
+	}
 	v.b.chargeOrRaise(L, int64(len(s)))
-	L.Push(lua.LString(s))
+	L.Push(s)
 	return 1
 }
 
@@ -296,13 +312,13 @@ func (v *vm) mathRandom(L *lua.LState) int {
 	case 1:
 		u := L.CheckInt(1)
 		if u < 1 {
-			L.ArgError(1, "interval is empty")
+			L.RaiseError("bad argument #1 to 'random' (interval is empty)")
 		}
 		L.Push(lua.LNumber(floor(r*float64(u)) + 1))
 	case 2:
 		l, u := L.CheckInt(1), L.CheckInt(2)
 		if l > u {
-			L.ArgError(2, "interval is empty")
+			L.RaiseError("bad argument #2 to 'random' (interval is empty)")
 		}
 		L.Push(lua.LNumber(floor(r*float64(u-l+1)) + float64(l)))
 	default:
@@ -324,4 +340,94 @@ func floor(f float64) float64 {
 	return i
 }
 
-var _ = strings.TrimSpace
+// luaError is Lua 5.1's error: a string or number message gets the
+// position of the function level levels up (1: the caller of error), when
+// that is a Lua function; gopher-lua's own skips Go functions and leaves
+// numbers without a position.
+func luaError(L *lua.LState) int {
+	raiseAt(L, L.Get(1), L.OptInt(2, 1)) // error() raises nil, as Lua 5.1's does
+	return 0
+}
+
+// raiseAt raises obj; a string or a number gets the position of the
+// function level levels up when that is a Lua function (luaL_where).
+func raiseAt(L *lua.LState, obj lua.LValue, level int) {
+	var msg string
+	switch x := obj.(type) {
+	case lua.LString:
+		msg = string(x)
+	case lua.LNumber:
+		msg = numberToString(float64(x))
+	default:
+		L.Error(obj, 0)
+		return
+	}
+	if level > 0 {
+		if dbg, ok := L.GetStack(level); ok {
+			if _, err := L.GetInfo("Sl", dbg, lua.LNil); err == nil && dbg.What != "G" && dbg.CurrentLine > 0 {
+				msg = fmt.Sprintf("%s:%d: %s", dbg.Source, dbg.CurrentLine, msg)
+			}
+		}
+	}
+	L.Error(lua.LString(msg), 0)
+}
+
+// toNumber is Lua 5.1's tonumber: in base 10 a string converts as
+// glibc's strtod reads it, decimal or hexadecimal (gopher-lua's refuses
+// exponents: tonumber("1e2") was nil); surrounding white space is allowed.
+// Other bases are gopher-lua's.
+func toNumber(orig lua.LGFunction) lua.LGFunction {
+	return func(L *lua.LState) int {
+		if L.GetTop() >= 2 && L.Get(2) != lua.LNil {
+			if n, ok := L.Get(2).(lua.LNumber); !ok || n != 10 {
+				return orig(L)
+			}
+		}
+		switch x := L.CheckAny(1).(type) {
+		case lua.LNumber:
+			L.Push(x)
+		case lua.LString:
+			if f, ok := strToNumber(string(x)); ok {
+				L.Push(lua.LNumber(f))
+			} else {
+				L.Push(lua.LNil)
+			}
+		default:
+			L.Push(lua.LNil)
+		}
+		return 1
+	}
+}
+
+// strToNumber is Lua 5.1's luaO_str2d on glibc.
+func strToNumber(s string) (float64, bool) {
+	t := strings.TrimFunc(s, isCSpace)
+	if t == "" {
+		return 0, false
+	}
+	body := strings.TrimLeft(t, "+-")
+	if len(t)-len(body) > 1 || strings.ContainsRune(body, '_') {
+		return 0, false
+	}
+	if len(body) > 2 && body[0] == '0' && (body[1] == 'x' || body[1] == 'X') {
+		// glibc's strtod reads hexadecimal, with an optional binary
+		// exponent, which Go's ParseFloat requires.
+		if !strings.ContainsAny(body, "pP") {
+			t += "p0"
+		}
+	} else if strings.ContainsAny(body, "xXpP") {
+		return 0, false
+	}
+	f, err := strconv.ParseFloat(t, 64)
+	if err != nil {
+		var ne *strconv.NumError
+		if !errors.As(err, &ne) || ne.Err != strconv.ErrRange {
+			return 0, false
+		}
+	}
+	return f, true
+}
+
+func isCSpace(r rune) bool {
+	return r == ' ' || r == '\t' || r == '\n' || r == '\v' || r == '\f' || r == '\r'
+}

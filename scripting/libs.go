@@ -80,12 +80,13 @@ func (g *libOutputGuard) check(size int) {
 	// output so far no longer fits its memory budget.
 	switch ctx := g.L.Context().(type) {
 	case nil:
-	case *budget:
-		if ctx.over == withinBudget && !ctx.fits(int64(size)) {
-			ctx.over = memorySpent
+	case *stateBudget:
+		b := ctx.budget
+		if b.over == withinBudget && !b.fits(int64(size)) {
+			b.over = memorySpent
 		}
-		if ctx.over != withinBudget {
-			capiRaise(g.L, "%s", ctx.text())
+		if b.over != withinBudget {
+			capiRaise(g.L, "%s", b.text())
 		}
 	default:
 		if ctx.Err() != nil {

@@ -143,6 +143,11 @@ func (v *vm) convertArgs(L *lua.LState, n int) ([][]byte, bool) {
 func (v *vm) execute(args [][]byte) (reply []byte, errText string) {
 	spec := commands.Lookup(args[0], &v.lower)
 	if spec == nil {
+		if scriptCommand(string(v.lower)) {
+			// The script commands may be missing from the table (they are
+			// the server's); Redis flags them noscript.
+			return nil, "This Redis command is not allowed from script"
+		}
 		return nil, "Unknown Redis command called from script"
 	}
 	if !spec.OwnArity && !spec.CheckArity(len(args)) {

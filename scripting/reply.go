@@ -23,6 +23,11 @@ func (v *vm) fromRESP(L *lua.LState, b []byte) lua.LValue {
 }
 
 func (v *vm) fromRESPItem(L *lua.LState, b []byte) (lua.LValue, []byte) {
+	// RESP2's null bulk string and null array, which resp3.Read (RESP3's
+	// reader) does not know.
+	if len(b) >= 5 && (b[0] == '$' || b[0] == '*') && string(b[1:5]) == "-1\r\n" {
+		return lua.LFalse, b[5:]
+	}
 	it, rest, ok := resp3.Read(b)
 	if !ok {
 		return lua.LFalse, nil
@@ -32,9 +37,6 @@ func (v *vm) fromRESPItem(L *lua.LState, b []byte) (lua.LValue, []byte) {
 		n, _ := strconv.ParseInt(string(it.Line), 10, 64)
 		return lua.LNumber(n), rest
 	case '$':
-		if string(it.Line) == "-1" {
-			return lua.LFalse, rest
-		}
 		return lua.LString(it.Blob), rest
 	case '+':
 		t := L.CreateTable(0, 1)
@@ -65,9 +67,6 @@ func (v *vm) fromRESPItem(L *lua.LState, b []byte) (lua.LValue, []byte) {
 		t.RawSetString("verbatim_string", inner)
 		return t, rest
 	case '*':
-		if string(it.Line) == "-1" {
-			return lua.LFalse, rest
-		}
 		v.b.chargeOrRaise(L, int64(it.N)*slotCost)
 		t := L.CreateTable(it.N, 0)
 		for i := 1; i <= it.N; i++ {
@@ -121,7 +120,10 @@ const maxReplyDepth = 100
 func (v *vm) reply(dst []byte, val lua.LValue) ([]byte, bool) {
 	start := len(dst)
 	dst = v.appendValue(dst, val, 0, start)
-	return dst, v.b.over == withinBudget
+	if v.b.over != withinBudget {
+		return dst[:start], false
+	}
+	return dst, true
 }
 
 func (v *vm) appendValue(dst []byte, val lua.LValue, depth, start int) []byte {
@@ -185,23 +187,22 @@ func (v *vm) appendTable(dst []byte, t *lua.LTable, depth, start int) []byte {
 			return append(dst, '\r', '\n')
 		}
 	}
+	// Maps and sets are walked with Next, in the table's insertion order:
+	// gopher-lua's ForEach ranges over Go maps, whose order differs from
+	// run to run and from replica to replica.
 	if m, ok := t.RawGetString("map").(*lua.LTable); ok {
-		n := 0
-		m.ForEach(func(lua.LValue, lua.LValue) { n++ })
-		dst = appendInt(dst, '%', int64(n))
-		m.ForEach(func(k, val lua.LValue) {
+		dst = appendInt(dst, '%', int64(count(m)))
+		for k, val := m.Next(lua.LNil); k != lua.LNil; k, val = m.Next(k) {
 			dst = v.appendValue(dst, k, depth+1, start)
 			dst = v.appendValue(dst, val, depth+1, start)
-		})
+		}
 		return dst
 	}
 	if s, ok := t.RawGetString("set").(*lua.LTable); ok {
-		n := 0
-		s.ForEach(func(lua.LValue, lua.LValue) { n++ })
-		dst = appendInt(dst, '~', int64(n))
-		s.ForEach(func(k, _ lua.LValue) {
+		dst = appendInt(dst, '~', int64(count(s)))
+		for k, _ := s.Next(lua.LNil); k != lua.LNil; k, _ = s.Next(k) {
 			dst = v.appendValue(dst, k, depth+1, start)
-		})
+		}
 		return dst
 	}
 	n := 0
@@ -264,4 +265,13 @@ func appendLine(dst []byte, typ byte, s string) []byte {
 		dst = append(dst, c)
 	}
 	return append(dst, '\r', '\n')
+}
+
+// count is the number of keys of t.
+func count(t *lua.LTable) int {
+	n := 0
+	for k, _ := t.Next(lua.LNil); k != lua.LNil; k, _ = t.Next(k) {
+		n++
+	}
+	return n
 }

@@ -27,11 +27,12 @@ type vm struct {
 	L *lua.LState
 	b budget
 
-	globals *lua.LTable   // the real globals (behind the proxy)
-	env     *lua.LTable   // the proxy that scripts see as _G
-	proxies []libProxy    // the library tables' proxies, reset when written to
-	fns     map[*script]*lua.LFunction
-	onError *lua.LFunction // the message handler that adds source and line (__redis__err__handler)
+	globals    *lua.LTable // the real globals (behind the proxy)
+	env        *lua.LTable // the proxy that scripts see as _G
+	proxies    []libProxy  // the library tables' proxies, reset when written to
+	stringMeta *lua.LTable // the strings' metatable: __index the string table, __metatable its proxy
+	fns        map[*script]*lua.LFunction
+	onError    *lua.LFunction // the message handler that adds source and line (__redis__err__handler)
 
 	rng      redisRand
 	resp     int  // the protocol redis.call's replies are read in (redis.setresp)
@@ -49,6 +50,9 @@ type vm struct {
 	res   request.Result
 
 	ids map[any]int // tostring's stand-ins for addresses, per call
+
+	keys, argv luaArray // KEYS and ARGV, reused from call to call
+	text       []byte   // scratch for numbers' texts
 }
 
 // libProxy is a global that names a library table through a proxy.
@@ -60,15 +64,16 @@ type libProxy struct {
 
 func newVM(e *Engine) *vm {
 	L := lua.NewState(lua.Options{
-		SkipOpenLibs:    true,
-		CallStackSize:   maxCallDepth,
-		RegistrySize:    4096,
-		RegistryMaxSize: maxStackSlots,
+		SkipOpenLibs:     true,
+		CallStackSize:    maxCallDepth,
+		RegistrySize:     initialStackSlots,
+		RegistryMaxSize:  maxStackSlots,
+		RegistryGrowStep: 4096, // gopher-lua grows by a fixed step, copying the stack each time
+
 	})
 	v := &vm{e: e, L: L, fns: make(map[*script]*lua.LFunction)}
-	v.b.L = L
 	v.b.reset(e.cfg.MaxInstructions, e.cfg.MaxMemory)
-	L.SetContext(&v.b)
+	L.SetContext(&stateBudget{budget: &v.b, L: L})
 	v.openEnvironment()
 	return v
 }
@@ -78,9 +83,12 @@ const (
 	// recursion is the Lua error "stack overflow", not a crash.
 	maxCallDepth = 1000
 	// maxStackSlots bounds the value stack (16 bytes a slot): unpack of a
-	// huge table or string.byte of a huge string is an error, not an
-	// allocation of gigabytes.
-	maxStackSlots = 1 << 20
+	// huge table or string.byte of a huge string is an error ("registry
+	// overflow"; C Lua answers "too many results"), not an allocation of
+	// gigabytes. 64Ki slots hold a thousand nested calls of 64 registers.
+	maxStackSlots = 1 << 16
+	// initialStackSlots is the value stack a state starts with.
+	initialStackSlots = 4096
 	// maxFunctions bounds the per-state cache of script functions.
 	maxFunctions = 256
 )
@@ -124,8 +132,11 @@ func (v *vm) begin(c *Call, x Executor) {
 	v.resp = 2
 	v.b.reset(v.e.cfg.MaxInstructions, v.e.cfg.MaxMemory)
 	v.rng.seed(int32(c.Seed ^ c.Seed>>32))
-	v.globals.RawSetString("KEYS", v.array(c.Keys))
-	v.globals.RawSetString("ARGV", v.array(c.Args))
+	resetRedisLibs(v.L) // cjson's settings: Redis keeps a script's for the next (libs.go)
+	v.keys = v.reuseArray(v.keys, c.Keys)
+	v.argv = v.reuseArray(v.argv, c.Args)
+	v.globals.RawSetString("KEYS", v.keys.t)
+	v.globals.RawSetString("ARGV", v.argv.t)
 }
 
 // end forgets the call and undoes what a script may have left.
@@ -140,13 +151,50 @@ func (v *vm) end() {
 	v.req = request.Request{}
 }
 
-// array is a Lua array of the byte strings.
-func (v *vm) array(items [][]byte) *lua.LTable {
-	t := v.L.CreateTable(len(items), 0)
-	for i, it := range items {
-		t.RawSetInt(i+1, lua.LString(it))
+// luaArray is KEYS or ARGV as the last call left it: the table and the
+// strings it was given, so that the next call with as many items reuses
+// the table, and the strings that are the same bytes again.
+type luaArray struct {
+	t     *lua.LTable
+	items []lua.LString
+}
+
+// reuseArray makes a into the Lua array of items. The table is reused
+// when it holds exactly what was put in it (a script may have added to it:
+// then it is replaced, so nothing reaches the next call), and each string
+// is reused when its bytes are the same.
+func (v *vm) reuseArray(a luaArray, items [][]byte) luaArray {
+	if a.t == nil || len(a.items) != len(items) || !a.untouched() {
+		a.t = v.L.CreateTable(len(items), 0)
+		a.items = a.items[:0]
+		for _, it := range items {
+			a.items = append(a.items, lua.LString(it))
+		}
+		for i, s := range a.items {
+			a.t.RawSetInt(i+1, s)
+		}
+		return a
 	}
-	return t
+	for i, it := range items {
+		if string(a.items[i]) != string(it) {
+			a.items[i] = lua.LString(it)
+		}
+		a.t.RawSetInt(i+1, a.items[i])
+	}
+	return a
+}
+
+// untouched reports whether the table holds only its n items' slots.
+func (a *luaArray) untouched() bool {
+	n := len(a.items)
+	if a.t.MaxN() != n {
+		return false
+	}
+	k, _ := a.t.Next(lua.LNumber(n))
+	if n == 0 {
+		k, _ = a.t.Next(lua.LNil)
+	}
+	return k == lua.LNil
 }
 
 // appendError appends an error reply of text (which carries its code),
