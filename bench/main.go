@@ -68,7 +68,7 @@ type options struct {
 	baseline string
 }
 
-var allModes = []string{"compare", "limiters", "scripts", "latency", "datatypes", "memory", "cluster"}
+var allModes = []string{"compare", "limiters", "scripts", "libraries", "latency", "datatypes", "memory", "cluster"}
 
 // failoverMode is not part of "all": it measures availability, not speed,
 // and kills processes on purpose.
@@ -77,7 +77,7 @@ const failoverMode = "failover"
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	mode := fs.String("mode", "compare", "compare | limiters | scripts | latency | datatypes | memory | cluster | all (comma-separated list allowed); failover (not in all); or pgo alone: write cmd/redcell/default.pgo (see bench/pgo.go)")
+	mode := fs.String("mode", "compare", "compare | limiters | scripts | libraries | latency | datatypes | memory | cluster | all (comma-separated list allowed); failover (not in all); or pgo alone: write cmd/redcell/default.pgo (see bench/pgo.go)")
 	servers := fs.String("servers", "all", "servers to run: all, or a comma-separated list of redcell, redis (both Redis servers), redis-lua, redis-lua-fsync")
 	quick := fs.Bool("quick", false, "short runs and 100k keys for a smoke check (results are marked as quick)")
 	results := fs.String("results", "", "directory of the results files: each mode writes <mode>.md there, replacing the last run's (default bench/results in the repository)")
@@ -185,7 +185,7 @@ func parseModes(s string) ([]string, error) {
 				modes = append(modes, m)
 			}
 		default:
-			return nil, fmt.Errorf("unknown -mode %q (want compare, limiters, latency, datatypes, memory, cluster, all or failover)", m)
+			return nil, fmt.Errorf("unknown -mode %q (want compare, limiters, scripts, libraries, latency, datatypes, memory, cluster, all or failover)", m)
 		}
 	}
 	return modes, nil
@@ -361,6 +361,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			case "scripts":
 				md = scriptsModeNote + md
 			}
+			if err := writeResults(mode, title, md); err != nil {
+				return err
+			}
+		case "libraries":
+			if err := startThroughputServers(); err != nil {
+				return err
+			}
+			title := "Libraries: the Go rate-limit libraries' scripts, called by 20 concurrent callers"
+			fmt.Fprintf(stdout, "\n== %s (%d rounds, ~%.0f s per run after %.1f s of warm-up)\n", title, opts.rounds, opts.seconds, opts.warmup)
+			rows, err := runLibraries(ctx, throughput, opts.rounds, opts.seconds, opts.warmup, stdout)
+			if err != nil {
+				return err
+			}
+			md := librariesMarkdown(rows)
+			fmt.Fprintf(stdout, "\n%s", md)
 			if err := writeResults(mode, title, md); err != nil {
 				return err
 			}
