@@ -67,6 +67,11 @@ func FuzzParse(f *testing.F) {
 				checkErrorText(t, s, argv, e)
 				continue
 			}
+			// EVAL of a script whose shebang says no-writes is a read
+			// (NoWritesShebang), the one parse that changes class.
+			if s.Code == request.Eval && r.Code == request.EvalRO {
+				continue
+			}
 			if r.Code != s.Code || r.Code.IsWrite() != (s.Class == Write) || !r.Code.Known() {
 				t.Fatalf("%s %q: request code %d, its table entry says %d (class %d)", s.Name, argv, r.Code, s.Code, s.Class)
 			}

@@ -1,6 +1,8 @@
 package commands
 
 import (
+	"bytes"
+
 	"github.com/redcell/redcell/internal/arg"
 	"github.com/redcell/redcell/request"
 )
@@ -86,10 +88,50 @@ func parseEval(code request.Code, args [][]byte) (request.Request, string) {
 		}
 		first = lowerSHA(first)
 	}
+	if code == request.Eval && NoWritesShebang(first) {
+		code = request.EvalRO // a read, without a log entry (spec/scripting.md)
+	}
 	r := request.Request{Code: code, Keys: make([][]byte, 0, len(args)-2)}
 	r.Keys = append(append(r.Keys, first), args[3:]...)
 	r.SetArgs(n)
 	return r, ""
+}
+
+// NoWritesShebang reports whether a script declares itself read-only with
+// Redis 7's shebang, "#!lua flags=no-writes" (beside other known flags) on
+// its first line: EVAL of such a script parses to EvalRO, a read code, so
+// the server answers it as a read (the only command whose parse may give a
+// code of the other class). A shebang that is not well formed is left to
+// the engine, which answers Redis's error for it from the log entry.
+func NoWritesShebang(body []byte) bool {
+	if !bytes.HasPrefix(body, []byte("#!lua")) {
+		return false
+	}
+	end := bytes.IndexByte(body, '\n')
+	if end < 0 {
+		return false
+	}
+	parts := bytes.Fields(body[:end])
+	if len(parts) == 0 || string(parts[0]) != "#!lua" {
+		return false
+	}
+	noWrites := false
+	for _, p := range parts[1:] {
+		flags, ok := bytes.CutPrefix(p, []byte("flags="))
+		if !ok {
+			return false
+		}
+		for _, f := range bytes.Split(flags, []byte(",")) {
+			switch string(f) {
+			case "no-writes":
+				noWrites = true
+			case "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys":
+			default:
+				return false
+			}
+		}
+	}
+	return noWrites
 }
 
 // lowerSHA is sha in lower case (a copy when it has upper case letters).

@@ -234,6 +234,12 @@ func (c *conn) execCommand(args [][]byte) {
 			c.fail(e)
 			return
 		}
+		if !op.Code.IsWrite() {
+			// EVAL of a script that declares itself read-only
+			// (commands.NoWritesShebang): a read, without a log entry.
+			c.queueRead(op)
+			return
+		}
 		if len(c.reads) > 0 {
 			c.answerPending()
 		}
@@ -245,25 +251,29 @@ func (c *conn) execCommand(args [][]byte) {
 			c.fail(e)
 			return
 		}
-		c.trackRead(&r) // before the read runs: see tracking.go
-		if len(c.writes) > 0 && ridesWithWrites(r.Code) {
-			// A read behind writes of the same pipeline rides in their
-			// entry, answered by the state machine in order, as EXEC's
-			// reads are: one commit for a rate limiter's ZADD,
-			// ZREMRANGEBYSCORE, ZCARD, EXPIRE instead of a commit and a
-			// leadership check per decision.
-			c.writes = append(c.writes, r)
-			return
-		}
-		if len(c.writes) > 0 {
-			c.answerPending()
-		}
-		c.reads = append(c.reads, r)
+		c.queueRead(r)
 	default:
 		c.answerPending()
 		h := handlers[spec.Name]
 		h(c, spec, args)
 	}
+}
+
+// queueRead adds a parsed read to the pending run: behind writes of the
+// same pipeline it rides in their entry, answered by the state machine in
+// order, as EXEC's reads are (one commit for a rate limiter's ZADD,
+// ZREMRANGEBYSCORE, ZCARD, EXPIRE instead of a commit and a leadership
+// check per decision); otherwise it joins the run of reads.
+func (c *conn) queueRead(r request.Request) {
+	c.trackRead(&r) // before the read runs: see tracking.go
+	if len(c.writes) > 0 && ridesWithWrites(r.Code) {
+		c.writes = append(c.writes, r)
+		return
+	}
+	if len(c.writes) > 0 {
+		c.answerPending()
+	}
+	c.reads = append(c.reads, r)
 }
 
 // allowedWhileLoading reports whether a command runs while the node loads

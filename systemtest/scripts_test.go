@@ -54,6 +54,14 @@ var scriptOracleCases = []oracleCase{
 		ex("EVAL «return x» 0"), ex("EVAL «y = 1» 0"), ex("EVAL «error('boom')» 0"), ex("EVAL «error({err='ERR table'})» 0"),
 		ex("MULTI"), ex("EVAL «return redis.call('INCR', 'm')» 0"), ex("EVAL «return redis.call('INCR', 'm')» 0"), ex("EXEC"),
 	}},
+	{"script shebangs", false, []oracleLine{
+		ex("SET k v"), ex("EVAL «#!lua flags=no-writes\nreturn redis.call('GET', KEYS[1])» 1 k"),
+		ex("EVAL «#!lua flags=no-writes\nreturn redis.call('SET', KEYS[1], 'w')» 1 k"), ex("GET k"),
+		ex("EVAL «#!lua flags=no-writes,allow-oom\nreturn redis.pcall('DEL', 'k')» 0"),
+		ex("EVAL «#!lua\nreturn redis.call('SET', 'k', 'x')» 0"), ex("GET k"),
+		ex("EVAL «#!lua flags=bogus\nreturn 1» 0"), ex("EVAL «#!lua x=y\nreturn 1» 0"), ex("EVAL «#!python\nreturn 1» 0"),
+		ex("MULTI"), ex("EVAL «#!lua flags=no-writes\nreturn redis.call('GET', 'k')» 0"), ex("INCR n"), ex("EXEC"),
+	}},
 }
 
 // TestScriptsAgainstRedis runs scriptOracleCases on Redcell and
@@ -64,6 +72,31 @@ func TestScriptsAgainstRedis(t *testing.T) {
 	n := startTestNode(t, "scripts-oracle")
 	rc := mustDial(t, n.addr())
 	runOracleCases(t, rc, rd, scriptOracleCases)
+}
+
+// TestNoWritesScriptIsARead: EVAL of a script whose shebang says
+// flags=no-writes is answered as a read, on one node and through a
+// follower, without a log entry (the leader's commit index does not move).
+func TestNoWritesScriptIsARead(t *testing.T) {
+	c := startCluster(t, 3)
+	leader := c.waitLeader()
+	lc := mustDial(t, c.nodes[leader].addr())
+	expectReply(t, lc, wantStatus("OK"), "SET", "k", "v")
+	c.waitConverged(opTimeout)
+	commit := func() string { return infoField(mustDo(t, lc, "INFO", "raft").str, "raft_commit_index") }
+	before := commit()
+	body := "#!lua flags=no-writes\nreturn redis.call('GET', KEYS[1])"
+	for i := range 3 {
+		nc := mustDial(t, c.nodes[(leader+i)%3].addr())
+		expectReply(t, nc, wantBulk("v"), "EVAL", body, "1", "k")
+	}
+	if after := commit(); after != before {
+		t.Errorf("EVAL of a no-writes script moved the commit index from %s to %s", before, after)
+	}
+	expectReply(t, lc, wantInt(1), "EVAL", "#!lua\nreturn redis.call('INCR', 'n')", "0")
+	if after := commit(); after == before {
+		t.Errorf("EVAL of a script that writes left the commit index at %s", before)
+	}
 }
 
 const (
