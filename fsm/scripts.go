@@ -172,7 +172,7 @@ type scriptExecutor struct {
 func (x *scriptExecutor) Execute(req *request.Request, res *request.Result) {
 	*res = request.Result{}
 	switch {
-	case validRequest(req) != "", isScriptCode(req.Code),
+	case validRequest(req) != "", req.Code.IsScript(),
 		req.Code.IsWrite() && !x.write:
 		// What package scripting never hands over (it refuses scripts
 		// calling scripts, and writes from a read-only script, with
@@ -184,15 +184,6 @@ func (x *scriptExecutor) Execute(req *request.Request, res *request.Result) {
 	if x.write && req.Code.IsWrite() && x.f.watching() != nil {
 		x.f.written(req)
 	}
-}
-
-func isScriptCode(c request.Code) bool {
-	switch c {
-	case request.Eval, request.EvalSha, request.ScriptLoad, request.ScriptFlush,
-		request.EvalRO, request.EvalShaRO, request.ScriptExists:
-		return true
-	}
-	return false
 }
 
 // sorted lists the cache's SHA-1s in order: a snapshot writes the

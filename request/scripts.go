@@ -53,6 +53,17 @@ func init() {
 	keyspaceErrors = append(keyspaceErrors, ErrText{ErrNoScript, NoScriptText})
 }
 
+// IsScript reports whether c is one of the script codes above (a script
+// cannot call them: the state machine refuses them from redis.call).
+func (c Code) IsScript() bool {
+	for i := range scriptOps {
+		if scriptOps[i].Code == c {
+			return true
+		}
+	}
+	return false
+}
+
 // ScriptKeys returns the KEYS of a KeyScript request: Keys[1:1+Args[0]],
 // or nil when Args[0] does not fit Keys (a request the state machine
 // refuses).

@@ -327,33 +327,20 @@ func (d *msgpackDecoder) decode() lua.LValue {
 			return lua.LNil
 		}
 		return str(5, d.be(1, 4))
-	case 0xdc:
-		if !d.need(3) {
+	case 0xdc, 0xdd, 0xde, 0xdf:
+		// array 16, array 32, map 16, map 32: a count of 2 or 4 bytes.
+		width := 2
+		if c == 0xdd || c == 0xdf {
+			width = 4
+		}
+		if !d.need(uint64(1 + width)) {
 			return lua.LNil
 		}
-		n := d.be(1, 2)
-		d.pos += 3
-		return d.decodeArray(n)
-	case 0xdd:
-		if !d.need(5) {
-			return lua.LNil
+		n := d.be(1, width)
+		d.pos += 1 + width
+		if c <= 0xdd {
+			return d.decodeArray(n)
 		}
-		n := d.be(1, 4)
-		d.pos += 5
-		return d.decodeArray(n)
-	case 0xde:
-		if !d.need(3) {
-			return lua.LNil
-		}
-		n := d.be(1, 2)
-		d.pos += 3
-		return d.decodeMap(n)
-	case 0xdf:
-		if !d.need(5) {
-			return lua.LNil
-		}
-		n := d.be(1, 4)
-		d.pos += 5
 		return d.decodeMap(n)
 	}
 	switch {
