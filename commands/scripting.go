@@ -91,8 +91,11 @@ func parseEval(code request.Code, args [][]byte) (request.Request, string) {
 	if code == request.Eval && NoWritesShebang(first) {
 		code = request.EvalRO // a read, without a log entry (spec/scripting.md)
 	}
-	r := request.Request{Code: code, Keys: make([][]byte, 0, len(args)-2)}
-	r.Keys = append(append(r.Keys, first), args[3:]...)
+	// The script (or SHA-1) takes numkeys' place, already read, so that
+	// Keys aliases args as every parser's does instead of a slice made for
+	// each call.
+	args[2] = first
+	r := request.Request{Code: code, Keys: args[2:]}
 	r.SetArgs(n)
 	return r, ""
 }

@@ -65,7 +65,8 @@ type Spec struct {
 	// into its request of code Code, validated completely, or returns the
 	// error text to answer instead. It is the one place a command's syntax
 	// lives: a new command is a table entry with its Code and Parse. The
-	// request's keys alias args. It returns the request by value: a
+	// request's keys alias args, whose entries (never their bytes) Parse
+	// may rearrange for that, as EVAL's does. It returns the request by value: a
 	// pointer handed to a call through a func field escapes, and would
 	// cost every command an allocation (TestConnPipelineDoesNotAllocate).
 	Parse      func(args [][]byte) (request.Request, string)

@@ -78,8 +78,11 @@ type FSM struct {
 	entryPos int
 	// scripts is the replicated script cache; engine runs scripts and
 	// keeps their compiled forms (scripts.go).
-	scripts scriptCache
-	engine  *scripting.Engine
+	scripts   scriptCache
+	engine    *scripting.Engine
+	scriptRun *scriptRun // a write's call (scripts.go)
+	replies   replySlab  // writes' script replies (scripts.go)
+	lastSHA   string     // the SHA-1 of the last EVALSHA applied (scripts.go)
 	// origin marks this node's own proposals (SetOrigin); unread is the
 	// buffer that the entries of other origins are applied into.
 	origin []byte
@@ -120,7 +123,7 @@ func New(cfg Config) *FSM {
 		cfg.OnFatal = func(error) {}
 	}
 	return &FSM{cfg: cfg, log: cfg.Logger, store: shard.New(cfg.Stripes),
-		scripts: scriptCache{}, engine: newEngine(cfg)}
+		scripts: scriptCache{}, engine: newEngine(cfg), scriptRun: new(scriptRun)}
 }
 
 // newEngine is the script engine of a state machine with cfg.

@@ -75,11 +75,17 @@ func (f *FSM) eval(r *request.Request, now int64, res *request.Result) {
 
 // evalSha runs EVALSHA and EVALSHA_RO: the cached script, or NOSCRIPT.
 func (f *FSM) evalSha(r *request.Request, now int64, res *request.Result) {
-	sha := string(r.Keys[0])
-	body, ok := f.scripts[sha]
+	body, ok := f.scripts[string(r.Keys[0])]
 	if !ok {
 		res.SetErr(request.ErrNoScript)
 		return
+	}
+	sha := f.lastSHA
+	if !r.Code.IsWrite() || string(r.Keys[0]) != sha {
+		sha = string(r.Keys[0])
+	}
+	if r.Code.IsWrite() {
+		f.lastSHA = sha // a string per call was a tenth of what a call allocated
 	}
 	f.runScript(body, sha, r, now, res)
 }
@@ -87,12 +93,64 @@ func (f *FSM) evalSha(r *request.Request, now int64, res *request.Result) {
 // runScript runs a compiled script with r's KEYS and ARGV into res.
 func (f *FSM) runScript(body []byte, sha string, r *request.Request, now int64, res *request.Result) {
 	write := r.Code.IsWrite()
-	call := scripting.Call{
+	run, dst := f.scriptRun, f.replies.next()
+	if !write {
+		// A read holds applyMu for reading only, beside other reads:
+		// the FSM's call and reply buffer are the writes'.
+		run, dst = new(scriptRun), nil
+	}
+	run.call = scripting.Call{
 		Body: body, SHA: sha, Keys: r.ScriptKeys(), Args: r.ScriptArgs(),
 		ReadOnly: !write, Now: now, Seed: f.scriptSeed(write),
 	}
-	x := scriptExecutor{f: f, now: now, write: write}
-	*res = request.Result{Kind: request.KindReply, Data: f.engine.Run(nil, &call, &x)}
+	run.x = scriptExecutor{f: f, now: now, write: write}
+	data := f.engine.Run(dst, &run.call, &run.x)
+	*run = scriptRun{} // nothing of the entry stays reachable
+	if write {
+		data = f.replies.took(data)
+	}
+	*res = request.Result{Kind: request.KindReply, Data: data}
+}
+
+// scriptRun is what runScript hands the engine. The FSM keeps one for
+// writes, which are applied one at a time: a call then allocates neither.
+type scriptRun struct {
+	call scripting.Call
+	x    scriptExecutor
+}
+
+// replySlab is where scripts' replies are written, one after another, so
+// that a reply is not a buffer grown from nothing for each call. A reply
+// is handed out with its capacity clipped to its length; a slab is never
+// written again once full (a new one replaces it, and the old one is
+// garbage once the results that point into it are released).
+type replySlab struct {
+	buf []byte
+}
+
+const (
+	replySlabSize = 32 << 10
+	// replySlabMin is the room below which a slab is replaced: a rate-
+	// limit script's reply is tens of bytes.
+	replySlabMin = 512
+)
+
+// next is the slab's free room, empty, for the next reply.
+func (s *replySlab) next() []byte {
+	if cap(s.buf)-len(s.buf) < replySlabMin {
+		s.buf = make([]byte, 0, replySlabSize)
+	}
+	return s.buf[len(s.buf):len(s.buf)]
+}
+
+// took records that reply, appended to next's slice, was handed out, and
+// returns it clipped: a reply that outgrew the room lives elsewhere.
+func (s *replySlab) took(reply []byte) []byte {
+	room := s.buf[len(s.buf):cap(s.buf)]
+	if len(reply) > 0 && len(reply) <= len(room) && &reply[0] == &room[0] {
+		s.buf = s.buf[:len(s.buf)+len(reply)]
+	}
+	return reply[:len(reply):len(reply)]
 }
 
 // scriptSeed is math.random's seed for the script being run: the entry's

@@ -3,8 +3,10 @@ package fsm_test
 import (
 	"bytes"
 	"strconv"
+	"strings"
 	"testing"
 
+	"github.com/redcell/redcell/commands"
 	"github.com/redcell/redcell/fsm"
 	"github.com/redcell/redcell/request"
 )
@@ -151,4 +153,51 @@ func digest(t testing.TB, f *fsm.FSM) [32]byte {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// TestScriptRepliesOutliveLaterEntries: scripts' replies are written one
+// after another into shared buffers (scripts.go, replySlab); every reply
+// keeps its bytes while later entries run scripts, across the buffers'
+// replacement, a reply longer than the room left, and the requests of one
+// entry.
+func TestScriptRepliesOutliveLaterEntries(t *testing.T) {
+	e := newEngine(2)
+	const body = "return {KEYS[1], string.rep(ARGV[1], tonumber(ARGV[2]))}"
+	var kept []request.Result
+	var want []string
+	for i := range 300 {
+		var reqs []request.Request
+		for j := range 4 {
+			n := 1 + (i*4+j)%97
+			if j == 3 && i%50 == 0 {
+				n = 40_000 // longer than a whole buffer
+			}
+			key, rep := "k"+strconv.Itoa(i*4+j), strconv.Itoa(j)
+			reqs = append(reqs, parsedArgs(t, "EVAL", body, "1", key, rep, strconv.Itoa(n)))
+			s := strings.Repeat(rep, n)
+			want = append(want, "*2\r\n$"+strconv.Itoa(len(key))+"\r\n"+key+"\r\n$"+strconv.Itoa(len(s))+"\r\n"+s+"\r\n")
+		}
+		kept = append(kept, e.entry(t, t0, reqs)...)
+	}
+	for i, res := range kept {
+		if res.Kind != request.KindReply || string(res.Data) != want[i] {
+			t.Fatalf("reply %d: kind %d, %.60q..., want %.60q...", i, res.Kind, res.Data, want[i])
+		}
+		if cap(res.Data) != len(res.Data) {
+			t.Fatalf("reply %d: capacity %d beyond its %d bytes: an append would write over the next reply", i, cap(res.Data), len(res.Data))
+		}
+	}
+}
+
+// parsedArgs is the request a valid write command parses to, its
+// arguments given one by one (a script has blanks).
+func parsedArgs(t testing.TB, words ...string) request.Request {
+	t.Helper()
+	args := argsOf(words)
+	var scratch []byte
+	var r request.Request
+	if text := commands.ParseWrite(commands.Lookup(args[0], &scratch), args, &r); text != "" {
+		t.Fatalf("%q: %s", words, text)
+	}
+	return r
 }

@@ -233,14 +233,17 @@ func (v *vm) tostring(L *lua.LState) int {
 		L.Call(1, 1)
 		return 1
 	}
-	var s lua.LString
-	if n, ok := val.(lua.LNumber); ok {
-		v.text = appendNumber(v.text[:0], float64(n), 14)
-		s = lua.LString(v.text)
-	} else {
+	var s lua.LValue
+	switch x := val.(type) {
+	case lua.LString:
+		s = val // already a value: x would be boxed again
+	case lua.LNumber:
+		v.text = appendNumber(v.text[:0], float64(x), 14)
+		s = v.strings.value(v.text)
+	default:
 		s = lua.LString(v.tostringOf(val))
 	}
-	v.b.chargeOrRaise(L, int64(len(s)))
+	v.b.chargeOrRaise(L, int64(len(s.(lua.LString))))
 	L.Push(s)
 	return 1
 }

@@ -37,11 +37,13 @@ func (v *vm) fromRESPItem(L *lua.LState, b []byte) (lua.LValue, []byte) {
 		n, _ := strconv.ParseInt(string(it.Line), 10, 64)
 		return lua.LNumber(n), rest
 	case '$':
-		return lua.LString(it.Blob), rest
+		return v.strings.value(it.Blob), rest
 	case '+':
-		t := L.CreateTable(0, 1)
-		t.RawSetString("ok", lua.LString(it.Line))
-		return t, rest
+		s := okStatus
+		if string(it.Line) != "OK" {
+			s = lua.LString(it.Line)
+		}
+		return v.tables.statusTable(L, s), rest
 	case '-':
 		t := errTable(L, "-"+string(it.Line))
 		t.RawSetString("ignore_error_stats_update", lua.LTrue)
@@ -68,7 +70,7 @@ func (v *vm) fromRESPItem(L *lua.LState, b []byte) (lua.LValue, []byte) {
 		return t, rest
 	case '*':
 		v.b.chargeOrRaise(L, int64(it.N)*slotCost)
-		t := L.CreateTable(it.N, 0)
+		t := v.tables.arrayTable(L, it.N)
 		for i := 1; i <= it.N; i++ {
 			var el lua.LValue
 			el, rest = v.fromRESPItem(L, rest)

@@ -51,8 +51,10 @@ type vm struct {
 
 	ids map[any]int // tostring's stand-ins for addresses, per call
 
-	keys, argv luaArray // KEYS and ARGV, reused from call to call
-	text       []byte   // scratch for numbers' texts
+	keys, argv luaArray    // KEYS and ARGV, reused from call to call
+	tables     replyTables // redis.call's reply tables, reused from call to call
+	strings    shortStrings
+	text       []byte // scratch for numbers' texts
 }
 
 // libProxy is a global that names a library table through a proxy.
@@ -144,6 +146,7 @@ func (v *vm) end() {
 	v.call, v.x = nil, nil
 	v.L.SetTop(0)
 	v.resetProxies()
+	v.tables.reclaim()
 	if v.ids != nil {
 		clear(v.ids)
 	}
@@ -153,10 +156,11 @@ func (v *vm) end() {
 
 // luaArray is KEYS or ARGV as the last call left it: the table and the
 // strings it was given, so that the next call with as many items reuses
-// the table, and the strings that are the same bytes again.
+// the table, and the strings that are the same bytes again. The strings
+// are kept as Lua values: converting a string to one allocates.
 type luaArray struct {
 	t     *lua.LTable
-	items []lua.LString
+	items []lua.LValue // each an lua.LString
 }
 
 // reuseArray makes a into the Lua array of items. The table is reused
@@ -176,7 +180,7 @@ func (v *vm) reuseArray(a luaArray, items [][]byte) luaArray {
 		return a
 	}
 	for i, it := range items {
-		if string(a.items[i]) != string(it) {
+		if string(a.items[i].(lua.LString)) != string(it) {
 			a.items[i] = lua.LString(it)
 		}
 		a.t.RawSetInt(i+1, a.items[i])
@@ -186,13 +190,18 @@ func (v *vm) reuseArray(a luaArray, items [][]byte) luaArray {
 
 // untouched reports whether the table holds only its n items' slots.
 func (a *luaArray) untouched() bool {
-	n := len(a.items)
-	if a.t.MaxN() != n {
+	return a.t.Metatable == lua.LNil && onlyArray(a.t, len(a.items))
+}
+
+// onlyArray reports whether t has no entries but the keys 1..n (its
+// slot n non-nil): a table whose slots 1..n, once set again, is as new.
+func onlyArray(t *lua.LTable, n int) bool {
+	if t.MaxN() != n {
 		return false
 	}
-	k, _ := a.t.Next(lua.LNumber(n))
+	k, _ := t.Next(lua.LNumber(n))
 	if n == 0 {
-		k, _ = a.t.Next(lua.LNil)
+		k, _ = t.Next(lua.LNil)
 	}
 	return k == lua.LNil
 }

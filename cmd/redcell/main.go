@@ -18,21 +18,11 @@ import (
 	"os"
 	"os/signal"
 	"runtime"
-	"runtime/debug"
 	"syscall"
 	"time"
 
 	"github.com/redcell/redcell/node"
 )
-
-// defaultGCPercent trades GC frequency for memory. The keyspace lives in
-// pointer-free arenas, so a GC cycle has little to mark and a low GOGC costs
-// no measurable throughput, while the default 100 lets garbage (e.g. arenas
-// left behind when they grow) double the heap. Measured with bench -mode
-// memory at 1M keys: 106 B/key at GOGC=100, 90 at 50, 75 at 25; redis-
-// benchmark -P 16 and -P 1 throughput equal within noise. GOGC in the
-// environment still wins.
-const defaultGCPercent = 25
 
 // setProcs chooses GOMAXPROCS. A decision is a chain of goroutine handoffs
 // (connection -> raft's leader loop -> Pebble's WAL syncer -> state machine
@@ -60,7 +50,7 @@ const fatalCloseBound = 5 * time.Second
 
 func main() {
 	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(defaultGCPercent)
+		startGCTuner()
 	}
 	cfg, err := parseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
