@@ -35,11 +35,14 @@ var scriptOps = []op{
 	{code: request.ScriptExists, valid: validScriptExists, run: (*FSM).scriptExists},
 }
 
-// validScript: one argument, the KEYS count, which Keys can hold after the
-// script.
+// validScript: the KEYS count, which Keys can hold after the script, and
+// for a write the maxmemory mark (request.MarkAboveMaxmemory) or nothing.
 func validScript(r *request.Request) string {
-	if r.NArgs != 1 || r.Args[0] < 0 || r.Args[0] > int64(len(r.Keys))-1 {
+	switch {
+	case r.NArgs < 1 || r.NArgs > 2 || r.Args[0] < 0 || r.Args[0] > int64(len(r.Keys))-1:
 		return "a script request whose KEYS count does not fit its list"
+	case r.NArgs == 2 && (r.Args[1] != 1 || !r.Code.IsWrite()):
+		return "a script request with a second argument that is not the maxmemory mark"
 	}
 	return ""
 }
@@ -104,6 +107,16 @@ func (f *FSM) runScript(body []byte, sha string, r *request.Request, now int64, 
 		ReadOnly: !write, Now: now, Seed: f.scriptSeed(write),
 	}
 	run.x = scriptExecutor{f: f, now: now, write: write}
+	if r.AboveMaxmemory() {
+		flags, _ := f.engine.ScriptFlags(body, sha) // compiled: eval and evalSha ran it or found it
+		if flags.Shebang && !flags.AllowOOM && !flags.NoWrites {
+			// Redis refuses such a script before it runs.
+			*run = scriptRun{}
+			res.SetErr(request.ErrOOM)
+			return
+		}
+		run.x.oom = !flags.AllowOOM
+	}
 	data := f.engine.Run(dst, &run.call, &run.x)
 	*run = scriptRun{} // nothing of the entry stays reachable
 	if write {
@@ -224,6 +237,11 @@ type scriptExecutor struct {
 	f     *FSM
 	now   int64
 	write bool // the script runs from a log entry and may write
+	// oom: the leader proposed the script above maxmemory, so a write that
+	// would grow the keyspace is refused with OOM, as the leader refuses a
+	// client's (group/memoryguard.go), until the script has written
+	// (dirty): Redis lets a script that has begun to write finish.
+	oom, dirty bool
 }
 
 // Execute implements scripting.Executor.
@@ -238,10 +256,37 @@ func (x *scriptExecutor) Execute(req *request.Request, res *request.Result) {
 		res.SetErr(request.ErrInvalidOp)
 		return
 	}
-	x.f.run(req, x.now, res)
-	if x.write && req.Code.IsWrite() && x.f.watching() != nil {
-		x.f.written(req)
+	if x.oom && !x.dirty && req.Code.IsWrite() && x.growsKeyspace(req) {
+		res.SetErr(request.ErrOOM)
+		return
 	}
+	x.f.run(req, x.now, res)
+	if req.Code.IsWrite() {
+		x.dirty = true
+		if x.write && x.f.watching() != nil {
+			x.f.written(req)
+		}
+	}
+}
+
+// growsKeyspace reports what the leader's memory guard refuses above
+// maxmemory: a request that may grow a value by what the caller chooses, or
+// one that would create a key that is not live.
+func (x *scriptExecutor) growsKeyspace(req *request.Request) bool {
+	if req.Code.Grows() {
+		return true
+	}
+	grows := false
+	if req.Code.CreatesKey() {
+		req.ForEachKey(func(k []byte) {
+			if !grows {
+				if _, live := x.f.store.Get(k, x.now); !live {
+					grows = true
+				}
+			}
+		})
+	}
+	return grows
 }
 
 // sorted lists the cache's SHA-1s in order: a snapshot writes the

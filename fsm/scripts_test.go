@@ -201,3 +201,57 @@ func parsedArgs(t testing.TB, words ...string) request.Request {
 	}
 	return r
 }
+
+// TestScriptAboveMaxmemory: a script the leader proposed above maxmemory
+// (request.MarkAboveMaxmemory) runs, but a write inside it that would
+// create a key or grow a value answers Redis's OOM error (raised, or
+// returned by pcall), until the script has written something, as Redis
+// lets a script that has begun to write finish; a script with a shebang is
+// refused before it runs unless it declares allow-oom. Without the mark
+// the same scripts write.
+func TestScriptAboveMaxmemory(t *testing.T) {
+	const oom = "OOM command not allowed when used memory > 'maxmemory'."
+	e := newEngine(2)
+	if got := e.script(t, t0, "SET", "old", "5"); got != "+OK" {
+		t.Fatalf("SET: %q", got)
+	}
+	run := func(mark bool, body string, keys ...string) string {
+		t.Helper()
+		words := append([]string{"EVAL", body, strconv.Itoa(len(keys))}, keys...)
+		r := parsedArgs(t, words...)
+		if mark {
+			r.MarkAboveMaxmemory()
+		}
+		res := e.entry(t, t0, []request.Request{r})[0]
+		if res.Kind == request.KindError {
+			return "-" + res.Err.Text() + "\r\n"
+		}
+		return string(res.Data)
+	}
+	setNew := "return redis.call('SET', KEYS[1], 'v')"
+	for _, c := range []struct {
+		mark       bool
+		body, key  string
+		want       string
+		wantPrefix bool
+	}{
+		{true, setNew, "new1", "-" + oom + " script: ", true},
+		{true, "return redis.pcall('SET', KEYS[1], 'v')", "new1", "-" + oom + "\r\n", false},
+		{true, "return redis.call('APPEND', KEYS[1], 'more')", "old", "-" + oom + " script: ", true}, // grows a live key
+		{true, "return redis.call('INCRBY', KEYS[1], 1)", "old", ":6\r\n", false},                    // a live counter keeps counting
+		{true, "redis.call('DEL', 'nothing') " + setNew, "new2", "+OK\r\n", false},                   // written: may finish
+		{true, "redis.call('INCRBY', 'old', 1) " + setNew, "new3", "+OK\r\n", false},
+		{true, "#!lua\nredis.call('DEL', 'old') return 1", "new4", "-" + oom + "\r\n", false}, // refused before it runs
+		{true, "#!lua flags=allow-oom\n" + setNew, "new5", "+OK\r\n", false},
+		{false, setNew, "new6", "+OK\r\n", false},
+		{false, "#!lua\n" + setNew, "new7", "+OK\r\n", false},
+	} {
+		got := run(c.mark, c.body, c.key)
+		if c.wantPrefix && !strings.HasPrefix(got, c.want) || !c.wantPrefix && got != c.want {
+			t.Errorf("%q (marked %v): %q, want %q", c.body, c.mark, got, c.want)
+		}
+	}
+	if _, res, _ := e.exec(t, t0, []string{"EXISTS", "old", "new1", "new2", "new3", "new4", "new5", "new6", "new7"}); res.Ints[0] != 6 {
+		t.Errorf("%d keys after the scripts, want 6: old (not deleted by the refused script), new2, new3, new5, new6, new7", res.Ints[0])
+	}
+}

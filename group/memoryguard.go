@@ -17,7 +17,9 @@ import (
 // a value by what the client chooses (request.Code.Grows: APPEND, SET,
 // HSET, LPUSH, SADD, ZADD, … even on a live key, as Redis refuses its
 // denyoom commands) with request.ErrOOM, while limiter decisions and INCR
-// on existing keys, deletions and reads go on. The check is the leader's, before proposing, so replicas never
+// on existing keys, deletions and reads go on. A script is proposed with
+// the mark request.MarkAboveMaxmemory, and the state machine refuses the
+// same writes inside it (fsm/scripts.go). The check is the leader's, before proposing, so replicas never
 // disagree about what was refused: nothing refused enters the log.
 //
 // Used memory is the Go heap's live objects (runtime/metrics), polled every
@@ -69,6 +71,12 @@ func (g *Group) proposeWithinMemory(b *Batch) error {
 	any := false
 	for i := range b.Ops {
 		op := &b.Ops[i]
+		if op.Code == request.Eval || op.Code == request.EvalSha {
+			// A script runs: the state machine refuses the writes inside
+			// it that would grow the keyspace, as Redis does, from the mark.
+			op.MarkAboveMaxmemory()
+			continue
+		}
 		if op.Code.Grows() {
 			refused[i], any = true, true
 			continue

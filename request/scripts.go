@@ -5,7 +5,8 @@ package request
 // redis.call makes, which the state machine applies as if a client had sent
 // them. Every script request carries the script (or its SHA-1) and the
 // script's KEYS and ARGV in Keys (KeyScript); Args[0] is the number of
-// KEYS.
+// KEYS, and Args[1], when present, is 1 if the leader proposed it above
+// maxmemory (MarkAboveMaxmemory).
 const (
 	// Eval runs the script in Keys[0] (EVAL) and caches it, as Redis does:
 	// the script cache is replicated state.
@@ -84,3 +85,16 @@ func (r *Request) ScriptArgs() [][]byte {
 	}
 	return r.Keys[1+n:]
 }
+
+// MarkAboveMaxmemory records in an Eval or EvalSha request that the leader
+// proposes it above maxmemory. The script still runs, as in Redis, but the
+// state machine refuses its writes that would grow the keyspace (until it
+// has written, which Redis lets a script finish) and a script with a
+// shebang that does not declare allow-oom. The mark is in the entry, so
+// every replica refuses the same writes.
+func (r *Request) MarkAboveMaxmemory() {
+	r.NArgs, r.Args[1] = 2, 1
+}
+
+// AboveMaxmemory reports the mark of MarkAboveMaxmemory.
+func (r *Request) AboveMaxmemory() bool { return r.NArgs >= 2 && r.Args[1] == 1 }

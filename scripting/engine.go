@@ -75,8 +75,15 @@ type Engine struct {
 
 // script is one compiled script.
 type script struct {
-	proto    *lua.FunctionProto
-	noWrites bool // the shebang's flags=no-writes: run as read-only
+	proto *lua.FunctionProto
+	Flags
+}
+
+// Flags are what a script's shebang line declares.
+type Flags struct {
+	Shebang  bool // the script starts with "#!lua": Redis 7's flags apply to it
+	NoWrites bool // flags=no-writes: run as read-only
+	AllowOOM bool // flags=allow-oom: may write above maxmemory
 }
 
 const (
@@ -114,6 +121,16 @@ func SHA1Hex(body []byte) string {
 func (e *Engine) Compile(body []byte, sha string) string {
 	_, errText := e.compiled(body, sha)
 	return errText
+}
+
+// ScriptFlags returns what the shebang of the script sha (whose source is
+// body) declares, or the compiler's error.
+func (e *Engine) ScriptFlags(body []byte, sha string) (Flags, string) {
+	s, errText := e.compiled(body, sha)
+	if s == nil {
+		return Flags{}, errText
+	}
+	return s.Flags, ""
 }
 
 // compiled returns the compiled script of sha, compiling body when it is
@@ -158,11 +175,11 @@ func compile(body []byte) (s *script, errText string) {
 	src := string(body)
 	s = &script{}
 	if strings.HasPrefix(src, "#!") {
-		noWrites, n, e := shebang(src)
+		flags, n, e := shebang(src)
 		if e != "" {
 			return nil, "ERR " + e
 		}
-		s.noWrites = noWrites
+		s.Flags = flags
 		src = src[n:]
 	}
 	chunk, err := parse.Parse(strings.NewReader(src), "user_script")
@@ -199,36 +216,39 @@ func oneLine(s string) string {
 }
 
 // shebang reads a "#!lua [flags=f1,f2]" first line as Redis 7.0's
-// evalExtractShebangFlags does and returns whether it declares no-writes
-// and the length of the line (without its line feed), or Redis's error.
-func shebang(src string) (noWrites bool, n int, errText string) {
+// evalExtractShebangFlags does and returns its flags and the length of the
+// line (without its line feed), or Redis's error.
+func shebang(src string) (fl Flags, n int, errText string) {
 	end := strings.IndexByte(src, '\n')
 	if end < 0 {
-		return false, 0, "Invalid script shebang"
+		return Flags{}, 0, "Invalid script shebang"
 	}
 	parts := strings.Fields(src[:end])
 	if len(parts) == 0 {
-		return false, 0, "Invalid engine in script shebang"
+		return Flags{}, 0, "Invalid engine in script shebang"
 	}
 	if parts[0] != "#!lua" {
-		return false, 0, "Unexpected engine in script shebang: " + parts[0]
+		return Flags{}, 0, "Unexpected engine in script shebang: " + parts[0]
 	}
+	fl.Shebang = true
 	for _, p := range parts[1:] {
 		flags, ok := strings.CutPrefix(p, "flags=")
 		if !ok {
-			return false, 0, "Unknown lua shebang option: " + p
+			return Flags{}, 0, "Unknown lua shebang option: " + p
 		}
 		for _, f := range strings.Split(flags, ",") {
 			switch f {
 			case "no-writes":
-				noWrites = true
-			case "allow-oom", "allow-stale", "no-cluster", "allow-cross-slot-keys":
+				fl.NoWrites = true
+			case "allow-oom":
+				fl.AllowOOM = true
+			case "allow-stale", "no-cluster", "allow-cross-slot-keys":
 			default:
-				return false, 0, "Unexpected flag in script shebang: " + f
+				return Flags{}, 0, "Unexpected flag in script shebang: " + f
 			}
 		}
 	}
-	return noWrites, end, ""
+	return fl, end, ""
 }
 
 // Run runs c and appends its reply, as RESP3 bytes (request.KindReply's

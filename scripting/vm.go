@@ -107,7 +107,7 @@ func (v *vm) run(dst []byte, s *script, c *Call, x Executor) []byte {
 		v.fns[s] = fn
 	}
 	v.begin(c, x)
-	if s.noWrites {
+	if s.NoWrites {
 		v.readOnly = true
 	}
 	fn.Env = v.env

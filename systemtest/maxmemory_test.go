@@ -22,6 +22,7 @@ func TestMaxmemoryRefusesNewKeysNeverEvicts(t *testing.T) {
 		t.Fatalf("TB.TAKE: %v", tb)
 	}
 
+	expectReply(t, c, wantStatus("OK"), "SET", "counter", "1")
 	expectReply(t, c, wantStatus("OK"), "CONFIG", "SET", "maxmemory", "1mb")
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -46,7 +47,17 @@ func TestMaxmemoryRefusesNewKeysNeverEvicts(t *testing.T) {
 	if r := mustDo(t, c, "TB.TAKE", "oldtb", "5", "1", "1000000"); r.kind != '*' || r.elems[2].num != 3 {
 		t.Errorf("an existing token bucket above maxmemory: %v; want remaining 3", r)
 	}
-	expectReply(t, c, wantInt(0), "EXISTS", "new", "newtb", "newsl")
+	// Scripts run, and the writes inside them are refused as a client's
+	// (a library's scripted limiter keeps deciding on its live keys).
+	const setNew = "return redis.call('SET', KEYS[1], 'v')"
+	if r := mustDo(t, c, "EVAL", setNew, "1", "newscript"); r.kind != '-' || !strings.HasPrefix(r.str, "OOM command not allowed when used memory > 'maxmemory'. script: ") {
+		t.Errorf("EVAL creating a key above maxmemory: %v; want OOM raised in the script", r)
+	}
+	expectReply(t, c, wantInt(2), "EVAL", "return redis.call('INCRBY', KEYS[1], 1)", "1", "counter")
+	if r := mustDo(t, c, "EVAL", "#!lua\nreturn 1", "0"); r.kind != '-' || r.str != "OOM command not allowed when used memory > 'maxmemory'." {
+		t.Errorf("EVAL of a shebang script above maxmemory: %v; want OOM before it runs", r)
+	}
+	expectReply(t, c, wantInt(0), "EXISTS", "new", "newtb", "newsl", "newscript")
 	info := mustDo(t, c, "INFO", "memory")
 	if infoField(info.str, "maxmemory") != "1048576" || infoField(info.str, "maxmemory_policy") != "noeviction" {
 		t.Errorf("INFO memory:\n%s", info.str)
@@ -66,4 +77,5 @@ func TestMaxmemoryRefusesNewKeysNeverEvicts(t *testing.T) {
 			t.Fatalf("new keys still refused 5 s after maxmemory 0: %v", r)
 		}
 	}
+	expectReply(t, c, wantStatus("OK"), "EVAL", setNew, "1", "newscript")
 }
