@@ -83,11 +83,13 @@ func scriptCall(name, script string, keys, args []string) []string {
 	return append(append(out, keys...), args...)
 }
 
-// scriptKeys are 0 to 3 keys of the pool.
+// scriptKeys are 0 to 3 keys of the pool, never a CL key: scripts write
+// their KEYS, and a CL key must only ever hold a limiter's state for the
+// CL step's Redis side to mirror it (clKeyPool).
 func (g *seqGen) scriptKeys() []string {
 	keys := make([]string, g.r.IntN(4))
 	for i := range keys {
-		keys[i] = g.anyKey()
+		keys[i] = g.key()
 	}
 	return keys
 }
