@@ -44,3 +44,6 @@ const SnapshotVersion = snapshotVersion
 // SweepAll drops every record the keyspace may drop at now, as a replica
 // whose sweeper ran ahead would have.
 func (f *FSM) SweepAll(now int64) { f.store.Sweep(now, 1<<40) }
+
+// WatchMark is the change marker of key's record (0: none), for tests.
+func (f *FSM) WatchMark(key []byte, now int64) (bool, uint64) { return f.store.Watch(key, now) }

@@ -72,6 +72,7 @@ func init() {
 	register(expireOps, nil)
 	register(watchOps, nil)
 	register(scriptOps, nil)
+	register(effectOps, nil)
 	for _, fam := range families {
 		register(fam.ops, fam.desc)
 		for _, k := range fam.desc.Kinds {

@@ -83,6 +83,7 @@ type FSM struct {
 	scriptRun *scriptRun // a write's call (scripts.go)
 	replies   replySlab  // writes' script replies (scripts.go)
 	lastSHA   string     // the SHA-1 of the last EVALSHA applied (scripts.go)
+	undo      undoLog    // what a script in the log overwrote (deferred.go)
 	// origin marks this node's own proposals (SetOrigin); unread is the
 	// buffer that the entries of other origins are applied into.
 	origin []byte
@@ -352,9 +353,14 @@ func (f *FSM) Read(r *request.Request, now int64, res *request.Result) {
 		res.SetErr(request.ErrInvalidOp)
 		return
 	}
+	now = max(now, f.clock.Load())
+	if r.Code == request.EvalRO || r.Code == request.EvalShaRO {
+		f.readScript(r, now, res) // deferred.go
+		return
+	}
 	f.applyMu.RLock()
 	defer f.applyMu.RUnlock()
-	f.run(r, max(now, f.clock.Load()), res)
+	f.run(r, now, res)
 }
 
 // Stats is what INFO shows about the state machine.

@@ -41,8 +41,8 @@ func validScript(r *request.Request) string {
 	switch {
 	case r.NArgs < 1 || r.NArgs > 2 || r.Args[0] < 0 || r.Args[0] > int64(len(r.Keys))-1:
 		return "a script request whose KEYS count does not fit its list"
-	case r.NArgs == 2 && (r.Args[1] != 1 || !r.Code.IsWrite()):
-		return "a script request with a second argument that is not the maxmemory mark"
+	case r.NArgs == 2 && (r.Args[1]&^request.ScriptMarks != 0 || !r.Code.IsWrite()):
+		return "a script request with a second argument that is not its marks"
 	}
 	return ""
 }
@@ -107,7 +107,7 @@ func (f *FSM) runScript(body []byte, sha string, r *request.Request, now int64, 
 		ReadOnly: !write, Now: now, Seed: f.scriptSeed(write),
 	}
 	run.x = scriptExecutor{f: f, now: now, write: write}
-	if r.AboveMaxmemory() {
+	if r.Marked(request.MarkAboveMaxmemory) {
 		flags, _ := f.engine.ScriptFlags(body, sha) // compiled: eval and evalSha ran it or found it
 		if flags.Shebang && !flags.AllowOOM && !flags.NoWrites {
 			// Redis refuses such a script before it runs.
@@ -117,8 +117,23 @@ func (f *FSM) runScript(body []byte, sha string, r *request.Request, now int64, 
 		}
 		run.x.oom = !flags.AllowOOM
 	}
+	switch {
+	case write && !r.Marked(request.MarkWholeBudget):
+		f.undo.reset()
+		run.call.Slice, run.x.undo, run.x.call = applySlice, &f.undo, &run.call
+	case !write && r.NArgs == 2 && r.Args[1] == readSlice:
+		run.call.Slice = applySlice // Read's: nothing to undo (deferred.go)
+	}
 	data := f.engine.Run(dst, &run.call, &run.x)
+	sliced := run.call.Sliced
 	*run = scriptRun{} // nothing of the entry stays reachable
+	if sliced {
+		if write {
+			f.undo.restore(f.store) // deferred.go
+		}
+		res.SetErr(request.ErrScriptDeferred)
+		return
+	}
 	if write {
 		data = f.replies.took(data)
 	}
@@ -242,6 +257,13 @@ type scriptExecutor struct {
 	// client's (group/memoryguard.go), until the script has written
 	// (dirty): Redis lets a script that has begun to write finish.
 	oom, dirty bool
+	// undo saves what the script's writes overwrite while the call may
+	// still be deferred (call.Slice above 0); beside is set when the
+	// script runs beside the state machine, f being the scratch one
+	// (deferred.go).
+	undo   *undoLog
+	call   *scripting.Call
+	beside *effectsRun
 }
 
 // Execute implements scripting.Executor.
@@ -256,13 +278,32 @@ func (x *scriptExecutor) Execute(req *request.Request, res *request.Result) {
 		res.SetErr(request.ErrInvalidOp)
 		return
 	}
+	if x.beside != nil {
+		if x.beside.touch(x.f, req); x.beside.whole {
+			res.SetErr(request.ErrInvalidOp) // the run is dropped: RunBeside answers whole
+			return
+		}
+	}
 	if x.oom && !x.dirty && req.Code.IsWrite() && x.growsKeyspace(req) {
 		res.SetErr(request.ErrOOM)
 		return
 	}
+	if x.undo != nil && req.Code.IsWrite() && x.call.Slice > 0 {
+		switch request.Describe(req.Code).Keys {
+		case request.NoKey, request.KeyPattern:
+			// FLUSHALL: not undoable, so the call cannot be deferred any
+			// more and has its whole budget from here on.
+			x.call.Slice = 0
+		default:
+			req.ForEachKey(func(k []byte) { x.undo.save(x.f.store, k) })
+		}
+	}
 	x.f.run(req, x.now, res)
 	if req.Code.IsWrite() {
 		x.dirty = true
+		if x.beside != nil {
+			x.beside.wrote(req)
+		}
 		if x.write && x.f.watching() != nil {
 			x.f.written(req)
 		}

@@ -220,7 +220,7 @@ func TestScriptAboveMaxmemory(t *testing.T) {
 		words := append([]string{"EVAL", body, strconv.Itoa(len(keys))}, keys...)
 		r := parsedArgs(t, words...)
 		if mark {
-			r.MarkAboveMaxmemory()
+			r.Mark(request.MarkAboveMaxmemory)
 		}
 		res := e.entry(t, t0, []request.Request{r})[0]
 		if res.Kind == request.KindError {

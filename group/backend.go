@@ -47,12 +47,16 @@ func (l *Local) Propose(reqs []request.Request, res []request.Result) error {
 	if b == nil {
 		b = NewBatch()
 	}
+	markUndeferrable(reqs) // deferred.go
 	b.Ops, b.Results = reqs, res[:len(reqs)]
 	err := l.g.Propose(b)
 	// Propose has returned: the completer has answered b and no longer
 	// touches it, so it may serve another caller.
 	b.Ops, b.Results, b.err = nil, nil, nil
 	l.batches.Put(b)
+	if err == nil {
+		l.g.resolveDeferred(reqs, res)
+	}
 	return err
 }
 
@@ -65,10 +69,19 @@ func (l *Local) ProposeAsync(reqs []request.Request, res []request.Result, done 
 	if b == nil {
 		b = NewBatch()
 	}
+	markUndeferrable(reqs) // deferred.go
 	b.Ops, b.Results = reqs, res[:len(reqs)]
 	l.g.ProposeAsync(b, func(err error) {
 		b.Ops, b.Results, b.err = nil, nil, nil
 		l.batches.Put(b)
+		if err == nil && hasDeferred(res[:len(reqs)]) {
+			// Running the script blocks: not on the group's completer.
+			go func() {
+				l.g.resolveDeferred(reqs, res)
+				done(nil)
+			}()
+			return
+		}
 		done(err)
 	})
 }

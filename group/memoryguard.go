@@ -74,7 +74,7 @@ func (g *Group) proposeWithinMemory(b *Batch) error {
 		if op.Code == request.Eval || op.Code == request.EvalSha {
 			// A script runs: the state machine refuses the writes inside
 			// it that would grow the keyspace, as Redis does, from the mark.
-			op.MarkAboveMaxmemory()
+			op.Mark(request.MarkAboveMaxmemory)
 			continue
 		}
 		if op.Code.Grows() {

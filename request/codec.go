@@ -39,7 +39,7 @@ var ErrUnknownCode = errors.New("request: unknown code")
 // KeyShape; a pattern is encoded as one key).
 func keyShape(c Code) int {
 	switch Describe(c).Keys {
-	case KeyList, KeyValue, KeyPairs, KeyScript:
+	case KeyList, KeyValue, KeyPairs, KeyScript, KeyEffects:
 		return -1
 	case NoKey:
 		return 0

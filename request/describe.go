@@ -43,6 +43,11 @@ const (
 	// script's KEYS), then the script's arguments (request/scripts.go).
 	// Encoded as a list.
 	KeyScript
+	// KeyEffects: Keys holds a script's reply, then Args[0] pairs of a
+	// key it read and that key's change marker, then Args[1] pairs of a
+	// key it wrote and the record to install there (request/effects.go).
+	// Encoded as a list.
+	KeyEffects
 )
 
 // Op describes one request code. Whether it writes is its number (IsWrite):
@@ -152,6 +157,8 @@ func (r *Request) ForEachKey(fn func(key []byte)) {
 		for _, k := range r.ScriptKeys() {
 			fn(k)
 		}
+	case KeyEffects:
+		r.forEachEffectKey(fn)
 	case KeyList:
 		for _, k := range r.Keys {
 			fn(k)
@@ -296,7 +303,7 @@ func describeOp(op Op) {
 	switch {
 	case ops[op.Code].Keys != 0:
 		panic(fmt.Sprintf("request: code %d described twice", op.Code))
-	case op.Code == 0 || op.Name == "" || op.Keys < NoKey || op.Keys > KeyScript:
+	case op.Code == 0 || op.Name == "" || op.Keys < NoKey || op.Keys > KeyEffects:
 		panic(fmt.Sprintf("request: code %d (%q) is incompletely described", op.Code, op.Name))
 	case op.Reply < KindThrottle || op.Reply > kindLast || op.Reply == KindError || op.Reply == KindNil:
 		panic(fmt.Sprintf("request: code %d has reply kind %d", op.Code, op.Reply))

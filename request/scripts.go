@@ -86,15 +86,29 @@ func (r *Request) ScriptArgs() [][]byte {
 	return r.Keys[1+n:]
 }
 
-// MarkAboveMaxmemory records in an Eval or EvalSha request that the leader
-// proposes it above maxmemory. The script still runs, as in Redis, but the
-// state machine refuses its writes that would grow the keyspace (until it
-// has written, which Redis lets a script finish) and a script with a
-// shebang that does not declare allow-oom. The mark is in the entry, so
-// every replica refuses the same writes.
-func (r *Request) MarkAboveMaxmemory() {
-	r.NArgs, r.Args[1] = 2, 1
+// The marks a script request's Args[1] may carry: bits the leader or the
+// connection sets before proposing, in the entry so that every replica
+// acts on the same ones.
+const (
+	// MarkAboveMaxmemory: the leader proposes the script above maxmemory.
+	// The script still runs, as in Redis, but the state machine refuses
+	// its writes that would grow the keyspace (until it has written, which
+	// Redis lets a script finish) and a script with a shebang that does not
+	// declare allow-oom.
+	MarkAboveMaxmemory int64 = 1 << iota
+	// MarkWholeBudget: the script runs in the log with its whole budget,
+	// never deferred (effects.go): inside MULTI, whose requests must apply
+	// together, and as the last resort of a deferred script.
+	MarkWholeBudget
+
+	ScriptMarks = MarkAboveMaxmemory | MarkWholeBudget
+)
+
+// Mark sets mark (one of the Mark constants) in an Eval or EvalSha request.
+func (r *Request) Mark(mark int64) {
+	r.NArgs = 2
+	r.Args[1] |= mark
 }
 
-// AboveMaxmemory reports the mark of MarkAboveMaxmemory.
-func (r *Request) AboveMaxmemory() bool { return r.NArgs >= 2 && r.Args[1] == 1 }
+// Marked reports whether r carries mark.
+func (r *Request) Marked(mark int64) bool { return r.NArgs >= 2 && r.Args[1]&mark != 0 }

@@ -51,6 +51,18 @@ type Call struct {
 	ReadOnly bool     // EVAL_RO / EVALSHA_RO: a write command answers Redis's error
 	Now      int64    // the log entry's instant, Unix nanoseconds: what TIME answers inside the script
 	Seed     uint64   // the log entry's identity: math.random's seed for this call
+	// Slice, when above 0 and below the instruction budget, stops the call
+	// after that many instructions with Sliced set instead of the budget's
+	// error: the state machine then undoes what it did and runs it again
+	// beside the log (fsm's deferred scripts). Deterministic, as the budget.
+	// The Executor may set it to 0 during the call (after a write it cannot
+	// undo): the call then has its whole budget.
+	Slice  int64
+	Sliced bool // set by Run: the call ran past Slice, and its reply means nothing
+	// Yield lets other goroutines run every few thousand instructions: for
+	// a call that runs beside the log, on a goroutine of its own, while
+	// the node goes on deciding. It changes nothing the script sees.
+	Yield bool
 }
 
 // Executor runs one command that a script calls, as the state machine applies it.
@@ -275,6 +287,8 @@ func (e *Engine) Run(dst []byte, c *Call, x Executor) (out []byte) {
 		// The state is dropped, never reused: its stacks are where the
 		// panic left them.
 		switch ae, ok := r.(*lua.ApiError); {
+		case v.b.over == instructionsSpent && v.b.maxInstr < e.cfg.MaxInstructions:
+			c.Sliced, out = true, dst
 		case v.b.over != withinBudget:
 			out = appendError(dst, v.b.text())
 		case ok:

@@ -177,6 +177,11 @@ func (v *vm) execute(args [][]byte) (reply []byte, errText string) {
 	}
 	v.res = request.Result{}
 	v.x.Execute(&v.req, &v.res)
+	if v.call.Slice == 0 && v.b.maxInstr < v.e.cfg.MaxInstructions {
+		// The executor made the call unsliceable (a write it cannot undo):
+		// the call has its whole budget from here on.
+		v.b.maxInstr = v.e.cfg.MaxInstructions
+	}
 	if v.res.Kind == request.KindError {
 		v.w.Err(commands.ResultErrText(v.res.Err))
 	} else if !v.w.Result(&v.res) {

@@ -114,6 +114,8 @@ func (v *vm) run(dst []byte, s *script, c *Call, x Executor) []byte {
 	L.Push(fn)
 	err := L.PCall(0, 1, v.onError)
 	switch {
+	case v.b.over == instructionsSpent && v.b.maxInstr < v.e.cfg.MaxInstructions:
+		c.Sliced = true
 	case v.b.over != withinBudget:
 		dst = appendError(dst, v.b.text())
 	case err != nil:
@@ -132,7 +134,13 @@ func (v *vm) run(dst []byte, s *script, c *Call, x Executor) []byte {
 func (v *vm) begin(c *Call, x Executor) {
 	v.call, v.x, v.readOnly = c, x, c.ReadOnly
 	v.resp = 2
-	v.b.reset(v.e.cfg.MaxInstructions, v.e.cfg.MaxMemory)
+	maxInstr := v.e.cfg.MaxInstructions
+	if c.Slice > 0 && c.Slice < maxInstr {
+		maxInstr = c.Slice
+	}
+	c.Sliced = false
+	v.b.reset(maxInstr, v.e.cfg.MaxMemory)
+	v.b.yield = c.Yield
 	v.rng.seed(int32(c.Seed ^ c.Seed>>32))
 	resetRedisLibs(v.L) // cjson's settings: Redis keeps a script's for the next (libs.go)
 	v.keys = v.reuseArray(v.keys, c.Keys)

@@ -229,6 +229,13 @@ func cmdExec(c *conn, _ *commands.Spec, _ [][]byte) {
 		c.tx.res = make([]request.Result, len(batch))
 	}
 	res := c.tx.res[:len(batch)]
+	for i := range batch {
+		if c := batch[i].Code; c == request.Eval || c == request.EvalSha {
+			// A transaction applies as one entry: none of its scripts may
+			// be deferred out of it (fsm/deferred.go).
+			batch[i].Mark(request.MarkWholeBudget)
+		}
+	}
 	c.trackReads(reqs) // before they run: see tracking.go
 	if len(batch) > 0 {
 		noloop := c.noloopBegin(reqs)
