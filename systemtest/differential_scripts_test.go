@@ -143,6 +143,13 @@ func (g *seqGen) script(nk, na int) string {
 			b.WriteString("local _ = redis.pcall('GET', " + key() + ") ")
 		}
 	}
+	if g.chance(3) {
+		// Past the apply slice (100,000 instructions) after its writes:
+		// the script is deferred, undone and run beside the log
+		// (fsm/deferred.go), unless it is inside MULTI or not the last of a
+		// pipelined run; its reply and writes must be Redis's either way.
+		b.WriteString("for i = 1, 150000 do end ")
+	}
 	b.WriteString("return ")
 	switch g.r.IntN(22) {
 	case 0:
