@@ -45,8 +45,10 @@ func (g *Group) resolveDeferred(reqs []request.Request, res []request.Result) {
 
 // runDeferred runs r beside the state machine and commits its effects,
 // again while they conflict, then in the log with its whole budget; res is
-// the answer. A failure of the call that commits them (leadership lost,
-// say) answers ErrScriptDeferred, whose text says to retry.
+// the answer. A failure of the call that commits them answers as the
+// failure of a client's call would, in a result: ErrScriptOutcomeUnknown
+// when they may have been applied, else ErrScriptDeferred, whose text says
+// to retry (nothing happened: the script's run in the log was undone).
 func (g *Group) runDeferred(r *request.Request, res *request.Result) {
 	one := make([]request.Request, 1)
 	out := make([]request.Result, 1)
@@ -58,7 +60,7 @@ func (g *Group) runDeferred(r *request.Request, res *request.Result) {
 		}
 		one[0] = effects
 		if err := g.proposeCall(one, out); err != nil {
-			res.SetErr(request.ErrScriptDeferred)
+			res.SetErr(failedDeferred(err))
 			return
 		}
 		if out[0].Kind != request.KindError || out[0].Err != request.ErrScriptConflict {
@@ -69,7 +71,7 @@ func (g *Group) runDeferred(r *request.Request, res *request.Result) {
 	one[0] = *r
 	one[0].Mark(request.MarkWholeBudget)
 	if err := g.proposeCall(one, out); err != nil {
-		res.SetErr(request.ErrScriptDeferred)
+		res.SetErr(failedDeferred(err))
 		return
 	}
 	*res = out[0]
@@ -90,4 +92,12 @@ func hasDeferred(res []request.Result) bool {
 		}
 	}
 	return false
+}
+
+// failedDeferred is the result of a deferred script whose commit failed.
+func failedDeferred(err error) request.ErrCode {
+	if request.AsFailure(err).Code == request.FailOutcomeUnknown {
+		return request.ErrScriptOutcomeUnknown
+	}
+	return request.ErrScriptDeferred
 }

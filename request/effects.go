@@ -31,6 +31,10 @@ const (
 	// ErrScriptConflict: a ScriptEffects request whose guarded key changed
 	// after the script read it; nothing was installed.
 	ErrScriptConflict ErrCode = 62
+	// ErrScriptOutcomeUnknown: leadership changed while a deferred
+	// script's effects were being committed: they may or may not have been
+	// applied (the text is the one a failed call gets for that).
+	ErrScriptOutcomeUnknown ErrCode = 63
 )
 
 var effectOps = []Op{
@@ -41,6 +45,7 @@ func init() {
 	errs := []ErrText{
 		{ErrScriptDeferred, "TRYAGAIN the script ran too long to run in the log and could not run beside it; retry"},
 		{ErrScriptConflict, "TRYAGAIN the keys of a long script changed while it ran; retry"},
+		{ErrScriptOutcomeUnknown, "TRYAGAIN Leadership changed before the write was confirmed: it may or may not have been applied"},
 	}
 	describeKeyspace(effectOps, errs)
 	keyspaceErrors = append(keyspaceErrors, errs...)
