@@ -111,10 +111,17 @@ var limiterFamilies = []limiterFamily{
 	// DIGEST compares them).
 	{"sc", func(k string, n int64) []string { return []string{"EVAL", scriptTake, "1", k, itoa(n)} },
 		func(k string, n int64) []string { return []string{"EVAL_RO", scriptPeek, "1", k, itoa(n)} }, nil},
+	// The same limiter past the apply slice (fsm/deferred.go): each take
+	// is undone in the log, run beside it and committed as its effects if
+	// its key did not change meanwhile; each peek runs beside the lock.
+	{"sd", func(k string, n int64) []string { return []string{"EVAL", scriptLong + scriptTake, "1", k, itoa(n)} },
+		func(k string, n int64) []string { return []string{"EVAL_RO", scriptLong + scriptPeek, "1", k, itoa(n)} }, nil},
 }
 
 // The "sc" family's scripts: a count in hash field n, units in ARGV[1].
+// scriptLong runs 150,000 instructions first (the "sd" family).
 const (
+	scriptLong = "for i = 1, 150000 do end\n"
 	scriptTake = `local n = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
 local units = tonumber(ARGV[1])
 if n >= units then return {1, units, 0, 1, 0} end
