@@ -2,6 +2,8 @@ package fsm
 
 import (
 	"encoding/binary"
+	"runtime"
+	"sync"
 
 	"github.com/redcell/redcell/request"
 	"github.com/redcell/redcell/scripting"
@@ -173,8 +175,10 @@ func (f *FSM) RunBeside(r *request.Request, now int64) (effects request.Request,
 		}
 		x.oom = !flags.AllowOOM
 	}
+	besideProcs.enter()
+	defer besideProcs.leave()
 	call := scripting.Call{Body: body, SHA: sha, Keys: r.ScriptKeys(), Args: r.ScriptArgs(), ReadOnly: !write,
-		Now: now, Seed: f.applied.Load() << 16, Yield: true}
+		Now: now, Seed: f.applied.Load() << 16}
 	reply := f.engine.Run(nil, &call, x)
 	if run.whole {
 		return request.Request{}, true
@@ -328,4 +332,43 @@ func (f *FSM) guardsHold(effects *request.Request, now int64) bool {
 		}
 	})
 	return hold
+}
+
+// besideProcs gives the process one more P (GOMAXPROCS) while scripts run
+// beside the state machine. A node runs on one P by default (cmd/redcell:
+// a decision is a chain of goroutine hand-offs, cheapest on one thread); a
+// script that runs for its whole budget there would hold it for the
+// scheduler's 10 ms slices, and a goroutine it yields to with Gosched does
+// not let the network poller run (the scheduler takes the yielder back
+// from its queue first; only sysmon polls, every 10 ms), so every decision
+// would wait about that long. With a P of its own the script leaves the
+// node's P to everything else, whose network poller runs whenever it is
+// idle. Deferred scripts are rare (past 100,000 instructions), so the two
+// stops of the world that a change of GOMAXPROCS costs are too.
+var besideProcs procsLoan
+
+// procsLoan lends one P while any borrower holds it.
+type procsLoan struct {
+	mu      sync.Mutex
+	holders int
+	base    int
+}
+
+func (l *procsLoan) enter() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.holders == 0 {
+		l.base = runtime.GOMAXPROCS(0)
+		runtime.GOMAXPROCS(l.base + 1)
+	}
+	l.holders++
+}
+
+func (l *procsLoan) leave() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.holders--
+	if l.holders == 0 {
+		runtime.GOMAXPROCS(l.base)
+	}
 }

@@ -3,7 +3,6 @@ package scripting
 import (
 	"errors"
 	"reflect"
-	"runtime"
 	"strconv"
 	"time"
 	"unsafe"
@@ -27,15 +26,7 @@ type budget struct {
 	instr    int64
 	mem      int64
 	over     overrun
-	// yield: every yieldEvery instructions the call lets other goroutines
-	// run (Call.Yield): a call beside the log, on a node with one P, would
-	// otherwise hold it for the scheduler's 10 ms slices, and every
-	// decision, a chain of goroutine hand-offs, would wait one at each.
-	yield bool
 }
-
-// yieldEvery is about a third of a millisecond of gopher-lua.
-const yieldEvery = 1 << 13
 
 // overrun says which budget a call spent.
 type overrun uint8
@@ -94,9 +85,6 @@ func (s *stateBudget) Done() <-chan struct{} {
 	if b.instr > b.maxInstr {
 		b.over = instructionsSpent
 		return closedDone
-	}
-	if b.yield && b.instr&(yieldEvery-1) == 0 {
-		runtime.Gosched()
 	}
 	if frameReadable {
 		b.chargeInstruction(s.L)

@@ -59,10 +59,6 @@ type Call struct {
 	// undo): the call then has its whole budget.
 	Slice  int64
 	Sliced bool // set by Run: the call ran past Slice, and its reply means nothing
-	// Yield lets other goroutines run every few thousand instructions: for
-	// a call that runs beside the log, on a goroutine of its own, while
-	// the node goes on deciding. It changes nothing the script sees.
-	Yield bool
 }
 
 // Executor runs one command that a script calls, as the state machine applies it.

@@ -140,7 +140,6 @@ func (v *vm) begin(c *Call, x Executor) {
 	}
 	c.Sliced = false
 	v.b.reset(maxInstr, v.e.cfg.MaxMemory)
-	v.b.yield = c.Yield
 	v.rng.seed(int32(c.Seed ^ c.Seed>>32))
 	resetRedisLibs(v.L) // cjson's settings: Redis keeps a script's for the next (libs.go)
 	v.keys = v.reuseArray(v.keys, c.Keys)
