@@ -28,6 +28,7 @@ type config struct {
 	dataDir          string
 	nodeID           string
 	enableDebug      bool
+	showVersion      bool
 	logLevel         string
 	stripes          int
 	pprofAddr        string
@@ -77,6 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.bind, "bind", "127.0.0.1", "address to listen on for Redis clients (and, on the same port, Raft peers)")
 	fs.IntVar(&c.port, "port", 6379, "TCP port for Redis clients and Raft peers")
+	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 	fs.StringVar(&c.advertise, "advertise", "", "host:port peers use to reach this node (default: bind:port, or 127.0.0.1:port when bind is 0.0.0.0 or ::)")
 	fs.StringVar(&c.dataDir, "data-dir", "./redcell-data", "directory holding the Raft log, stable store and snapshots (Pebble); created if missing.\nAn empty directory bootstraps a new one-node cluster; an existing one resumes it")
 	fs.StringVar(&c.nodeID, "node-id", "", "this node's Raft ID (default: generated on first start and kept in <data-dir>/node-id)")

@@ -60,6 +60,10 @@ func main() {
 		fmt.Fprintln(os.Stderr, "redcell:", err)
 		os.Exit(2)
 	}
+	if cfg.showVersion {
+		fmt.Println(versionLine())
+		os.Exit(0)
+	}
 	setProcs(cfg.procs)
 	level, err := cfg.slogLevel()
 	if err != nil {

@@ -10,9 +10,6 @@ import (
 	"github.com/redcell/redcell/node"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
-
 // startNode turns the flags into a node configuration and starts it.
 func startNode(cfg config, log *slog.Logger, level *slog.LevelVar) (*node.Node, error) {
 	secret, err := cfg.secret()
@@ -71,7 +68,7 @@ func startNode(cfg config, log *slog.Logger, level *slog.LevelVar) (*node.Node, 
 		TLSAuthClients:        auth,
 		TLSCluster:            cfg.tlsCluster == "yes",
 		ProtectedMode:         cfg.protectedMode == "yes",
-		Version:               version,
+		Version:               buildVersion(),
 		Logger:                log,
 	})
 }
