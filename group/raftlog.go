@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"strings"
+	"sync"
+	"time"
 
 	"github.com/hashicorp/go-hclog"
 )
@@ -11,17 +14,49 @@ import (
 // NewRaftLogger routes hashicorp/raft's hclog output into slog, so the whole
 // process logs through one handler. hclog formats each record as one line
 // "[LEVEL] name: message: k=v ..."; the level is mapped and the rest kept as
-// the message.
+// the message. Two things are changed on the way, so that the log says
+// what an operator acts on:
+//
+//   - the election a node starts when it has never heard of a leader (a
+//     lone node's every start, a new cluster's first election) is info,
+//     not raft's warning: only one that follows a leader's silence warns;
+//   - a warning or error about a peer repeated for the same peer (raft
+//     retries a down peer every few hundred milliseconds, each time an
+//     error) is logged once per raftRepeatEvery, with how many were
+//     suppressed since.
 func NewRaftLogger(l *slog.Logger) hclog.Logger {
+	return newRaftLogger(newSlogLineWriter(l, time.Now))
+}
+
+func newRaftLogger(w *slogLineWriter) hclog.Logger {
 	return hclog.New(&hclog.LoggerOptions{
 		Name:        "raft",
 		Level:       hclog.Info,
-		Output:      &slogLineWriter{l: l},
+		Output:      w,
 		DisableTime: true,
 	})
 }
 
-type slogLineWriter struct{ l *slog.Logger }
+func newSlogLineWriter(l *slog.Logger, now func() time.Time) *slogLineWriter {
+	return &slogLineWriter{l: l, last: map[string]repeated{}, now: now}
+}
+
+// raftRepeatEvery is how often one repeated raft warning or error is logged.
+const raftRepeatEvery = 30 * time.Second
+
+type slogLineWriter struct {
+	l    *slog.Logger
+	now  func() time.Time
+	mu   sync.Mutex
+	last map[string]repeated // by message and peer
+}
+
+// repeated is a warning or error line's last logging and what was dropped
+// since.
+type repeated struct {
+	at         time.Time
+	suppressed int
+}
 
 func (w *slogLineWriter) Write(p []byte) (int, error) {
 	line := bytes.TrimSpace(p)
@@ -36,6 +71,60 @@ func (w *slogLineWriter) Write(p []byte) (int, error) {
 			break
 		}
 	}
-	w.l.Log(context.Background(), level, string(line), "component", "raft")
+	msg := string(line)
+	if level == slog.LevelWarn && strings.Contains(msg, "heartbeat timeout reached, starting election") &&
+		(strings.Contains(msg, "last-leader-addr= ") || strings.Contains(msg, `last-leader-addr=""`)) {
+		level = slog.LevelInfo // never heard of a leader: a start, not a loss
+	}
+	if level >= slog.LevelWarn && strings.Contains(msg, "peer=") {
+		suppressed, ok := w.admit(repeatKey(msg))
+		if !ok {
+			return len(p), nil
+		}
+		if suppressed > 0 {
+			w.l.Log(context.Background(), level, msg, "component", "raft", "suppressed_since_last", suppressed)
+			return len(p), nil
+		}
+	}
+	w.l.Log(context.Background(), level, msg, "component", "raft")
 	return len(p), nil
+}
+
+// admit reports whether a warning or error with this key is logged now,
+// and how many were dropped since the last one that was.
+func (w *slogLineWriter) admit(key string) (suppressed int, ok bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	now := w.now()
+	r, seen := w.last[key]
+	if seen && now.Sub(r.at) < raftRepeatEvery {
+		r.suppressed++
+		w.last[key] = r
+		return 0, false
+	}
+	if len(w.last) > 1024 {
+		clear(w.last) // keys are messages and peers: few, unless raft words change
+	}
+	w.last[key] = repeated{at: now}
+	return r.suppressed, true
+}
+
+// repeatKey is what makes two raft lines the same for rate limiting: the
+// message before its key=value pairs, and the peer it names, if any (the
+// other values, a backoff or an error's text, vary from try to try).
+func repeatKey(msg string) string {
+	text, kv, _ := strings.Cut(msg, ": ")
+	if rest, ok := strings.CutPrefix(text, "raft"); ok && kv != "" && rest == "" {
+		text, kv, _ = strings.Cut(kv, ": ")
+	}
+	peer := ""
+	if i := strings.Index(kv, "peer="); i >= 0 {
+		peer = kv[i:]
+		if j := strings.Index(peer, "}"); j >= 0 {
+			peer = peer[:j+1]
+		} else if j := strings.IndexByte(peer, ' '); j >= 0 {
+			peer = peer[:j]
+		}
+	}
+	return text + "|" + peer
 }

@@ -3,8 +3,12 @@ package group
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/hashicorp/raft"
 )
 
 // recordHandler keeps every record it is given.
@@ -62,3 +66,63 @@ func Test_RaftLogger_MapsLevels(t *testing.T) {
 		}
 	}
 }
+
+// Test_RaftLogger_StartElectionIsInfo: the election a node starts without
+// ever having heard of a leader is info; one after a leader's silence
+// stays a warning.
+func Test_RaftLogger_StartElectionIsInfo(t *testing.T) {
+	h := &recordHandler{}
+	l := NewRaftLogger(slog.New(h))
+	l.Warn("heartbeat timeout reached, starting election", "last-leader-addr", "", "last-leader-id", "")
+	l.Warn("heartbeat timeout reached, starting election", "last-leader-addr", raft.ServerAddress(""), "last-leader-id", raft.ServerID(""))
+	l.Warn("heartbeat timeout reached, starting election", "last-leader-addr", raft.ServerAddress("127.0.0.1:7001"), "last-leader-id", raft.ServerID("n1"))
+	if len(h.records) != 3 || h.records[0].Level != slog.LevelInfo || h.records[1].Level != slog.LevelInfo || h.records[2].Level != slog.LevelWarn {
+		t.Fatalf("records: %v", h.records)
+	}
+}
+
+// Test_RaftLogger_RepeatsAreRateLimited: a warning or error repeated for
+// the same peer is logged once per raftRepeatEvery, the next one saying how
+// many were dropped; another peer's, another message, lines that name no
+// peer and info lines are not held back.
+func Test_RaftLogger_RepeatsAreRateLimited(t *testing.T) {
+	h := &recordHandler{}
+	now := time.Unix(1_700_000_000, 0)
+	l := newRaftLogger(newSlogLineWriter(slog.New(h), func() time.Time { return now }))
+	peerA, peerB := "{Voter n2 127.0.0.1:7002}", "{Voter n3 127.0.0.1:7003}"
+	for i := range 5 {
+		l.Error("failed to appendEntries to", "peer", peerA, "backoff time", strconv.Itoa(10*i)+"ms", "error", "dial tcp: refused")
+		l.Info("entering candidate state")
+	}
+	l.Error("failed to appendEntries to", "peer", peerB, "error", "dial tcp: refused")
+	l.Error("failed to heartbeat to", "peer", peerA, "error", "dial tcp: refused")
+	l.Error("disk full")
+	l.Error("disk full")
+	now = now.Add(raftRepeatEvery)
+	l.Error("failed to appendEntries to", "peer", peerA, "error", "dial tcp: refused")
+
+	var errs []slog.Record
+	infos := 0
+	for _, r := range h.records {
+		switch r.Level {
+		case slog.LevelError:
+			errs = append(errs, r)
+		case slog.LevelInfo:
+			infos++
+		}
+	}
+	if infos != 5 || len(errs) != 6 {
+		t.Fatalf("%d infos and %d errors logged, want 5 and 6: %v", infos, len(errs), h.records)
+	}
+	suppressed := int64(-1)
+	errs[5].Attrs(func(a slog.Attr) bool {
+		if a.Key == "suppressed_since_last" {
+			suppressed = a.Value.Int64()
+		}
+		return true
+	})
+	if suppressed != 4 {
+		t.Errorf("the repeat after the window says %d suppressed, want 4", suppressed)
+	}
+}
+

@@ -117,8 +117,13 @@ type pebbleLogger struct {
 	fatalOnce sync.Once
 }
 
+// Infof logs Pebble's informational lines at debug: on every start they
+// list the WALs it found and replayed ("Found 0 WALs", "[JOB 1] WAL …"),
+// which say nothing an operator acts on. What does (a slow disk, a
+// background error) reaches the log through the event listener above and
+// Errorf.
 func (l *pebbleLogger) Infof(format string, args ...any) {
-	l.logger.Info(fmt.Sprintf(format, args...), "source", "pebble")
+	l.logger.Debug(fmt.Sprintf(format, args...), "source", "pebble")
 }
 
 func (l *pebbleLogger) Errorf(format string, args ...any) {

@@ -16,6 +16,7 @@ import (
 	"os"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/cockroachdb/pebble/v2"
@@ -163,6 +164,10 @@ func OpenDB(dir string, opts Options) (*DB, error) {
 		logger.Warn("could not zero-fill a new WAL: its appends sync the file's size too", "error", err)
 	}
 	db, err := pebble.Open(dir, pebbleOptions(opts, logger, ws))
+	if errors.Is(err, syscall.EWOULDBLOCK) {
+		// Pebble's LOCK file is held: flock refuses a second process.
+		return nil, fmt.Errorf("raftstore: another process holds the data dir %s (its LOCK file is locked): %w", dir, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("raftstore: open pebble in %s: %w", dir, err)
 	}
