@@ -125,4 +125,3 @@ func Test_RaftLogger_RepeatsAreRateLimited(t *testing.T) {
 		t.Errorf("the repeat after the window says %d suppressed, want 4", suppressed)
 	}
 }
-
