@@ -18,15 +18,28 @@ NODES=(1 2 3)
 port() { echo $((BASE_PORT + $1)); }
 
 info_field() { # port field
-  redis_cmd "$1" INFO raft 2>/dev/null | tr -d '\r' | sed -n "s/^$2://p"
+  raft_info "$1" | field "$2"
 }
 
-# redis_cmd sends one command without needing redis-cli: RESP over bash's /dev/tcp.
+# raft_info is a node's INFO raft, without carriage returns.
+raft_info() {
+  redis_cmd "$1" INFO raft 2>/dev/null | tr -d '\r'
+}
+
+field() { # field: its value in the INFO text on stdin
+  sed -n "s/^$1://p"
+}
+
+# redis_cmd sends one command without needing redis-cli: RESP over bash's
+# /dev/tcp, followed by QUIT, so that the server closes the connection once
+# it has answered and the read ends at once (the timeout is for a node that
+# does not answer).
 redis_cmd() {
   local p=$1; shift
   exec 3<>"/dev/tcp/127.0.0.1/$p" || return 1
   local req="*$#\r\n" a
   for a in "$@"; do req+="\$${#a}\r\n$a\r\n"; done
+  req+="*1\r\n\$4\r\nQUIT\r\n"
   printf "$req" >&3
   timeout 2 cat <&3 | head -c 65536 || true
   exec 3<&- 3>&-
@@ -92,8 +105,9 @@ status() {
   for i in "${NODES[@]}"; do
     local p; p=$(port "$i")
     if [ -f "$DIR/n$i.pid" ] && kill -0 "$(cat "$DIR/n$i.pid")" 2>/dev/null; then
-      printf '%-4s %-16s %-10s %-6s %-8s %s\n' "n$i" "127.0.0.1:$p" "$(info_field "$p" raft_state)" \
-        "$(info_field "$p" raft_term)" "$(info_field "$p" raft_leader_id)" "$(info_field "$p" raft_applied_index)"
+      local info; info=$(raft_info "$p")
+      printf '%-4s %-16s %-10s %-6s %-8s %s\n' "n$i" "127.0.0.1:$p" "$(field raft_state <<<"$info")" \
+        "$(field raft_term <<<"$info")" "$(field raft_leader_id <<<"$info")" "$(field raft_applied_index <<<"$info")"
     else
       printf '%-4s %-16s %s\n' "n$i" "127.0.0.1:$p" "stopped"
     fi

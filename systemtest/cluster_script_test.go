@@ -1,0 +1,88 @@
+package systemtest
+
+import (
+	"bytes"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestClusterScript: the README's scripts/cluster.sh starts a 3-node
+// cluster that decides through any node, status names one leader and two
+// followers in one term, and stop stops them all.
+func TestClusterScript(t *testing.T) {
+	base := 0
+	for try := 0; try < 20 && base == 0; try++ {
+		p, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p+3 < 65536 && portsFree(p+1, p+2, p+3) {
+			base = p
+		}
+	}
+	if base == 0 {
+		t.Fatal("no three free consecutive ports")
+	}
+	dir := filepath.Join(t.TempDir(), "cluster")
+	run := func(arg string) string {
+		t.Helper()
+		cmd := exec.Command("bash", "scripts/cluster.sh", arg)
+		cmd.Dir = ".."
+		cmd.Env = append(cmd.Environ(), "CLUSTER_DIR="+dir, "BASE_PORT="+strconv.Itoa(base))
+		var out bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("cluster.sh %s: %v\n%s", arg, err, out.String())
+		}
+		return out.String()
+	}
+	t.Cleanup(func() { run("stop") })
+	run("start")
+	status := run("status")
+	leaders, followers, terms := 0, 0, map[string]bool{}
+	for _, line := range strings.Split(strings.TrimSpace(status), "\n")[1:] {
+		f := strings.Fields(line)
+		if len(f) < 6 {
+			t.Fatalf("status line %q", line)
+		}
+		switch f[2] {
+		case "leader":
+			leaders++
+		case "follower":
+			followers++
+		}
+		terms[f[3]] = true
+	}
+	if leaders != 1 || followers != 2 || len(terms) != 1 {
+		t.Fatalf("status:\n%s", status)
+	}
+	for i := 1; i <= 3; i++ {
+		c := mustDial(t, "127.0.0.1:"+strconv.Itoa(base+i))
+		if v, ok := mustDo(t, c, "CL.THROTTLE", "script-user", "15", "30", "60").ints(); !ok || v[0] != 0 {
+			t.Fatalf("CL.THROTTLE through n%d: %v", i, v)
+		}
+	}
+	out := run("stop")
+	if strings.Count(out, "stopped") != 3 {
+		t.Fatalf("stop:\n%s", out)
+	}
+	if !strings.Contains(run("status"), "stopped") {
+		t.Fatal("status after stop still finds a node running")
+	}
+}
+
+// portsFree reports whether each loopback port can be listened on now.
+func portsFree(ports ...int) bool {
+	for _, p := range ports {
+		ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			return false
+		}
+		ln.Close()
+	}
+	return true
+}
