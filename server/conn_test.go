@@ -214,6 +214,12 @@ func TestDebugNeedsTheFlag(t *testing.T) {
 			t.Errorf("%q without the flag = %s", args, got)
 		}
 	}
+	// DEBUG HELP answers either way, as every HELP does.
+	for _, cl := range []*client{plain, n.dial()} {
+		if got := cl.do("DEBUG", "help"); !strings.HasPrefix(got, "*[+DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are: +CLOCK") || !strings.HasSuffix(got, "+HELP +    Print this help.]") {
+			t.Errorf("DEBUG HELP = %s", got)
+		}
+	}
 	if got := plain.do("CONFIG", "GET", "enable-debug-command"); got != "*[$enable-debug-command $no]" {
 		t.Errorf("CONFIG GET enable-debug-command = %s", got)
 	}

@@ -27,6 +27,21 @@ func cmdCluster(c *conn, _ *commands.Spec, _ [][]byte) { c.fail(commands.ErrClus
 // this node stamps log entries with; bare DEBUG CLOCK answers the replicated
 // clock (the now of the last applied entry, 0 on a fresh node).
 func cmdDebug(c *conn, _ *commands.Spec, args [][]byte) {
+	if len(args) == 2 && commands.EqualFold(args[1], "help") {
+		writeHelp(c, "DEBUG <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"CLOCK",
+			"    Return the clock this node stamps decisions with (Unix ns). Every subcommand but",
+			"    HELP needs --enable-debug-command (tests only).",
+			"CLOCK SET <unix-ns>",
+			"    Freeze that clock at the given instant.",
+			"CLOCK ADVANCE <ns>",
+			"    Move the frozen clock forward.",
+			"CLOCK REAL",
+			"    Follow the real clock again.",
+			"HELP",
+			"    Print this help.")
+		return
+	}
 	if !c.s.cfg.EnableDebug {
 		c.fail(commands.ErrDebugDisabled)
 		return
