@@ -74,6 +74,15 @@ type config struct {
 
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
+	fs := defineFlags(&c, stderr)
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	return c.check(fs)
+}
+
+// defineFlags is the flag set that fills c.
+func defineFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs := flag.NewFlagSet("redcell", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.bind, "bind", "127.0.0.1", "address to listen on for Redis clients (and, on the same port, Raft peers)")
@@ -86,9 +95,9 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.pprofAddr, "pprof", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060) for profiling; off by default")
 	fs.BoolVar(&c.directSync, "direct-wal-sync", false, "while the node is the only member of its cluster, fsync the log without handing the thread to Go's scheduler (tuning; off by default):\n"+
-		"fewer context switches per fsync, but the runtime cannot preempt that thread during the sync (raftstore/DESIGN.md); off for a while after a sync slower than 20 ms, and never with peers")
+		"fewer context switches per fsync, but the runtime cannot preempt that thread during the sync; off for a while after a sync slower than 20 ms, and never with peers")
 	fs.IntVar(&c.busyPollUsec, "busy-poll-usec", 0, "while the node is alone and idle, how long (µs) a connection that has just answered may spin for its client's next request before it parks (tuning; 0, the default: never):\n"+
-		"a lone waiting client may then skip a halted vCPU's wake-up, for CPU that other processes on a busy host may need (server/DESIGN.md; Linux)")
+		"a lone waiting client may then skip a halted vCPU's wake-up, for CPU that other processes on a busy host may need (Linux)")
 	fs.IntVar(&c.maxInflight, "max-inflight", group.DefaultMaxInflight, "log entries the proposer keeps in Raft at once while the node is alone (tuning): at most one of them is waiting for the local disk, the rest for apply")
 	fs.IntVar(&c.maxInflightPeers, "max-inflight-with-peers", group.DefaultMaxInflightWithPeers, "log entries the proposer keeps in Raft at once while the node has peers (tuning; at most --max-inflight): each costs an fsync on every node, so fewer, larger entries are faster")
 	fs.IntVar(&c.maxAppend, "max-append-entries", 64, "Raft MaxAppendEntries: entries per append RPC and per apply batch (tuning)")
@@ -97,7 +106,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.Uint64Var(&c.snapBytes, "snapshot-log-bytes", group.DefaultSnapshotLogBytes, "snapshot once the log written since the last snapshot holds this many bytes (or twice that snapshot's\nsize, if larger): bounds the log a restart replays (64 MiB: under 2 s on a 2-core VM)")
 	fs.Int64Var(&c.minFreeDisk, "min-free-disk", group.DefaultMinFreeDisk, "bytes the data dir's filesystem must keep free: below it, commands that change state are refused\nwith MISCONF (reads work) until space returns, and a leader hands over leadership; 0 disables the guard")
 	fs.Int64Var(&c.scriptMaxInstr, "script-max-instructions", scripting.DefaultMaxInstructions, "Lua VM instructions one script call may run before it stops with an error (its writes so far stand);\nevery member of a cluster must have the same value, so that a script stops at the same instruction on every replica")
-	fs.StringVar(&c.scriptMaxMemory, "script-max-memory", strconv.Itoa(scripting.DefaultMaxMemory>>20)+"mb", "bytes one script call may allocate, counted the same way on every replica (strings, table slots; scripting/DESIGN.md),\nbefore it stops with an error; every member of a cluster must have the same value")
+	fs.StringVar(&c.scriptMaxMemory, "script-max-memory", strconv.Itoa(scripting.DefaultMaxMemory>>20)+"mb", "bytes one script call may allocate, counted the same way on every replica (strings, table slots),\nbefore it stops with an error; every member of a cluster must have the same value")
 	fs.IntVar(&c.procs, "procs", 0, "OS threads running Go code at once (GOMAXPROCS); 0 = half the available CPUs, at least 1 (GOMAXPROCS in the environment wins)")
 	fs.StringVar(&c.clusterSecretFile, "cluster-secret-file", "", "file holding the cluster secret (at least 16 bytes; one trailing newline is ignored). Peers must prove it\nin a challenge-response handshake before Raft sees a byte; without a secret the node accepts no peers")
 	fs.StringVar(&c.clusterSecret, "cluster-secret", "", "the cluster secret itself (visible in the process list: prefer --cluster-secret-file or REDCELL_CLUSTER_SECRET)")
@@ -114,7 +123,7 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.DurationVar(&c.joinTimeout, "join-timeout", node.DefaultJoinTimeout, "how long a joining node keeps trying while the member is unreachable or knows no leader; then (or sooner, at the\nsecond identical cluster-secret or TLS mismatch) it exits with status 1 and an error naming the cause")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", node.DefaultWriteTimeout, "how long a request waits for a leader that can decide it before it is answered TRYAGAIN or CLUSTERDOWN")
 	fs.DurationVar(&c.heartbeatTimeout, "raft-heartbeat-timeout", group.DefaultHeartbeatTimeout, "Raft: a follower that hears nothing from the leader for this long (checked every 1-2x this) starts an election;\n"+
-		"a failover takes about 1-3x this. Raise it for a WAN or a busy host (group/DESIGN.md); the next two follow it unless given")
+		"a failover takes about 1-3x this. Raise it for a WAN or a busy host; the next two follow it unless given")
 	fs.DurationVar(&c.electionTimeout, "raft-election-timeout", group.DefaultElectionTimeout, "Raft: a candidate without a majority retries after this long (randomised up to 2x; at least --raft-heartbeat-timeout;\ndefault: --raft-heartbeat-timeout)")
 	fs.DurationVar(&c.leaseTimeout, "raft-lease-timeout", group.DefaultLeaderLeaseTimeout, "Raft: a leader that cannot reach a quorum for this long steps down (at most --raft-heartbeat-timeout;\ndefault: --raft-heartbeat-timeout)")
 	fs.IntVar(&c.tlsPort, "tls-port", 0, "TCP port for Redis clients over TLS, on --bind (0: none). The plain --port still serves clients too;\nfirewall it, or bind it to loopback, if only TLS clients may come from the network")
@@ -125,13 +134,12 @@ func parseFlags(args []string, stderr io.Writer) (config, error) {
 	fs.StringVar(&c.tlsCluster, "tls-cluster", "no", "yes: mutual TLS on every connection between nodes (Raft and forwarding), each side presenting --tls-cert-file\nand verifying the other's against --tls-ca-cert-file; the cluster-secret handshake still runs inside it. Every node must agree")
 	fs.StringVar(&c.protectedMode, "protected-mode", "yes", "yes: without a password (--requirepass), clients from beyond the loopback interface get Redis's -DENIED\nexplanation and are closed, as Redis 7 does; no: serve them (CONFIG SET protected-mode changes it at runtime)")
 	fs.IntVar(&c.stripes, "stripes", 64, "lock stripes of the in-memory keyspace (never changes results, only contention)")
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "redcell: a rate-limit server that speaks the Redis protocol (CL.THROTTLE as redis-cell),\nwith every decision durable in a Raft log before it is answered.\n\nUsage: redcell [flags]\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
-		return c, err
-	}
+	fs.Usage = func() { printUsage(stderr, fs) } // usage.go
+	return fs
+}
+
+// check validates the parsed flags.
+func (c config) check(fs *flag.FlagSet) (config, error) {
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
