@@ -257,13 +257,7 @@ func validEffects(r *request.Request) string {
 // if no key it read or wrote changed since it ran; else ErrScriptConflict,
 // and nothing changes.
 func (f *FSM) applyEffects(r *request.Request, now int64, res *request.Result) {
-	conflict := false
-	r.EffectGuards(func(key []byte, mark uint64) {
-		if _, m := f.store.Watch(key, now); m != mark {
-			conflict = true
-		}
-	})
-	if conflict {
+	if !f.guardsMatch(r, now) {
 		res.SetErr(request.ErrScriptConflict)
 		return
 	}
@@ -325,13 +319,18 @@ const maxBesideReads = 3
 func (f *FSM) guardsHold(effects *request.Request, now int64) bool {
 	f.applyMu.RLock()
 	defer f.applyMu.RUnlock()
-	hold := true
+	return f.guardsMatch(effects, now)
+}
+
+// guardsMatch is guardsHold for a caller that holds applyMu.
+func (f *FSM) guardsMatch(effects *request.Request, now int64) bool {
+	match := true
 	effects.EffectGuards(func(key []byte, mark uint64) {
 		if _, m := f.store.Watch(key, now); m != mark {
-			hold = false
+			match = false
 		}
 	})
-	return hold
+	return match
 }
 
 // besideProcs gives the process one more P (GOMAXPROCS) while scripts run
