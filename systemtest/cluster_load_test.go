@@ -129,7 +129,7 @@ const (
 	scriptLong     = "if tonumber(redis.call('HGET', KEYS[1], 'n') or '0') % 10 == 5 then for i = 1, 150000 do end end\n"
 	scriptLongTake = scriptLong + scriptTake
 	scriptLongPeek = scriptLong + scriptPeek
-	scriptTake = `local n = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
+	scriptTake     = `local n = tonumber(redis.call('HGET', KEYS[1], 'n') or '0')
 local units = tonumber(ARGV[1])
 if n >= units then return {1, units, 0, 1, 0} end
 local t = redis.call('TIME')
