@@ -9,19 +9,7 @@ package shard
 // value appended to buf[:0] (nil when it has none), and whether there is
 // one. Any goroutine; takes the stripe's read lock.
 func (s *Store) Record(key []byte, buf []byte) (State, bool) {
-	h, st := s.locate(key)
-	st.mu.RLock()
-	defer st.mu.RUnlock()
-	p, _, found := st.find(h, key)
-	if !found {
-		return State{}, false
-	}
-	off := st.offsetAt(p)
-	cur := readState(st.arena, off)
-	if v := recordValue(st.arena, off); v != nil {
-		cur.Val = append(buf[:0], v...)
-	}
-	return cur, true
+	return s.readRecord(key, buf, nil)
 }
 
 // Remove drops the record of key, leaving no tombstone: the key is as if it

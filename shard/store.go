@@ -229,6 +229,13 @@ func (s *Store) Get(key []byte, now int64) (State, bool) {
 // (nil when the key has none), so it stays valid after the lock is released.
 // It allocates only when buf is too small. Any goroutine.
 func (s *Store) GetValue(key []byte, now int64, buf []byte) (State, bool) {
+	return s.readRecord(key, buf, func(cur State) bool { return cur.live(now) })
+}
+
+// readRecord is the record of key with its value appended to buf[:0] (nil
+// when it has none), if it has one that keep accepts; the value is copied
+// only then. Any goroutine; takes the stripe's read lock.
+func (s *Store) readRecord(key, buf []byte, keep func(State) bool) (State, bool) {
 	h, st := s.locate(key)
 	st.mu.RLock()
 	defer st.mu.RUnlock()
@@ -238,7 +245,7 @@ func (s *Store) GetValue(key []byte, now int64, buf []byte) (State, bool) {
 	}
 	off := st.offsetAt(p)
 	cur := readState(st.arena, off)
-	if !cur.live(now) {
+	if keep != nil && !keep(cur) {
 		return State{}, false
 	}
 	if v := recordValue(st.arena, off); v != nil {

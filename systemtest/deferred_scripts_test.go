@@ -19,20 +19,7 @@ func TestRunawayScriptLetsOthersDecide(t *testing.T) {
 	leader := c.waitLeader()
 	follower := (leader + 1) % 3
 	lc := mustDial(t, c.nodes[leader].addr())
-	done := make(chan reply, 1)
-	go func() {
-		oc, err := dialRESP(c.nodes[follower].addr())
-		if err != nil {
-			done <- reply{kind: '-', str: err.Error()}
-			return
-		}
-		defer oc.close()
-		r, err := oc.do("EVAL", "redis.call('INCR', KEYS[1]) while true do end", "1", "runaway")
-		if err != nil {
-			r = reply{kind: '-', str: err.Error()}
-		}
-		done <- r
-	}()
+	done := doAsync(c.nodes[follower].addr(), "EVAL", "redis.call('INCR', KEYS[1]) while true do end", "1", "runaway")
 	// Decide until the script's answer is back; count the decisions.
 	decided := 0
 	start := time.Now()
@@ -83,20 +70,7 @@ func TestLongScriptUnderContentionIsExact(t *testing.T) {
 	const others = 40
 	for round := range 3 {
 		key := "contended:" + strconv.Itoa(round)
-		done := make(chan reply, 1)
-		go func() {
-			oc, err := dialRESP(c.nodes[leader].addr())
-			if err != nil {
-				done <- reply{kind: '-', str: err.Error()}
-				return
-			}
-			defer oc.close()
-			r, err := oc.do("EVAL", body, "1", key)
-			if err != nil {
-				r = reply{kind: '-', str: err.Error()}
-			}
-			done <- r
-		}()
+		done := doAsync(c.nodes[leader].addr(), "EVAL", body, "1", key)
 		for range others {
 			mustDo(t, fc, "INCR", key)
 		}
@@ -108,4 +82,25 @@ func TestLongScriptUnderContentionIsExact(t *testing.T) {
 	}
 	c.waitConverged(opTimeout)
 	c.compareReplicas("after long scripts under contention")
+}
+
+// doAsync sends one command on a connection of its own and delivers the
+// reply (or the error, as an error reply) on the channel: a command whose
+// answer the test waits for while it does other things.
+func doAsync(addr string, args ...string) <-chan reply {
+	done := make(chan reply, 1)
+	go func() {
+		oc, err := dialRESP(addr)
+		if err != nil {
+			done <- reply{kind: '-', str: err.Error()}
+			return
+		}
+		defer oc.close()
+		r, err := oc.do(args...)
+		if err != nil {
+			r = reply{kind: '-', str: err.Error()}
+		}
+		done <- r
+	}()
+	return done
 }

@@ -248,20 +248,7 @@ func TestScriptBudgets(t *testing.T) {
 		{"table", "redis.call('INCR', KEYS[1]) local t = {} local i = 0 while true do i = i + 1 t[i] = i end", "ERR script exceeded"},
 		{"pcall", "redis.call('INCR', KEYS[1]) while true do pcall(function() while true do end end) end", "ERR script exceeded its budget"},
 	} {
-		done := make(chan reply, 1)
-		go func() {
-			oc, err := dialRESP(c.nodes[leader].addr())
-			if err != nil {
-				done <- reply{kind: '-', str: err.Error()}
-				return
-			}
-			defer oc.close()
-			r, err := oc.do("EVAL", s.body, "1", "runaway")
-			if err != nil {
-				r = reply{kind: '-', str: err.Error()}
-			}
-			done <- r
-		}()
+		done := doAsync(c.nodes[leader].addr(), "EVAL", s.body, "1", "runaway")
 		// Another client decides while the script runs and after it.
 		for i := range 3 {
 			if v, ok := mustDo(t, lc, "CL.THROTTLE", "other:"+s.name, "100", "100", "60").ints(); !ok || v[0] != 0 {
