@@ -7,7 +7,7 @@
 #
 # Ports 7001-7003 (override with BASE_PORT=...); data, logs, PIDs and the
 # cluster secret live in ./redcell-cluster (override with CLUSTER_DIR=...).
-# Point any Redis client at any node: redis-cli -p 7002 CL.THROTTLE user123 15 30 60
+# Point any Redis client at any node: redis-cli -p 7002 CL.THROTTLE cl:user123 15 30 60
 set -euo pipefail
 
 BASE_PORT=${BASE_PORT:-7000}
@@ -32,8 +32,10 @@ field() { # field: its value in the INFO text on stdin
 
 # redis_cmd sends one command without needing redis-cli: RESP over bash's
 # /dev/tcp, followed by QUIT, so that the server closes the connection once
-# it has answered and the read ends at once (the timeout is for a node that
-# does not answer).
+# it has answered and the read ends at once. The timeout is for a node that
+# accepts the connection but does not answer (stopped with SIGSTOP, or hung):
+# INFO is answered from memory within milliseconds, and half a second per
+# silent node keeps `status` under a second or two even then.
 redis_cmd() {
   local p=$1; shift
   exec 3<>"/dev/tcp/127.0.0.1/$p" || return 1
@@ -41,7 +43,7 @@ redis_cmd() {
   for a in "$@"; do req+="\$${#a}\r\n$a\r\n"; done
   req+="*1\r\n\$4\r\nQUIT\r\n"
   printf "$req" >&3
-  timeout 2 cat <&3 | head -c 65536 || true
+  timeout 0.5 cat <&3 | head -c 65536 || true
   exec 3<&- 3>&-
 }
 
@@ -105,8 +107,9 @@ status() {
   for i in "${NODES[@]}"; do
     local p; p=$(port "$i")
     if [ -f "$DIR/n$i.pid" ] && kill -0 "$(cat "$DIR/n$i.pid")" 2>/dev/null; then
-      local info; info=$(raft_info "$p")
-      printf '%-4s %-16s %-10s %-6s %-8s %s\n' "n$i" "127.0.0.1:$p" "$(field raft_state <<<"$info")" \
+      local info state; info=$(raft_info "$p")
+      state=$(field raft_state <<<"$info")
+      printf '%-4s %-16s %-10s %-6s %-8s %s\n' "n$i" "127.0.0.1:$p" "${state:-no answer}" \
         "$(field raft_term <<<"$info")" "$(field raft_leader_id <<<"$info")" "$(field raft_applied_index <<<"$info")"
     else
       printf '%-4s %-16s %s\n' "n$i" "127.0.0.1:$p" "stopped"

@@ -3,16 +3,21 @@ package systemtest
 import (
 	"bytes"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestClusterScript: the README's scripts/cluster.sh starts a 3-node
 // cluster that decides through any node, status names one leader and two
-// followers in one term, and stop stops them all.
+// followers in one term, a node that accepts connections but does not
+// answer shows as "no answer" without holding status up for long, and stop
+// stops them all.
 func TestClusterScript(t *testing.T) {
 	base := 0
 	for try := 0; try < 20 && base == 0; try++ {
@@ -65,6 +70,30 @@ func TestClusterScript(t *testing.T) {
 		if v, ok := mustDo(t, c, "CL.THROTTLE", "script-user", "15", "30", "60").ints(); !ok || v[0] != 0 {
 			t.Fatalf("CL.THROTTLE through n%d: %v", i, v)
 		}
+	}
+	// A hung node (SIGSTOP: the kernel still accepts its connections) is
+	// reported as such; status waits half a second for it, not two.
+	raw, err := os.ReadFile(filepath.Join(dir, "n3.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(raw)))
+	if err != nil {
+		t.Fatalf("n3.pid: %v", err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGCONT) }) // before the stop above, if we fail below
+	began := time.Now()
+	status = run("status")
+	took := time.Since(began)
+	if !strings.Contains(status, "no answer") {
+		t.Fatalf("status with n3 stopped by SIGSTOP:\n%s", status)
+	}
+	t.Logf("status with one silent node took %v", took)
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
 	}
 	out := run("stop")
 	if strings.Count(out, "stopped") != 3 {
