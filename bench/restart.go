@@ -193,11 +193,23 @@ func fillLog(ctx context.Context, nodes []*server, via *server, size string, key
 			}
 		}
 	} else {
+		// A leader that loses its lease under this load (a busy machine)
+		// answers TRYAGAIN; the load then starts again once a leader is
+		// ready: a key decided twice is still below its limit.
 		load := func(prefix string, n int64) error {
-			var written atomic.Int64
-			return pipelineLoad(ctx, via, familyCL, 8, 0, &written, func(i int64) (string, bool) {
-				return prefix + strconv.FormatInt(i, 10), i < n
-			}, throttleArgs)
+			for attempt := 1; ; attempt++ {
+				var written atomic.Int64
+				err := pipelineLoad(ctx, via, familyCL, 8, 0, &written, func(i int64) (string, bool) {
+					return prefix + strconv.FormatInt(i, 10), i < n
+				}, throttleArgs)
+				if err == nil || attempt == 5 || !isFailoverReply(err) {
+					return err
+				}
+				fmt.Fprintf(progress, "loading the large log again after %v\n", err)
+				if _, err := waitAgreedLeader(ctx, nodes, nodes); err != nil {
+					return err
+				}
+			}
 		}
 		if err := load("bench:restart:a:", int64(keys)); err != nil {
 			return err
@@ -221,6 +233,12 @@ func fillLog(ctx context.Context, nodes []*server, via *server, size string, key
 	}
 	fmt.Fprintf(progress, "%s log written in %.1f s\n", size, time.Since(began).Seconds())
 	return nil
+}
+
+// isFailoverReply reports whether err is an error reply a leader change
+// explains.
+func isFailoverReply(err error) bool {
+	return strings.Contains(err.Error(), "TRYAGAIN") || strings.Contains(err.Error(), "CLUSTERDOWN")
 }
 
 // waitApplied waits until s has applied via's commit index.
