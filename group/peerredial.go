@@ -68,8 +68,8 @@ func isRefused(err error) bool { return errors.Is(err, syscall.ECONNREFUSED) }
 // to reach it, until timeout or stop. Goroutines: any (raft's transport
 // calls it from its replication, heartbeat and vote goroutines).
 func (p *peerRedial) dial(dialPeer func(string, time.Duration) (net.Conn, error), addr string, timeout time.Duration, stop <-chan struct{}) (net.Conn, error) {
-	c, err := dialPeer(addr, timeout)
 	end := time.Now().Add(timeout)
+	c, err := dialPeer(addr, timeout)
 	for err != nil && p.isDown(err) {
 		d := p.join(dialPeer, addr, timeout, stop)
 		t := time.NewTimer(time.Until(end))
