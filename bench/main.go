@@ -10,6 +10,7 @@
 //	go run ./bench -mode memory                     # bytes per key, RSS under key churn
 //	go run ./bench -mode cluster                    # a local 3-node cluster against Redis-Lua
 //	go run ./bench -mode failover                   # kill -9 a 3-node cluster's leader 20 times: the gaps
+//	go run ./bench -mode restart                    # kill -9 and restart a lone node, a follower, a leader: time to serve
 //	go run ./bench -mode all -servers redis -quick  # smoke check without Redcell
 //	go run ./bench -mode pgo                        # write cmd/redcell/default.pgo (profile-guided optimisation)
 //
@@ -64,6 +65,7 @@ type options struct {
 	memory     memoryOptions
 	pgoOut     string
 	failover   failoverOptions
+	restart    restartOptions
 	// baseline is the git revision of a second Redcell (-baseline), "" for none.
 	baseline string
 }
@@ -74,10 +76,14 @@ var allModes = []string{"compare", "limiters", "scripts", "libraries", "latency"
 // and kills processes on purpose.
 const failoverMode = "failover"
 
+// restartMode is not part of "all" either: it kills processes on purpose
+// and measures how soon they serve again.
+const restartMode = "restart"
+
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	mode := fs.String("mode", "compare", "compare | limiters | scripts | libraries | latency | datatypes | memory | cluster | all (comma-separated list allowed); failover (not in all); or pgo alone: write cmd/redcell/default.pgo (see bench/pgo.go)")
+	mode := fs.String("mode", "compare", "compare | limiters | scripts | libraries | latency | datatypes | memory | cluster | all (comma-separated list allowed); failover, restart (not in all); or pgo alone: write cmd/redcell/default.pgo (see bench/pgo.go)")
 	servers := fs.String("servers", "all", "servers to run: all, or a comma-separated list of redcell, redis (both Redis servers), redis-lua, redis-lua-fsync")
 	quick := fs.Bool("quick", false, "short runs and 100k keys for a smoke check (results are marked as quick)")
 	results := fs.String("results", "", "directory of the results files: each mode writes <mode>.md there, replacing the last run's (default bench/results in the repository)")
@@ -86,7 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	warmup := fs.Float64("warmup", 3, "seconds of the same load, unmeasured, before each measured run (0.5 with -quick)")
 	rounds := fs.Int("rounds", 1, "repeat every scenario this many times (alternating servers each time) and report medians")
 	tmp := fs.String("tmp", "", "parent directory for data dirs; must not be tmpfs for durable numbers (default $TMPDIR or /tmp)")
-	keys := fs.Int("keys", 1000000, "memory and datatypes modes: distinct keys to load per memory row (100000 with -quick)")
+	keys := fs.Int("keys", 1000000, "memory and datatypes modes: distinct keys to load per memory row; restart mode: keys of the large log (100000 with -quick)")
 	churnFor := fs.Duration("churn", 30*time.Second, "memory mode: duration of the churn phase (5s with -quick)")
 	churnRate := fs.Int("churn-rate", 50000, "memory mode: new one-second keys per second during churn")
 	memFamilies := fs.String("families", "cl,tb,sl", "memory mode: limiter families to load, each on a fresh server (cl, tb, sl or all)")
@@ -97,6 +103,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	foClients := fs.Int("failover-clients", 2, "failover mode: clients per node")
 	cpuHogs := fs.Int("cpu-hogs", 0, "failover mode: busy-loop processes run beside the cluster (a loaded machine)")
 	quiet := fs.Duration("quiet", 3*time.Second, "failover mode: steady load before each kill and after the last, in which any election is a spurious one")
+	restarts := fs.Int("restarts", 5, "restart mode: restarts per row (2 with -quick)")
+	restartDown := fs.Duration("restart-down", 3*time.Second, "restart mode: how long a cluster node stays down before its restart (1s with -quick)")
 	keepLogs := fs.String("keep-logs", "", "failover mode: copy the nodes' logs into this directory at the end")
 	nodeFlags := fs.String("node-flags", "", "failover mode: extra flags for every node, space-separated (e.g. \"--raft-heartbeat-timeout 200ms\")")
 	if err := fs.Parse(args); err != nil {
@@ -111,7 +119,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	o := options{quick: *quick, resultsDir: *results, mdPath: *md, seconds: *seconds, warmup: *warmup, rounds: *rounds, dataParent: *tmp,
 		memory: memoryOptions{keys: *keys, churnFor: *churnFor, churnRate: *churnRate, conns: 4, slHits: *slHits}, pgoOut: *pgoOut,
 		baseline: strings.TrimSpace(*baseline),
-		failover: failoverOptions{kills: *kills, clientsPerNode: *foClients, cpuHogs: *cpuHogs, quiet: *quiet, nodeFlags: strings.Fields(*nodeFlags), keepLogs: *keepLogs}}
+		failover: failoverOptions{kills: *kills, clientsPerNode: *foClients, cpuHogs: *cpuHogs, quiet: *quiet, nodeFlags: strings.Fields(*nodeFlags), keepLogs: *keepLogs},
+		restart:  restartOptions{rounds: *restarts, largeKeys: *keys, downFor: *restartDown}}
 	if o.quick {
 		if !set["kills"] {
 			o.failover.kills = 3
@@ -124,6 +133,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		}
 		if !set["keys"] {
 			o.memory.keys = 100000
+			o.restart.largeKeys = 100000
+		}
+		if !set["restarts"] {
+			o.restart.rounds = 2
+		}
+		if !set["restart-down"] {
+			o.restart.downFor = time.Second
 		}
 		if !set["churn"] {
 			o.memory.churnFor = 5 * time.Second
@@ -163,6 +179,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.failover.kills < 0 || o.failover.clientsPerNode < 1 || o.failover.cpuHogs < 0 || o.failover.quiet <= 0 {
 		return options{}, errors.New("-kills and -cpu-hogs must not be negative, -failover-clients and -quiet must be positive")
 	}
+	if o.restart.rounds < 1 || o.restart.downFor < 0 {
+		return options{}, errors.New("-restarts must be positive and -restart-down not negative")
+	}
 	if o.seconds <= 0 || o.rounds < 1 || o.memory.keys < 1 || o.memory.churnRate < 1 || o.memory.churnFor <= 0 {
 		return options{}, errors.New("-seconds, -rounds, -keys, -churn and -churn-rate must be positive")
 	}
@@ -180,12 +199,12 @@ func parseModes(s string) ([]string, error) {
 			return []string{"pgo"}, nil
 		case m == "all":
 			return allModes, nil
-		case slices.Contains(allModes, m) || m == failoverMode:
+		case slices.Contains(allModes, m) || m == failoverMode || m == restartMode:
 			if !slices.Contains(modes, m) {
 				modes = append(modes, m)
 			}
 		default:
-			return nil, fmt.Errorf("unknown -mode %q (want compare, limiters, scripts, libraries, latency, datatypes, memory, cluster, all or failover)", m)
+			return nil, fmt.Errorf("unknown -mode %q (want compare, limiters, scripts, libraries, latency, datatypes, memory, cluster, all, failover or restart)", m)
 		}
 	}
 	return modes, nil
@@ -442,6 +461,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 				return err
 			}
 			if err := writeResults(mode, fmt.Sprintf("Cluster: %d local nodes", clusterSize), md); err != nil {
+				return err
+			}
+		case restartMode:
+			for _, s := range throughput {
+				if err := f.stop(s); err != nil {
+					return err
+				}
+			}
+			throughput = nil
+			fmt.Fprintf(stdout, "\n== Restart: SIGKILL and restart of a lone node, a follower and a leader, small and large logs\n")
+			md, err := runRestartMode(ctx, f, opts.restart, stdout)
+			if err != nil {
+				return err
+			}
+			if err := writeResults(mode, "Restart: time to serve after SIGKILL", md); err != nil {
 				return err
 			}
 		case failoverMode:

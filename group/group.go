@@ -286,6 +286,7 @@ func Open(cfg Config) (*Group, error) {
 		}
 		g.log.Info("bootstrapped a new one-node cluster", "node_id", cfg.NodeID, "addr", cfg.Addr)
 	}
+	g.campaignIfAlone()
 	if startSnap != nil {
 		g.wg.Add(1)
 		go g.restoreAtStart(startSnap)

@@ -19,14 +19,12 @@ import (
 func Test_Readiness_RequestsBeforeElectionWaitThenSucceed(t *testing.T) {
 	n := newTestNode(t, "node1")
 	n.clock.Set(frozenAt)
-	// A 300 ms heartbeat timeout keeps the node a follower long enough for
-	// every request below to arrive before it leads.
-	n.open(t, func(c *Config) {
-		c.Tune = func(rc *raft.Config) {
-			fastTimeouts(rc)
-			rc.HeartbeatTimeout, rc.ElectionTimeout = 300*time.Millisecond, 300*time.Millisecond
-		}
-	})
+	// A lone voter campaigns at once (alonestart.go): holding its vote's
+	// term on the way to the disk keeps it a candidate until every request
+	// below has arrived.
+	held := &heldTerm{StableStore: n.store, release: make(chan struct{})}
+	n.open(t, func(c *Config) { c.Stable = held })
+	t.Cleanup(held.open) // before the group's Shutdown, if the test ends early
 	if n.g.Ready() {
 		t.Fatal("Ready() right after Open, before any election")
 	}
@@ -65,6 +63,7 @@ func Test_Readiness_RequestsBeforeElectionWaitThenSucceed(t *testing.T) {
 	if n.g.Ready() {
 		t.Fatal("the node became ready before the callers were waiting: the test proves nothing")
 	}
+	held.open()
 	wg.Wait()
 	close(errs)
 	for err := range errs {
@@ -73,6 +72,24 @@ func Test_Readiness_RequestsBeforeElectionWaitThenSucceed(t *testing.T) {
 	if !n.g.Ready() {
 		t.Error("requests succeeded but Ready() is false")
 	}
+}
+
+// heldTerm is a stable store that holds every write of a term after the
+// first (the bootstrap's) until release is closed: raft cannot win an
+// election before it has stored the election's term.
+type heldTerm struct {
+	raft.StableStore
+	release chan struct{}
+	once    sync.Once
+}
+
+func (h *heldTerm) open() { h.once.Do(func() { close(h.release) }) }
+
+func (h *heldTerm) SetUint64(key []byte, val uint64) error {
+	if string(key) == "CurrentTerm" && val > 1 {
+		<-h.release
+	}
+	return h.StableStore.SetUint64(key, val)
 }
 
 // Test_Readiness_LostQuorumAnswersPromptly: a leader cut off from both

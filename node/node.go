@@ -294,6 +294,10 @@ func Open(cfg Config) (n *Node, err error) {
 			DialPeer: func(addr string, timeout time.Duration) (net.Conn, error) {
 				return n.mux.Dial(addr, mux.HeaderRaft, timeout)
 			},
+			Stop: n.stop, // Close closes it before the group's Shutdown
+			// A peer that refuses, or accepts and then says nothing, may be
+			// restarting: Raft's dials wait for it (group/peerredial.go).
+			Unreachable: func(err error) bool { return errors.Is(err, mux.ErrUnreachable) },
 		},
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
@@ -352,6 +356,7 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	closers = append(closers, n.group.Shutdown)
+	closers = append(closers, func() error { close(n.stop); return nil }) // runs before the group's Shutdown: ends the Raft dials' waits
 	n.groupRef.Store(n.group)
 	n.local = group.NewLocal(n.group, n.store)
 	n.fwd = forward.NewClient(func(addr string, timeout time.Duration) (net.Conn, error) {

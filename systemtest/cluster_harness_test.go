@@ -58,6 +58,10 @@ type cluster struct {
 	// dataDirs places chosen nodes' data dirs (by ID); the others get a
 	// fresh t.TempDir().
 	dataDirs map[string]string
+	// direct: nodes advertise their real address, with no proxy between
+	// peers (startDirectCluster), so a stopped node refuses connections as
+	// it does without a proxy, where a proxy accepts and then closes them.
+	direct bool
 }
 
 // clusterNode is one member: the process, its ID and the address it
@@ -125,7 +129,10 @@ func (c *cluster) addNode(id string, join bool) *clusterNode {
 		t.Fatal(err)
 	}
 	realAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-	adv := c.net.proxy(t, id, realAddr)
+	adv := realAddr
+	if !c.direct {
+		adv = c.net.proxy(t, id, realAddr)
+	}
 	flags := []string{"--cluster-secret-file", c.secretFile, "--node-id", id, "--advertise", adv}
 	if join {
 		via := ""
