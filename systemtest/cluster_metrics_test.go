@@ -63,7 +63,6 @@ func sample(t *testing.T, n *clusterNode, s map[string]float64, series string) f
 // answers /readyz 503 "no leader known" until the partition heals, then
 // 200 again.
 func TestClusterMetrics(t *testing.T) {
-	t.Parallel()
 	c := startCluster(t, 3)
 	leader := c.waitLeader()
 	f := (leader + 1) % 3
