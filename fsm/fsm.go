@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -41,6 +42,10 @@ type Config struct {
 	// share: a script stopped by them stops at the same instruction on
 	// every replica (package scripting). Its Logger defaults to Logger.
 	Scripts scripting.Config
+	// ObserveApply, if set, is told how long each ApplyBatch took (after
+	// the startup gate: the apply itself). Called from raft's FSM
+	// goroutine once per batch of entries; it must be quick.
+	ObserveApply func(took time.Duration)
 }
 
 // FSM implements raft.BatchingFSM.
@@ -184,6 +189,10 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 // types yield nil.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	f.waitStartup()
+	var began time.Time
+	if f.cfg.ObserveApply != nil {
+		began = time.Now()
+	}
 	out := make([]interface{}, len(logs))
 	f.applyMu.Lock()
 	for i, l := range logs {
@@ -197,6 +206,9 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	}
 	f.applyMu.Unlock()
 	f.notifyApplied()
+	if f.cfg.ObserveApply != nil {
+		f.cfg.ObserveApply(time.Since(began))
+	}
 	return out
 }
 

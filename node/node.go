@@ -117,6 +117,9 @@ type Config struct {
 	SnapEvery  time.Duration
 	Version    string
 	Logger     *slog.Logger
+	// MetricsAddr is host:port of the HTTP server for /metrics, /healthz
+	// and /readyz (package metrics; --metrics-addr); "" for none.
+	MetricsAddr string
 
 	// TLS is the node's certificate, key and CA (package tlscert); nil
 	// without TLS. TLSPort > 0 opens a client port that speaks TLS on
@@ -168,6 +171,7 @@ type Node struct {
 	srv       *server.Server
 	tlsLn     *tlsListener // the client TLS port; nil without one
 	tls       *tlscert.Store
+	metrics   *nodeMetrics // --metrics-addr; nil without (metrics.go)
 	fatal     chan error
 	shutdown  chan struct{} // a client sent SHUTDOWN
 	stop      chan struct{} // ends join and promotion
@@ -212,6 +216,10 @@ func Open(cfg Config) (n *Node, err error) {
 	if n.Advertise, err = advertiseAddr(cfg.Advertise, ln.Addr()); err != nil {
 		return nil, err
 	}
+	if n.metrics, err = openMetrics(n, cfg.MetricsAddr); err != nil {
+		return nil, err
+	}
+	closers = append(closers, n.metrics.close)
 
 	created, err := makeDataDir(cfg.DataDir)
 	if err != nil {
@@ -234,7 +242,7 @@ func Open(cfg Config) (n *Node, err error) {
 		})
 	}
 
-	n.db, err = raftstore.OpenDB(filepath.Join(cfg.DataDir, raftDir), raftstore.Options{Logger: log, OnFatal: func(err error) {
+	n.db, err = raftstore.OpenDB(filepath.Join(cfg.DataDir, raftDir), n.metrics.storeOptions(raftstore.Options{Logger: log, OnFatal: func(err error) {
 		// The storage engine is dead (a failed WAL write or fsync): new
 		// writes get MISCONF at once, and the owner stops the process.
 		if g := n.groupRef.Load(); g != nil {
@@ -244,7 +252,7 @@ func Open(cfg Config) (n *Node, err error) {
 		case n.fatal <- err:
 		default:
 		}
-	}})
+	}}))
 	if err != nil {
 		return nil, fmt.Errorf("opening the raft store: %w", err)
 	}
@@ -307,7 +315,7 @@ func Open(cfg Config) (n *Node, err error) {
 
 	clock := &group.Clock{}
 	scripts := scripting.Config{MaxInstructions: cfg.ScriptMaxInstructions, MaxMemory: cfg.ScriptMaxMemory}
-	n.fsm = fsm.New(fsm.Config{Stripes: cfg.Stripes, Logger: log, Scripts: scripts, OnFatal: func(err error) {
+	n.fsm = fsm.New(fsm.Config{Stripes: cfg.Stripes, Logger: log, Scripts: scripts, ObserveApply: n.metrics.applyHook(), OnFatal: func(err error) {
 		select {
 		case n.fatal <- err:
 		default:
@@ -370,6 +378,7 @@ func Open(cfg Config) (n *Node, err error) {
 			Status: nodeStatus{n}, TestClock: n.local,
 		},
 		PeerStats: n.mux.Stats,
+		Metrics:   n.metrics.serverCommands(),
 		NodeID:    n.ID, Addr: ln.Addr().String(), DataDir: cfg.DataDir,
 		EnableDebug: cfg.EnableDebug, RedcellVer: cfg.Version, Logger: log,
 		RequirePass:     cfg.RequirePass,
@@ -425,6 +434,7 @@ func Open(cfg Config) (n *Node, err error) {
 		}
 	}()
 	n.background(cfg.Join, who.rejoin)
+	n.metrics.serve(n)
 	warnIfExposed(cfg, n.Addr, log) // before "redcell started", so a reader of the log who sees that line sees this one too
 	log.Info("redcell started", "addr", n.Addr.String(), "node_id", n.ID, "data_dir", cfg.DataDir,
 		"version", cfg.Version, "peers", len(cfg.ClusterSecret) > 0, "tls_port", cfg.TLSPort, "tls_cluster", cfg.TLSCluster)
@@ -476,6 +486,7 @@ func (n *Node) Fatal() <-chan error { return n.fatal }
 func (n *Node) Close() error {
 	close(n.stop)
 	n.bg.Wait()
+	n.metrics.close() // no scrape reads a node being taken down
 	if n.tlsLn != nil {
 		n.tlsLn.Close()
 	}

@@ -3,6 +3,7 @@ package raftstore
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -33,6 +34,9 @@ type snapshotSink struct {
 	// mark is the store's BytesAppended when the sink was created: the log
 	// appended after it is what a restart from this snapshot replays.
 	mark uint64
+	// began is when the sink was created: Close reports the time to a
+	// durable snapshot (Options.ObserveSnapshot).
+	began time.Time
 
 	closed bool
 }
@@ -43,6 +47,7 @@ func newSnapshotSink(ss *snapshotStore, id snapshotID, meta storedSnapshotMeta) 
 		id:    id,
 		meta:  meta,
 		mark:  ss.s.stats.bytesAppended.Load(),
+		began: time.Now(),
 		buf:   make([]byte, 0, snapshotChunkSize),
 		batch: ss.s.db.NewBatch(pebble.WithMaxRetainedSizeBytes(snapshotChunkSize + snapChunkKeyLen + 64)),
 	}
@@ -124,6 +129,9 @@ func (k *snapshotSink) Close() error {
 	}
 	k.ss.s.snaps.doneWriting(k.id)
 	k.ss.s.noteSnapshot(k.mark, k.size, k.id.MS)
+	if obs := k.ss.s.onSnapshot; obs != nil {
+		obs(k.size, time.Since(k.began))
+	}
 	k.ss.s.logger.Info("snapshot complete", "id", k.meta.ID, "bytes", k.size, "chunks", k.seq)
 
 	s := k.ss.s

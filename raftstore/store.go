@@ -39,6 +39,16 @@ type Options struct {
 	// without waiting for it (package node hands the error to cmd, which
 	// exits). nil: panic, which stops the process too.
 	OnFatal func(error)
+	// ObserveWALSync, if set, is told the duration of every WAL sync
+	// (what an append's fsync costs; package metrics' histogram). Called
+	// from the goroutine Pebble syncs on, on the append path: it must be
+	// quick and must not block.
+	ObserveWALSync func(took time.Duration)
+	// ObserveSnapshot, if set, is told each snapshot written to the store
+	// (taken here or installed from the leader): its bytes and the time
+	// from the sink's creation to its durable close. Called from the
+	// goroutine that closes the sink (raft's snapshot or main goroutine).
+	ObserveSnapshot func(bytes int64, took time.Duration)
 
 	// fs replaces the real file system; tests use Pebble's crashable
 	// in-memory FS to drop everything that was not fsynced.
@@ -77,6 +87,8 @@ type database struct {
 
 	// walSync switches the WAL's direct syncs and counts them (walsync.go).
 	walSync *walSync
+	// onSnapshot is Options.ObserveSnapshot (nil: none).
+	onSnapshot func(bytes int64, took time.Duration)
 }
 
 // Store is one Raft group's storage in a DB. It implements raft.LogStore,
@@ -160,6 +172,7 @@ func OpenDB(dir string, opts Options) (*DB, error) {
 	ws.onSlow = func(took time.Duration) {
 		logger.Warn("a direct WAL sync was slow: syncing the ordinary way for a while", "took", took, "for", directSyncBackoff)
 	}
+	ws.observe = opts.ObserveWALSync
 	ws.onPrefillError = func(err error) {
 		logger.Warn("could not zero-fill a new WAL: its appends sync the file's size too", "error", err)
 	}
@@ -191,6 +204,7 @@ func OpenDB(dir string, opts Options) (*DB, error) {
 		walSync:   ws,
 		groups:    make(map[GroupID]*Store),
 	}
+	d.onSnapshot = opts.ObserveSnapshot
 	if opts.NoSync {
 		d.writeOpts = pebble.NoSync
 	}

@@ -70,6 +70,7 @@ type walSync struct {
 	now                      func() time.Time
 	onSlow                   func(took time.Duration) // reports a suspension (logging); may be nil
 	onPrefillError           func(err error)          // reports a failed zero-fill (logging); may be nil
+	observe                  func(took time.Duration) // Options.ObserveWALSync; may be nil
 	syncDirect               func(fd uintptr, full bool) error
 }
 
@@ -191,9 +192,13 @@ func (f *walFile) sync(full bool) error {
 }
 
 // addSyncTime adds one sync's duration to syncNanos (a clock stepped
-// backwards counts nothing rather than wrapping the sum).
+// backwards counts nothing rather than wrapping the sum) and reports it to
+// Options.ObserveWALSync.
 func (w *walSync) addSyncTime(took time.Duration) {
 	if took > 0 {
 		w.syncNanos.Add(uint64(took))
+	}
+	if w.observe != nil {
+		w.observe(took)
 	}
 }

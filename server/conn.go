@@ -136,6 +136,7 @@ func (c *conn) serve() {
 			}
 		}
 		c.answerPending()
+		c.timeCommands(cmds) // metrics.go
 		if err != nil && !c.closeAfter {
 			var pe *protocolError
 			if errors.As(err, &pe) {
@@ -328,6 +329,7 @@ func (c *conn) answer(run []request.Request, call func([]request.Request, []requ
 	}
 	res := c.res[:len(run)]
 	err := call(run, res)
+	c.countDecisions(run, res, err) // metrics.go
 	for i := range run {
 		if err != nil {
 			c.fail(backendErrText(err))

@@ -240,6 +240,7 @@ func cmdExec(c *conn, _ *commands.Spec, _ [][]byte) {
 	if len(batch) > 0 {
 		noloop := c.noloopBegin(reqs)
 		err := c.s.cfg.Backend.Propose(batch, res)
+		c.countDecisions(batch, res, err) // metrics.go
 		if noloop {
 			c.noloopEnd()
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redcell/redcell/commands"
+	"github.com/redcell/redcell/metrics"
 	"github.com/redcell/redcell/mux"
 )
 
@@ -32,6 +33,9 @@ type Config struct {
 	EnableDebug bool   // DEBUG CLOCK ... (testing hook)
 	RedcellVer  string // build version for INFO
 	Logger      *slog.Logger
+	// Metrics records each command's latency and each decision's outcome
+	// (metrics.go); nil: nothing is recorded.
+	Metrics *metrics.Commands
 
 	// RequirePass is the password clients must give (AUTH, HELLO AUTH)
 	// before anything else; "" for none. CONFIG SET requirepass changes it.

@@ -70,6 +70,9 @@ type clusterNode struct {
 	*node
 	id        string
 	advertise string
+	// metricsAddr is the node's --metrics-addr (/metrics, /healthz,
+	// /readyz), on a port picked before its first start and kept.
+	metricsAddr string
 }
 
 // startCluster starts size nodes with extra flags each and waits until all
@@ -133,7 +136,12 @@ func (c *cluster) addNode(id string, join bool) *clusterNode {
 	if !c.direct {
 		adv = c.net.proxy(t, id, realAddr)
 	}
-	flags := []string{"--cluster-secret-file", c.secretFile, "--node-id", id, "--advertise", adv}
+	metricsPort, err := freePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(metricsPort))
+	flags := []string{"--cluster-secret-file", c.secretFile, "--node-id", id, "--advertise", adv, "--metrics-addr", metricsAddr}
 	if join {
 		via := ""
 		for _, m := range c.nodes {
@@ -170,7 +178,7 @@ func (c *cluster) addNode(id string, join bool) *clusterNode {
 	// Once the node holds data it restarts as any member: ready when
 	// serving, whoever leads.
 	n.readyWhen = serving
-	cn := &clusterNode{node: n, id: id, advertise: adv}
+	cn := &clusterNode{node: n, id: id, advertise: adv, metricsAddr: metricsAddr}
 	c.nodes = append(c.nodes, cn)
 	return cn
 }

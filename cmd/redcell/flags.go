@@ -32,6 +32,7 @@ type config struct {
 	logLevel         string
 	stripes          int
 	pprofAddr        string
+	metricsAddr      string
 	maxInflight      int
 	maxInflightPeers int
 	directSync       bool
@@ -93,6 +94,7 @@ func defineFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.nodeID, "node-id", "", "this node's Raft ID (default: generated on first start and kept in <data-dir>/node-id)")
 	fs.BoolVar(&c.enableDebug, "enable-debug-command", false, "accept DEBUG CLOCK SET/ADVANCE/REAL, which freezes and moves the clock this node stamps decisions with (tests only)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "host:port for plain HTTP: /metrics (Prometheus), /healthz (200 while alive) and /readyz (200 when a leader is known,\nthis node is caught up and not loading; else 503 with the reason); off by default. Bind it where only your monitoring reaches")
 	fs.StringVar(&c.pprofAddr, "pprof", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060) for profiling; off by default")
 	fs.BoolVar(&c.directSync, "direct-wal-sync", false, "while the node is the only member of its cluster, fsync the log without handing the thread to Go's scheduler (tuning; off by default):\n"+
 		"fewer context switches per fsync, but the runtime cannot preempt that thread during the sync; off for a while after a sync slower than 20 ms, and never with peers")

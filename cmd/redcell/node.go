@@ -69,6 +69,7 @@ func startNode(cfg config, log *slog.Logger, level *slog.LevelVar) (*node.Node, 
 		TLSCluster:            cfg.tlsCluster == "yes",
 		ProtectedMode:         cfg.protectedMode == "yes",
 		Version:               buildVersion(),
+		MetricsAddr:           cfg.metricsAddr,
 		Logger:                log,
 	})
 }
