@@ -197,20 +197,26 @@ func TestContainerEntryPoint(t *testing.T) {
 		t.Fatal("no deploy/compose*.yaml")
 	}
 	commandLine := regexp.MustCompile(`(?m)^\s+command:\s*(\[.*\])\s*$`)
+	composeVar := regexp.MustCompile(`\$\{[A-Z0-9_]+:-(?P<default>[^}]*)\}`)
 	for _, path := range composes {
 		found := commandLine.FindAllStringSubmatch(mustRead(t, path), -1)
 		if len(found) == 0 {
 			t.Errorf("%s: no `command: [...]` line", path)
 		}
 		for _, m := range found {
-			var extra []string
-			if err := json.Unmarshal([]byte(m[1]), &extra); err != nil {
-				t.Errorf("%s: command %s: %v", path, m[1], err)
-				continue
-			}
-			argv := append(append(append([]string(nil), image...), extra...), "--version")
-			if out, err := exec.Command(redcellBinary, argv...).CombinedOutput(); err != nil {
-				t.Errorf("%s: redcell %s: %v\n%s", path, strings.Join(argv, " "), err, out)
+			// ${NAME:-default} is compose's interpolation: the default,
+			// or what the file says to set it to (--bootstrap, once).
+			for _, value := range []string{"${default}", "--bootstrap"} {
+				command := composeVar.ReplaceAllString(m[1], value)
+				var extra []string
+				if err := json.Unmarshal([]byte(command), &extra); err != nil {
+					t.Errorf("%s: command %s: %v", path, command, err)
+					continue
+				}
+				argv := append(append(append([]string(nil), image...), extra...), "--version")
+				if out, err := exec.Command(redcellBinary, argv...).CombinedOutput(); err != nil {
+					t.Errorf("%s: redcell %s: %v\n%s", path, strings.Join(argv, " "), err, out)
+				}
 			}
 		}
 	}
@@ -243,4 +249,31 @@ func mustRead(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// TestSystemdUnitFlags: the example unit's ExecStart is a command line
+// the binary accepts (--version parses and checks every flag, then exits),
+// with systemd's ${STATE_DIRECTORY} and ${CREDENTIALS_DIRECTORY} standing
+// for directories.
+func TestSystemdUnitFlags(t *testing.T) {
+	t.Parallel()
+	unit := strings.ReplaceAll(mustRead(t, filepath.Join("..", "deploy", "redcell.service")), "\\\n", " ")
+	m := regexp.MustCompile(`(?m)^ExecStart=(\S+)(.*)$`).FindStringSubmatch(unit)
+	if m == nil {
+		t.Fatal("deploy/redcell.service has no ExecStart")
+	}
+	dir := t.TempDir()
+	args := strings.Fields(strings.NewReplacer("${STATE_DIRECTORY}", dir, "${CREDENTIALS_DIRECTORY}", dir).Replace(m[2]))
+	if out, err := exec.Command(redcellBinary, append(args, "--version")...).CombinedOutput(); err != nil {
+		t.Errorf("redcell %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	for _, want := range []string{"ExecReload=/bin/kill -HUP $MAINPID", "Restart=on-failure", "LimitNOFILE=", "StateDirectory=redcell", "DynamicUser=yes"} {
+		if !strings.Contains(unit, want) {
+			t.Errorf("the unit lacks %s", want)
+		}
+	}
+	stop := regexp.MustCompile(`(?m)^TimeoutStopSec=(\d+)$`).FindStringSubmatch(unit)
+	if secs, err := strconv.Atoi(append(stop, "", "")[1]); err != nil || secs < 30 {
+		t.Errorf("TimeoutStopSec %q: want at least 30 (seconds) for a leader's handover", stop)
+	}
 }
