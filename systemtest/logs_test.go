@@ -157,3 +157,32 @@ func TestJSONLogLines(t *testing.T) {
 		t.Logf("log:\n%s", strings.Join(lines, "\n"))
 	}
 }
+
+// TestRepeatedClientWarningIsRateLimited: a client speaking HTTP to the
+// Redis port is closed with a warning, as Redis does; twenty of them (a
+// health checker pointed at the wrong port probes all day) cost the log
+// one line, not twenty.
+func TestRepeatedClientWarningIsRateLimited(t *testing.T) {
+	t.Parallel()
+	n := startTestNode(t, "httpprobe")
+	off := n.logSize()
+	for i := 0; i < 20; i++ {
+		c := mustDial(t, n.addr())
+		if err := c.writeRaw([]byte("POST / HTTP/1.1\r\nHost: redcell\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.expectClosed(); err != nil {
+			t.Fatalf("probe %d: %v", i, err)
+		}
+		c.close()
+	}
+	warned := 0
+	for _, l := range logLines(n, off) {
+		if strings.Contains(l, "cross-protocol") {
+			warned++
+		}
+	}
+	if warned != 1 {
+		t.Errorf("%d warnings for 20 HTTP probes, want 1:\n%s", warned, strings.Join(logLines(n, off), "\n"))
+	}
+}
