@@ -17,9 +17,9 @@ import (
 // the message. Two things are changed on the way, so that the log says
 // what an operator acts on:
 //
-//   - the election a node starts when it has never heard of a leader (a
-//     lone node's every start, a new cluster's first election) is info,
-//     not raft's warning: only one that follows a leader's silence warns;
+//   - the warnings that are the normal course of things (isRoutineWarning:
+//     a lone node's first election, a new member's first append) are info;
+//     only an election that follows a leader's silence warns;
 //   - a warning or error about a peer repeated for the same peer (raft
 //     retries a down peer every few hundred milliseconds, each time an
 //     error) is logged once per raftRepeatEvery, with how many were
@@ -72,11 +72,10 @@ func (w *slogLineWriter) Write(p []byte) (int, error) {
 		}
 	}
 	msg := string(line)
-	if level == slog.LevelWarn && strings.Contains(msg, "heartbeat timeout reached, starting election") &&
-		(strings.Contains(msg, "last-leader-addr= ") || strings.Contains(msg, `last-leader-addr=""`)) {
-		level = slog.LevelInfo // never heard of a leader: a start, not a loss
+	if level == slog.LevelWarn && isRoutineWarning(msg) {
+		level = slog.LevelInfo
 	}
-	if level >= slog.LevelWarn && strings.Contains(msg, "peer=") {
+	if level >= slog.LevelWarn && (strings.Contains(msg, "peer=") || strings.Contains(msg, "target=")) {
 		suppressed, ok := w.admit(repeatKey(msg))
 		if !ok {
 			return len(p), nil
@@ -88,6 +87,28 @@ func (w *slogLineWriter) Write(p []byte) (int, error) {
 	}
 	w.l.Log(context.Background(), level, msg, "component", "raft")
 	return len(p), nil
+}
+
+// isRoutineWarning reports whether a raft warning is the normal course of
+// things, which the log says at info:
+//   - the election a node starts when it has never heard of a leader (a
+//     lone node's every start, a new cluster's first election): a start,
+//     not a loss;
+//   - a new member's empty log meeting the leader's first append: the
+//     follower's "failed to get previous log" with last-index=0, and the
+//     leader's "appendEntries rejected, sending older logs", with which it
+//     walks back to what the follower has (every join, every follower
+//     that restarts behind).
+func isRoutineWarning(msg string) bool {
+	switch {
+	case strings.Contains(msg, "heartbeat timeout reached, starting election"):
+		return strings.Contains(msg, "last-leader-addr= ") || strings.Contains(msg, `last-leader-addr=""`)
+	case strings.Contains(msg, "failed to get previous log"):
+		return strings.Contains(msg+" ", "last-index=0 ")
+	case strings.Contains(msg, "appendEntries rejected, sending older logs"):
+		return true
+	}
+	return false
 }
 
 // admit reports whether a warning or error with this key is logged now,
@@ -118,7 +139,11 @@ func repeatKey(msg string) string {
 		text, kv, _ = strings.Cut(kv, ": ")
 	}
 	peer := ""
-	if i := strings.Index(kv, "peer="); i >= 0 {
+	i := strings.Index(kv, "peer=")
+	if i < 0 {
+		i = strings.Index(kv, "target=") // requestVote's name for the peer
+	}
+	if i >= 0 {
 		peer = kv[i:]
 		if j := strings.Index(peer, "}"); j >= 0 {
 			peer = peer[:j+1]

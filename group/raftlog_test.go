@@ -125,3 +125,38 @@ func Test_RaftLogger_RepeatsAreRateLimited(t *testing.T) {
 		t.Errorf("the repeat after the window says %d suppressed, want 4", suppressed)
 	}
 }
+
+// Test_RaftLogger_JoinWarningsAreInfo: a new member's empty log meeting
+// the leader's first append (both sides' warnings) is info; a follower
+// that lacks an entry it should have still warns.
+func Test_RaftLogger_JoinWarningsAreInfo(t *testing.T) {
+	h := &recordHandler{}
+	l := NewRaftLogger(slog.New(h))
+	l.Warn("failed to get previous log", "previous-index", 5, "last-index", 0, "error", "log not found")
+	l.Warn("appendEntries rejected, sending older logs", "peer", "{Nonvoter n3 127.0.0.1:7003}", "next", 1)
+	l.Warn("failed to get previous log", "previous-index", 500, "last-index", 40, "error", "log not found")
+	want := []slog.Level{slog.LevelInfo, slog.LevelInfo, slog.LevelWarn}
+	if len(h.records) != len(want) {
+		t.Fatalf("records: %v", h.records)
+	}
+	for i, w := range want {
+		if h.records[i].Level != w {
+			t.Errorf("record %d %q: level %v, want %v", i, h.records[i].Message, h.records[i].Level, w)
+		}
+	}
+}
+
+// Test_RaftLogger_VoteErrorsAreRateLimited: requestVote names its peer
+// target=, and its repeated errors are limited as the others are.
+func Test_RaftLogger_VoteErrorsAreRateLimited(t *testing.T) {
+	h := &recordHandler{}
+	now := time.Unix(0, 0)
+	l := newRaftLogger(newSlogLineWriter(slog.New(h), func() time.Time { return now }))
+	for i := 0; i < 5; i++ {
+		l.Error("failed to make requestVote RPC", "target", "{Voter n3 127.0.0.1:7003}", "error", "connection refused", "term", i)
+		l.Error("failed to make requestVote RPC", "target", "{Voter n2 127.0.0.1:7002}", "error", "connection refused", "term", i)
+	}
+	if len(h.records) != 2 {
+		t.Fatalf("%d records for 5 failed votes to each of 2 peers, want 2: %v", len(h.records), h.records)
+	}
+}
