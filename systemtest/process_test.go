@@ -52,7 +52,7 @@ type node struct {
 	// cluster never is.
 	readyWhen func(info string) bool
 	// argv, when set, is the node's whole command line for a port (the
-	// container's entry point, container_test.go), instead of the
+	// container's entry point, packaging_test.go), instead of the
 	// harness's flags and extra.
 	argv func(port int) []string
 
