@@ -2,6 +2,8 @@ package group
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strconv"
 	"sync"
@@ -27,42 +29,48 @@ func (h *recordHandler) Handle(_ context.Context, r slog.Record) error {
 func (h *recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h *recordHandler) WithGroup(string) slog.Handler      { return h }
 
-// Test_RaftLogger_MapsLevels: raft's hclog lines arrive in slog at the
-// matching level, tagged component=raft, with the level tag stripped; lines
-// below hclog's Info level are dropped.
+// attrsOf is a record's attributes as text.
+func attrsOf(r slog.Record) map[string]string {
+	m := map[string]string{}
+	r.Attrs(func(a slog.Attr) bool {
+		m[a.Key] = a.Value.String()
+		return true
+	})
+	return m
+}
+
+// Test_RaftLogger_MapsLevels: raft's calls arrive in slog at the matching
+// level, with raft's message as the message and its key/value pairs as
+// attributes, tagged component=raft; calls below info are dropped.
 func Test_RaftLogger_MapsLevels(t *testing.T) {
 	h := &recordHandler{}
 	l := NewRaftLogger(slog.New(h))
 	l.Error("disk full", "index", 7)
-	l.Warn("heartbeat slow")
+	l.Warn("heartbeat slow", "peer", raft.Server{Suffrage: raft.Voter, ID: "n2", Address: "127.0.0.1:7002"}, "err", errors.New("refused"), "took", 150*time.Millisecond)
 	l.Info("entering leader state")
 	l.Debug("not shown")
+	l.With("id", "snap-1").Named("snapshot").Info("snapshot done", "index", uint64(9))
 
 	want := []struct {
-		level  slog.Level
-		prefix string
+		level slog.Level
+		msg   string
+		attrs map[string]string
 	}{
-		{slog.LevelError, "raft: disk full: index=7"},
-		{slog.LevelWarn, "raft: heartbeat slow"},
-		{slog.LevelInfo, "raft: entering leader state"},
+		{slog.LevelError, "disk full", map[string]string{"component": "raft", "index": "7"}},
+		{slog.LevelWarn, "heartbeat slow", map[string]string{"component": "raft", "peer": "{Voter n2 127.0.0.1:7002}", "err": "refused", "took": "150ms"}},
+		{slog.LevelInfo, "entering leader state", map[string]string{"component": "raft"}},
+		{slog.LevelInfo, "snapshot done", map[string]string{"component": "raft.snapshot", "id": "snap-1", "index": "9"}},
 	}
 	if len(h.records) != len(want) {
 		t.Fatalf("%d records, want %d: %v", len(h.records), len(want), h.records)
 	}
 	for i, w := range want {
 		r := h.records[i]
-		if r.Level != w.level || r.Message != w.prefix {
-			t.Errorf("record %d: level %v message %q, want %v %q", i, r.Level, r.Message, w.level, w.prefix)
+		if r.Level != w.level || r.Message != w.msg {
+			t.Errorf("record %d: level %v message %q, want %v %q", i, r.Level, r.Message, w.level, w.msg)
 		}
-		component := ""
-		r.Attrs(func(a slog.Attr) bool {
-			if a.Key == "component" {
-				component = a.Value.String()
-			}
-			return true
-		})
-		if component != "raft" {
-			t.Errorf("record %d: component %q, want raft", i, component)
+		if got := attrsOf(r); fmt.Sprint(got) != fmt.Sprint(w.attrs) {
+			t.Errorf("record %d: attributes %v, want %v", i, got, w.attrs)
 		}
 	}
 }
@@ -88,7 +96,7 @@ func Test_RaftLogger_StartElectionIsInfo(t *testing.T) {
 func Test_RaftLogger_RepeatsAreRateLimited(t *testing.T) {
 	h := &recordHandler{}
 	now := time.Unix(1_700_000_000, 0)
-	l := newRaftLogger(newSlogLineWriter(slog.New(h), func() time.Time { return now }))
+	l := newRaftLogger(slog.New(h), func() time.Time { return now })
 	peerA, peerB := "{Voter n2 127.0.0.1:7002}", "{Voter n3 127.0.0.1:7003}"
 	for i := range 5 {
 		l.Error("failed to appendEntries to", "peer", peerA, "backoff time", strconv.Itoa(10*i)+"ms", "error", "dial tcp: refused")
@@ -123,5 +131,40 @@ func Test_RaftLogger_RepeatsAreRateLimited(t *testing.T) {
 	})
 	if suppressed != 4 {
 		t.Errorf("the repeat after the window says %d suppressed, want 4", suppressed)
+	}
+}
+
+// Test_RaftLogger_JoinWarningsAreInfo: a new member's empty log meeting
+// the leader's first append (both sides' warnings) is info; a follower
+// that lacks an entry it should have still warns.
+func Test_RaftLogger_JoinWarningsAreInfo(t *testing.T) {
+	h := &recordHandler{}
+	l := NewRaftLogger(slog.New(h))
+	l.Warn("failed to get previous log", "previous-index", 5, "last-index", 0, "error", "log not found")
+	l.Warn("appendEntries rejected, sending older logs", "peer", "{Nonvoter n3 127.0.0.1:7003}", "next", 1)
+	l.Warn("failed to get previous log", "previous-index", 500, "last-index", 40, "error", "log not found")
+	want := []slog.Level{slog.LevelInfo, slog.LevelInfo, slog.LevelWarn}
+	if len(h.records) != len(want) {
+		t.Fatalf("records: %v", h.records)
+	}
+	for i, w := range want {
+		if h.records[i].Level != w {
+			t.Errorf("record %d %q: level %v, want %v", i, h.records[i].Message, h.records[i].Level, w)
+		}
+	}
+}
+
+// Test_RaftLogger_VoteErrorsAreRateLimited: requestVote names its peer
+// target=, and its repeated errors are limited as the others are.
+func Test_RaftLogger_VoteErrorsAreRateLimited(t *testing.T) {
+	h := &recordHandler{}
+	now := time.Unix(0, 0)
+	l := newRaftLogger(slog.New(h), func() time.Time { return now })
+	for i := 0; i < 5; i++ {
+		l.Error("failed to make requestVote RPC", "target", "{Voter n3 127.0.0.1:7003}", "error", "connection refused", "term", i)
+		l.Error("failed to make requestVote RPC", "target", "{Voter n2 127.0.0.1:7002}", "error", "connection refused", "term", i)
+	}
+	if len(h.records) != 2 {
+		t.Fatalf("%d records for 5 failed votes to each of 2 peers, want 2: %v", len(h.records), h.records)
 	}
 }

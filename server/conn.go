@@ -143,7 +143,7 @@ func (c *conn) serve() {
 				c.s.stats.errors.Add(1)
 				c.w.Err(pe.Error())
 			} else if errors.Is(err, errQueryBufferFull) {
-				c.s.log.Warn("closing client that reached max query buffer length", "id", c.id, "addr", c.addr,
+				c.s.warnClient("closing client that reached max query buffer length", "id", c.id, "addr", c.addr,
 					"limit", c.s.params.reader.maxQuery.Load())
 			}
 			c.closeAfter = true
@@ -172,7 +172,7 @@ func (c *conn) flush() bool {
 	}
 	c.out.wmu.Unlock()
 	if errors.Is(err, errOutputLimit) {
-		c.s.log.Warn("client scheduled to be closed for overcoming of output buffer limits", "id", c.id, "addr", c.addr,
+		c.s.warnClient("client scheduled to be closed for overcoming of output buffer limits", "id", c.id, "addr", c.addr,
 			"limit", c.s.params.outLimits.Load().normal)
 	}
 	c.s.stats.netOut.Add(int64(n))
@@ -197,7 +197,7 @@ func (c *conn) execCommand(args [][]byte) {
 	if spec == nil {
 		if commands.EqualFold(args[0], "post") || commands.EqualFold(args[0], "host:") {
 			// Someone is speaking HTTP to us: Redis closes without a reply.
-			c.s.log.Warn("possible cross-protocol attack: closing connection", "addr", c.addr)
+			c.s.warnClient("possible cross-protocol attack: closing connection", "addr", c.addr)
 			c.answerPending()
 			c.closeAfter = true
 			return

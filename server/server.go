@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redcell/redcell/commands"
+	"github.com/redcell/redcell/internal/lograte"
 	"github.com/redcell/redcell/metrics"
 	"github.com/redcell/redcell/mux"
 )
@@ -87,9 +88,10 @@ type Config struct {
 
 // Server serves Redis clients. Serve runs one goroutine per connection.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	started time.Time
+	cfg      Config
+	log      *slog.Logger
+	warnings *lograte.Limiter // warnClient's: one line per message per interval
+	started  time.Time
 
 	mu     sync.Mutex
 	conns  map[*conn]struct{}
@@ -131,7 +133,7 @@ func New(cfg Config) *Server {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, started: time.Now(), conns: make(map[*conn]struct{}), trk: newTracker()}
+	s := &Server{cfg: cfg, log: cfg.Logger, warnings: lograte.New(clientWarningEvery), started: time.Now(), conns: make(map[*conn]struct{}), trk: newTracker()}
 	s.rates = newRates(s.sampleCounters, time.Second)
 	s.auth.set(cfg.RequirePass)
 	s.params.maxClients.Store(cmp.Or(cfg.MaxClients, defaultMaxClients))
@@ -277,4 +279,24 @@ func (s *Server) forEachConn(fn func(*conn)) {
 func ValidOutputBufferLimit(v string) string {
 	_, reason := parseOutputLimits(defaultOutputLimits, v)
 	return reason
+}
+
+// clientWarningEvery is how often one kind of warning about a client is
+// logged at most (warnClient).
+const clientWarningEvery = 10 * time.Second
+
+// warnClient logs a warning about one client (closed for a buffer limit,
+// speaking HTTP to the port) at most once per clientWarningEvery for each
+// message, with how many were held back since: one client or a health
+// checker that does it on every connection must not flood the log. Called
+// from connection goroutines.
+func (s *Server) warnClient(msg string, args ...any) {
+	n, ok := s.warnings.Allow(msg)
+	if !ok {
+		return
+	}
+	if n > 0 {
+		args = append(args, "suppressed_since_last", n)
+	}
+	s.log.Warn(msg, args...)
 }

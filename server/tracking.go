@@ -394,7 +394,7 @@ func (c *conn) enqueuePush(build func([]byte) []byte) {
 		o.closed = true
 		o.buf = nil
 		o.mu.Unlock()
-		c.s.log.Warn("closing a client that does not read its invalidation pushes", "addr", c.addr, "id", c.id)
+		c.s.warnClient("closing a client that does not read its invalidation pushes", "addr", c.addr, "id", c.id)
 		c.nc.Close()
 		return
 	}

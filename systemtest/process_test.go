@@ -51,6 +51,10 @@ type node struct {
 	// text; nil means a ready leader (raft_ready:1), which a follower of a
 	// cluster never is.
 	readyWhen func(info string) bool
+	// argv, when set, is the node's whole command line for a port (the
+	// container's entry point, packaging_test.go), instead of the
+	// harness's flags and extra.
+	argv func(port int) []string
 
 	cmd     *exec.Cmd
 	logFile *os.File
@@ -93,6 +97,9 @@ func (n *node) launch() error {
 	args = append(args, n.extra...)
 	if !n.everReady {
 		args = append(args, n.firstStart...)
+	}
+	if n.argv != nil {
+		args = n.argv(n.port)
 	}
 	cmd := exec.Command(redcellBinary, args...)
 	cmd.Stdout = lf

@@ -30,6 +30,7 @@ type config struct {
 	enableDebug      bool
 	showVersion      bool
 	logLevel         string
+	logFormat        string
 	stripes          int
 	pprofAddr        string
 	metricsAddr      string
@@ -95,6 +96,7 @@ func defineFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&c.enableDebug, "enable-debug-command", false, "accept DEBUG CLOCK SET/ADVANCE/REAL, which freezes and moves the clock this node stamps decisions with (tests only)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "host:port for plain HTTP: /metrics (Prometheus), /healthz (200 while alive) and /readyz (200 when a leader is known,\nthis node is caught up and not loading; else 503 with the reason); off by default. Bind it where only your monitoring reaches")
+	fs.StringVar(&c.logFormat, "log-format", "text", "log line format on stderr: text (key=value) or json (one object a line, with time, level and msg)")
 	fs.StringVar(&c.pprofAddr, "pprof", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060) for profiling; off by default")
 	fs.BoolVar(&c.directSync, "direct-wal-sync", false, "while the node is the only member of its cluster, fsync the log without handing the thread to Go's scheduler (tuning; off by default):\n"+
 		"fewer context switches per fsync, but the runtime cannot preempt that thread during the sync; off for a while after a sync slower than 20 ms, and never with peers")
@@ -214,6 +216,9 @@ func (c config) check(fs *flag.FlagSet) (config, error) {
 	}
 	if c.tlsPort < 0 || c.tlsPort > 65535 || (c.tlsPort != 0 && c.tlsPort == c.port) {
 		return c, fmt.Errorf("--tls-port %d: want 0 (none) or a TCP port other than --port", c.tlsPort)
+	}
+	if c.logFormat != "text" && c.logFormat != "json" {
+		return c, fmt.Errorf("--log-format %q: want text or json", c.logFormat)
 	}
 	for _, f := range []struct{ name, v string }{{"--tls-cluster", c.tlsCluster}, {"--protected-mode", c.protectedMode}} {
 		if f.v != "yes" && f.v != "no" {

@@ -26,7 +26,7 @@ func TestFlagsAreValidatedLoudly(t *testing.T) {
 		{"--cluster-secret", "x", "--cluster-secret-file", "y"}, {"--requirepass", "x", "--requirepass-file", "y"},
 		{"--maxclients", "0"}, {"--timeout", "-1"}, {"extra"},
 		{"--tls-port", "-1"}, {"--tls-port", "6379"}, {"--tls-port", "6380"}, {"--tls-cluster", "yes"},
-		{"--tls-auth-clients", "maybe"}, {"--tls-cluster", "on"}, {"--protected-mode", "off"},
+		{"--tls-auth-clients", "maybe"}, {"--tls-cluster", "on"}, {"--protected-mode", "off"}, {"--log-format", "xml"},
 	} {
 		_, err := parseFlags(args, io.Discard)
 		if err == nil {

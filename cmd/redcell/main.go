@@ -72,7 +72,7 @@ func main() {
 	}
 	levelVar := new(slog.LevelVar) // CONFIG SET loglevel moves it
 	levelVar.Set(level)
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: levelVar}))
+	log := newLogger(os.Stderr, cfg.logFormat, levelVar) // logger.go
 
 	if cfg.pprofAddr != "" {
 		go func() { log.Warn("pprof server stopped", "err", http.ListenAndServe(cfg.pprofAddr, nil)) }()
