@@ -78,6 +78,7 @@ func (t *transaction) reset() {
 // transaction so that EXEC discards it, as Redis does for errors at queue
 // time.
 func (c *conn) reject(text string) {
+	c.stat.rejected = true // rejected_calls (cmdstats.go)
 	c.answerPending()
 	c.fail(text)
 	if c.tx.active {
@@ -281,7 +282,8 @@ func cmdExec(c *conn, _ *commands.Spec, _ [][]byte) {
 		}
 		handlers[it.spec.Name](c, it.spec, it.args)
 	}
-	clear(c.tx.res) // drop the key lists of SCAN and KEYS results
+	c.recordTransaction(items, res) // cmdstats.go
+	clear(c.tx.res)                 // drop the key lists of SCAN and KEYS results
 	c.tx.reset()
 }
 
