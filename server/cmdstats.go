@@ -182,6 +182,9 @@ func (c *conn) recordTransaction(items []txItem, res []request.Result) {
 		failed := it.err != "" || it.req >= 0 && it.req < len(res) && res[it.req].Kind == request.KindError
 		c.s.diag.count(spec, ns, failed)
 	}
+	// Their errors are theirs, not EXEC's: Redis counts a nested call's
+	// error once, for the command that answered it.
+	c.stat.errBase = c.stat.errors
 }
 
 // noteError counts an error reply (conn.fail): total_error_replies, its
