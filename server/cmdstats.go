@@ -90,6 +90,7 @@ type cmdTiming struct {
 	rejected bool           // refused before running (conn.reject)
 	errors   int64          // error replies written by this connection
 	errBase  int64          // errors before the command (or the run last answered)
+	queued   int            // MULTI's queue before the command
 	pend     []pendingCmd   // the pending run's commands, in order
 }
 
@@ -105,6 +106,7 @@ type pendingCmd struct {
 func (c *conn) beginStats() {
 	c.stat.spec, c.stat.rejected = nil, false
 	c.stat.errBase = c.stat.errors
+	c.stat.queued = len(c.tx.items)
 	c.stat.start = monoNow()
 }
 
@@ -123,6 +125,9 @@ func (c *conn) endStats(args [][]byte) {
 			return
 		}
 		if c.tx.active && !runsInsideMulti(spec) {
+			if n := len(c.tx.items); n > c.stat.queued && c.s.diag.slow.slowerThan.Load() >= 0 {
+				c.tx.items[n-1].logged = slowArgs(spec, args) // the read buffer is reused before EXEC
+			}
 			return
 		}
 	}
@@ -169,8 +174,8 @@ func (c *conn) recordRun(res []request.Result, err error) {
 }
 
 // recordTransaction records the commands EXEC ran, each with EXEC's time
-// so far; the slow log gets EXEC itself (its queued requests are one
-// entry and keep no arguments), unlike Redis, which logs each command.
+// so far (the transaction is one log entry); the slow log gets each of
+// them and not EXEC (flagged skip_slowlog), as in Redis.
 func (c *conn) recordTransaction(items []txItem, res []request.Result) {
 	ns := monoNow() - c.stat.start
 	for i := range items {
@@ -181,6 +186,10 @@ func (c *conn) recordTransaction(items []txItem, res []request.Result) {
 		}
 		failed := it.err != "" || it.req >= 0 && it.req < len(res) && res[it.req].Kind == request.KindError
 		c.s.diag.count(spec, ns, failed)
+		if it.logged != nil {
+			c.s.diag.slow.offerLogged(c, spec, it.logged, ns)
+		}
+		c.s.diag.lat.offer(spec, ns)
 	}
 	// Their errors are theirs, not EXEC's: Redis counts a nested call's
 	// error once, for the command that answered it.

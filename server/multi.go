@@ -42,6 +42,9 @@ type txItem struct {
 	req  int      // index into transaction.reqs; -1 for a connection command or an error
 	args [][]byte // a connection command's arguments, copied
 	err  string   // the refusal of a command with invalid arguments
+	// logged is the command's arguments as the slow log keeps them, for
+	// when EXEC runs it (cmdstats.go); nil while the slow log is off.
+	logged []string
 }
 
 // maxTransactionBytes bounds what a transaction may queue: its requests

@@ -44,15 +44,33 @@ func (l *slowLog) init() {
 	l.maxLen.Store(defaultSlowMaxLen)
 }
 
-// offer logs a command that took ns if it was slow enough, and not one
-// the table flags skip_slowlog. Any connection goroutine.
+// offer logs a command that took ns if it was slow enough (slow). Any
+// connection goroutine.
 func (l *slowLog) offer(c *conn, spec *commands.Spec, args [][]byte, ns int64) {
-	limit := l.slowerThan.Load()
-	usec := ns / 1000
-	if limit < 0 || usec < limit || spec.HasFlag("skip_slowlog") && spec.Name != "exec" {
-		return
+	if l.slow(spec, ns) {
+		l.add(c, slowArgs(spec, args), ns)
 	}
-	e := slowEntry{unix: time.Now().Unix(), usec: usec, args: slowArgs(spec, args), addr: c.addr}
+}
+
+// offerLogged is offer for a command whose arguments slowArgs kept when
+// MULTI queued it.
+func (l *slowLog) offerLogged(c *conn, spec *commands.Spec, logged []string, ns int64) {
+	if l.slow(spec, ns) {
+		l.add(c, logged, ns)
+	}
+}
+
+// slow reports whether a command that took ns goes in the log: the log is
+// on, the time reached its threshold, and the table does not flag the
+// command skip_slowlog (EXEC, whose commands are logged one by one).
+func (l *slowLog) slow(spec *commands.Spec, ns int64) bool {
+	limit := l.slowerThan.Load()
+	return limit >= 0 && ns/1000 >= limit && !spec.HasFlag("skip_slowlog")
+}
+
+// add logs an entry of args for c.
+func (l *slowLog) add(c *conn, args []string, ns int64) {
+	e := slowEntry{unix: time.Now().Unix(), usec: ns / 1000, args: args, addr: c.addr}
 	c.mu.Lock()
 	e.name = c.name
 	c.mu.Unlock()
