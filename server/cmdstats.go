@@ -201,7 +201,10 @@ func (c *conn) recordTransaction(items []txItem, res []request.Result) {
 // the command failed.
 func (c *conn) noteError(text string) {
 	c.s.stats.errors.Add(1)
-	c.s.diag.errs.count(text)
+	if c.s.diag.errs.count(text) {
+		c.s.log.Warn("errorstats stopped adding new errors: the number of error prefixes reached the limit; CONFIG RESETSTAT re-enables it",
+			"limit", maxErrorPrefixes)
+	}
 	c.stat.errors++
 }
 
@@ -296,11 +299,19 @@ func (s *Server) writeLatencyStats(b *strings.Builder) {
 }
 
 // errorStats counts error replies by their prefix, as Redis's errorstats.
-// Errors are not the hot path: a mutex and a map.
+// Errors are not the hot path: a mutex and a map. As Redis 7.2 and later
+// guard it (7.0 does not), at most maxErrorPrefixes prefixes: one more
+// empties the table, which then counts every error as ERRORSTATS_DISABLED
+// until CONFIG RESETSTAT, so that errors whose first word a client chooses
+// cannot grow it without bound.
 type errorStats struct {
-	mu     sync.Mutex
-	counts map[string]int64
+	mu       sync.Mutex
+	counts   map[string]int64
+	disabled bool
 }
+
+// maxErrorPrefixes is Redis's ERROR_STATS_NUMBER.
+const maxErrorPrefixes = 128
 
 // errorPrefix is the word that names an error in errorstats, as Redis's
 // afterErrorReply takes it: up to the first space within the first 32
@@ -313,22 +324,32 @@ func errorPrefix(text string) string {
 	return "ERR"
 }
 
-func (e *errorStats) count(text string) {
+// count counts one error reply; true when this one disabled the table.
+func (e *errorStats) count(text string) (disabledNow bool) {
 	p := errorPrefix(text)
 	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.disabled {
+		return false
+	}
 	if e.counts == nil {
 		e.counts = map[string]int64{}
 	}
 	if _, ok := e.counts[p]; !ok {
+		if len(e.counts) >= maxErrorPrefixes {
+			e.counts = map[string]int64{"ERRORSTATS_DISABLED": 1}
+			e.disabled = true
+			return true
+		}
 		p = strings.Clone(p) // a new key must not keep the whole text alive
 	}
 	e.counts[p]++
-	e.mu.Unlock()
+	return false
 }
 
 func (e *errorStats) reset() {
 	e.mu.Lock()
-	e.counts = nil
+	e.counts, e.disabled = nil, false
 	e.mu.Unlock()
 }
 

@@ -297,3 +297,33 @@ func mustAtoi(t *testing.T, s string) int {
 	}
 	return n
 }
+
+// TestErrorStatsLimit: errors are counted by their first word; the 129th
+// prefix disables the table (ERRORSTATS_DISABLED) until it is reset.
+func TestErrorStatsLimit(t *testing.T) {
+	var e errorStats
+	e.count("ERR syntax error")
+	e.count("WRONGTYPE Operation against a key holding the wrong kind of value")
+	e.count("ERR x")
+	e.count("NOSPACE")
+	if e.counts["ERR"] != 3 || e.counts["WRONGTYPE"] != 1 || len(e.counts) != 2 {
+		t.Errorf("counts = %v", e.counts)
+	}
+	for i := 0; i < maxErrorPrefixes-2; i++ {
+		if e.count("E" + strconv.Itoa(i) + " text") {
+			t.Fatalf("disabled at %d prefixes", len(e.counts))
+		}
+	}
+	if !e.count("ONEMORE text") || len(e.counts) != 1 || e.counts["ERRORSTATS_DISABLED"] != 1 {
+		t.Errorf("after the limit: %v", e.counts)
+	}
+	e.count("ERR again")
+	if len(e.counts) != 1 {
+		t.Errorf("disabled table still counts: %v", e.counts)
+	}
+	e.reset()
+	e.count("ERR again")
+	if e.counts["ERR"] != 1 {
+		t.Errorf("after reset: %v", e.counts)
+	}
+}
