@@ -183,6 +183,13 @@ func UnknownSubcommand(sub []byte, container string) string {
 	return "ERR unknown subcommand '" + string(name) + "'. Try " + container + " HELP."
 }
 
+// SubcommandSyntax is Redis 7's addReplySubcommandSyntaxError: a known
+// subcommand with arguments its handler does not take (SLOWLOG GET 1 2).
+func SubcommandSyntax(sub []byte, container string) string {
+	name := mapNewlines(append([]byte(nil), truncate(cutNUL(sub), 128)...))
+	return "ERR unknown subcommand or wrong number of arguments for '" + string(name) + "'. Try " + container + " HELP."
+}
+
 // UnknownCommand is Redis 7's text for an unknown command: the name cut at
 // 128 bytes, then the arguments quoted while the list is shorter than 128
 // bytes, each cut to what is left of those 128. Name and arguments are C

@@ -71,6 +71,7 @@ func init() {
 	register(keyspaceOps, nil)
 	register(expireOps, nil)
 	register(watchOps, nil)
+	register(memoryOps, nil)
 	register(scriptOps, nil)
 	register(effectOps, nil)
 	for _, fam := range families {

@@ -82,6 +82,14 @@ const (
 	WatchMark Code = 93
 )
 
+// MemoryUsage is MEMORY USAGE's read (server/memory.go): the bytes Key
+// takes in the keyspace (its record and index slot), KindNil when it is
+// missing. The server builds it and only ever hands it to ReadLocal, so
+// it is answered by the node the client is connected to and never enters
+// the Raft log or a forwarded batch: a node that does not know it never
+// meets it.
+const MemoryUsage Code = 94
+
 // The option flags of the expiry codes (their Args[1]).
 const (
 	ExpireNX int64 = 1 << iota
@@ -177,6 +185,7 @@ var keyspaceOps = []Op{
 	{Code: RenameNX, Name: "RENAMENX", Keys: KeyList, Reply: KindInt},
 	{Code: WatchGuard, Name: "WATCHGUARD", Keys: KeyPairs, Reply: KindInt},
 	{Code: WatchMark, Name: "WATCHMARK", Keys: KeyList, Reply: KindBulk},
+	{Code: MemoryUsage, Name: "MEMORYUSAGE", Keys: OneKey, Reply: KindInt, Nullable: true},
 }
 
 func init() { describeKeyspace(keyspaceOps, keyspaceErrors) }

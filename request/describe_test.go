@@ -76,6 +76,7 @@ func TestDescriptorsKeepTheFormat(t *testing.T) {
 		{118, "SMEMBERS", OneKey, false, KindSet, Sets},
 		{27, "WATCHGUARD", KeyPairs, false, KindInt, nil},
 		{93, "WATCHMARK", KeyList, false, KindBulk, nil},
+		{94, "MEMORYUSAGE", OneKey, false, KindInt, nil},
 		{44, "ZADD", KeyValue, true, KindInt, Zsets},
 		{45, "ZREM", KeyValue, false, KindInt, Zsets},
 		{46, "ZREMRANGEBYSCORE", OneKey, false, KindInt, Zsets},

@@ -2,6 +2,7 @@ package server
 
 import (
 	"log/slog"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -77,6 +78,35 @@ var configParams = []configParam{
 			}
 			return nil, "argument must be 'yes' or 'no'"
 		}},
+
+	// The slow log and the latency monitor (slowlog.go, latency.go) and
+	// the per-command histograms (cmdstats.go), with Redis's ranges.
+	{name: "slowlog-log-slower-than", get: func(s *Server) string { return strconv.FormatInt(s.diag.slow.slowerThan.Load(), 10) },
+		parse: func(s *Server, v []byte) (func(), string) {
+			n, reason := parseConfigInt(v, -1, math.MaxInt64)
+			return func() { s.diag.slow.slowerThan.Store(n) }, reason
+		}},
+	{name: "slowlog-max-len", get: func(s *Server) string { return strconv.FormatInt(s.diag.slow.maxLen.Load(), 10) },
+		parse: func(s *Server, v []byte) (func(), string) {
+			n, reason := parseConfigInt(v, 0, math.MaxInt64)
+			return func() { s.diag.slow.setMaxLen(n) }, reason
+		}},
+	{name: "latency-monitor-threshold", get: func(s *Server) string { return strconv.FormatInt(s.diag.lat.threshold.Load(), 10) },
+		parse: func(s *Server, v []byte) (func(), string) {
+			n, reason := parseConfigInt(v, 0, math.MaxInt64)
+			return func() { s.diag.lat.threshold.Store(n) }, reason
+		}},
+	{name: "latency-tracking", get: func(s *Server) string { return yesNo(s.diag.tracking.Load()) },
+		parse: func(s *Server, v []byte) (func(), string) {
+			switch strings.ToLower(string(v)) {
+			case "yes":
+				return func() { s.diag.tracking.Store(true) }, ""
+			case "no":
+				return func() { s.diag.tracking.Store(false) }, ""
+			}
+			return nil, "argument must be 'yes' or 'no'"
+		}},
+	{name: "latency-tracking-info-percentiles", get: func(*Server) string { return "50 99 99.9" }},
 
 	// Persistence, as it really is: every decision is in the Raft log,
 	// fsynced before it is answered (appendonly yes, appendfsync always),
@@ -223,6 +253,7 @@ func cmdConfig(c *conn, s *commands.Spec, args [][]byte) {
 	case "config|resetstat":
 		// CONFIG RESETSTAT: INFO's counters start again from zero.
 		c.s.stats.reset()
+		c.s.diag.resetStats()
 		c.w.OK()
 	case "config|rewrite":
 		// CONFIG REWRITE: Redcell's settings are flags; there is no file.

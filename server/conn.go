@@ -42,6 +42,7 @@ type conn struct {
 	out        pushOut      // invalidation pushes; its wmu serialises socket writes
 	closeAfter bool
 	scratch    []byte
+	stat       cmdTiming // commandstats, slow log, latency (cmdstats.go)
 
 	// The pending run: consecutive writes (one Propose; reads that follow
 	// them join it) or consecutive reads (one Read, one leadership check);
@@ -140,8 +141,7 @@ func (c *conn) serve() {
 		if err != nil && !c.closeAfter {
 			var pe *protocolError
 			if errors.As(err, &pe) {
-				c.s.stats.errors.Add(1)
-				c.w.Err(pe.Error())
+				c.fail(pe.Error())
 			} else if errors.Is(err, errQueryBufferFull) {
 				c.s.warnClient("closing client that reached max query buffer length", "id", c.id, "addr", c.addr,
 					"limit", c.s.params.reader.maxQuery.Load())
@@ -186,7 +186,9 @@ func (c *conn) flush() bool {
 
 // exec runs one command.
 func (c *conn) exec(args [][]byte) {
+	c.beginStats()
 	c.execCommand(args)
+	c.endStats(args)      // cmdstats.go
 	c.endCommand(args[0]) // tracking.go: CLIENT CACHING lasts one command
 }
 
@@ -207,6 +209,7 @@ func (c *conn) execCommand(args [][]byte) {
 	}
 	spec = spec.ForArgs(args) // SCRIPT LOAD runs as a keyspace command
 	c.lastCmd.Store(spec)
+	c.stat.spec = spec
 	if !spec.OwnArity && !spec.CheckArity(len(args)) {
 		c.reject(commands.WrongArgs(spec.Name))
 		return
@@ -300,7 +303,7 @@ func allowedWhileLoading(spec *commands.Spec, args [][]byte) bool {
 }
 
 func (c *conn) fail(text string) {
-	c.s.stats.errors.Add(1)
+	c.noteError(text) // cmdstats.go
 	c.w.Err(text)
 }
 
@@ -337,7 +340,8 @@ func (c *conn) answer(run []request.Request, call func([]request.Request, []requ
 			c.writeResult(&res[i])
 		}
 	}
-	clear(run) // drop references into the read buffer
+	c.recordRun(res, err) // cmdstats.go
+	clear(run)            // drop references into the read buffer
 	return run[:0]
 }
 

@@ -22,6 +22,7 @@ func init() {
 		"save": cmdSave, "bgsave": cmdBgsave, "lastsave": cmdLastsave, "shutdown": cmdShutdown,
 		"multi": cmdMulti, "exec": cmdExec, "discard": cmdDiscard, "watch": cmdWatch, "unwatch": cmdUnwatch,
 		"subscribe": cmdSubscribe, "unsubscribe": cmdUnsubscribe,
+		"slowlog": cmdSlowlog, "latency": cmdLatency, "memory": cmdMemory,
 	}
 }
 

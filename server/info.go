@@ -11,22 +11,37 @@ import (
 	"github.com/redcell/redcell/commands"
 )
 
+// infoSections are INFO's sections in the order it writes them: Redis
+// 7.0's, with Redcell's raft after replication.
+var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "raft", "cpu",
+	"commandstats", "errorstats", "latencystats", "keyspace"}
+
+// infoNotDefault are the sections INFO writes only when asked for by name,
+// "all" or "everything", as in Redis 7.0.
+var infoNotDefault = map[string]bool{"commandstats": true, "latencystats": true}
+
 // INFO [section [section ...]]
 // Sections: server, clients, memory, persistence, stats, replication, raft,
-// keyspace; "default", "all" and "everything" as in Redis. Unknown sections
-// answer nothing (ioredis and others only need INFO to answer, and loading:0).
+// cpu, commandstats, errorstats, latencystats, keyspace; "default" (all but
+// commandstats and latencystats, also with no argument), "all" and
+// "everything" as in Redis. Unknown sections answer nothing (ioredis and
+// others only need INFO to answer, and loading:0).
 func cmdInfo(c *conn, _ *commands.Spec, args [][]byte) {
-	all := []string{"server", "clients", "memory", "persistence", "stats", "replication", "raft", "keyspace"}
+	all := infoSections
 	want := map[string]bool{}
 	if len(args) == 1 {
 		for _, s := range all {
-			want[s] = true
+			want[s] = !infoNotDefault[s]
 		}
 	}
 	for _, a := range args[1:] {
 		s := strings.ToLower(string(a))
 		switch s {
-		case "default", "all", "everything":
+		case "default":
+			for _, s := range all {
+				want[s] = want[s] || !infoNotDefault[s]
+			}
+		case "all", "everything":
 			for _, s := range all {
 				want[s] = true
 			}
@@ -157,6 +172,18 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 		kv("raft_instantaneous_entries_per_sec", int64(rv.EntriesPerSec))
 		kv("raft_instantaneous_fsyncs_per_sec", int64(rv.FsyncsPerSec))
 		kv("raft_instantaneous_ops_per_entry", fmt.Sprintf("%.2f", rv.OpsPerEntry))
+	case "cpu":
+		b.WriteString("# CPU\r\n")
+		cpuFields(kv) // rusage_unix.go
+	case "commandstats":
+		b.WriteString("# Commandstats\r\n")
+		s.writeCommandStats(b) // cmdstats.go
+	case "errorstats":
+		b.WriteString("# Errorstats\r\n")
+		s.diag.errs.write(b)
+	case "latencystats":
+		b.WriteString("# Latencystats\r\n")
+		s.writeLatencyStats(b)
 	case "keyspace":
 		b.WriteString("# Keyspace\r\n")
 		s.cfg.Backend.Keyspace().Fields(kv) // db0:keys=...

@@ -42,6 +42,9 @@ type txItem struct {
 	req  int      // index into transaction.reqs; -1 for a connection command or an error
 	args [][]byte // a connection command's arguments, copied
 	err  string   // the refusal of a command with invalid arguments
+	// logged is the command's arguments as the slow log keeps them, for
+	// when EXEC runs it (cmdstats.go); nil while the slow log is off.
+	logged []string
 }
 
 // maxTransactionBytes bounds what a transaction may queue: its requests
@@ -78,6 +81,7 @@ func (t *transaction) reset() {
 // transaction so that EXEC discards it, as Redis does for errors at queue
 // time.
 func (c *conn) reject(text string) {
+	c.stat.rejected = true // rejected_calls (cmdstats.go)
 	c.answerPending()
 	c.fail(text)
 	if c.tx.active {
@@ -282,7 +286,8 @@ func cmdExec(c *conn, _ *commands.Spec, _ [][]byte) {
 		}
 		handlers[it.spec.Name](c, it.spec, it.args)
 	}
-	clear(c.tx.res) // drop the key lists of SCAN and KEYS results
+	c.recordTransaction(items, res) // cmdstats.go
+	clear(c.tx.res)                 // drop the key lists of SCAN and KEYS results
 	c.tx.reset()
 }
 

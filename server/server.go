@@ -102,6 +102,7 @@ type Server struct {
 	nextID  atomic.Int64
 	closing atomic.Bool // Close has begun: connections keep its write deadlines
 	stats   serverStats
+	diag    diagnostics // commandstats, errorstats, slow log, latency (cmdstats.go)
 	rates   *rates
 	trk     *tracker // client-side caching (tracking.go)
 
@@ -135,6 +136,7 @@ func New(cfg Config) *Server {
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, warnings: lograte.New(clientWarningEvery), started: time.Now(), conns: make(map[*conn]struct{}), trk: newTracker()}
 	s.rates = newRates(s.sampleCounters, time.Second)
+	s.diag.init()
 	s.auth.set(cfg.RequirePass)
 	s.params.maxClients.Store(cmp.Or(cfg.MaxClients, defaultMaxClients))
 	s.params.idleTimeout.Store(cfg.IdleTimeout)
