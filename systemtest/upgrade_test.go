@@ -27,9 +27,10 @@ const levelTimeout = 20 * time.Second
 
 // TestRollingUpgradeRaisesFeatureLevel: with two new nodes and one old one
 // the cluster stays at level 1: the new command is refused with the
-// feature-level error on every new node, leader or follower, also while the
-// old node leads (a new follower must not send the old leader a code it
-// cannot decode), and the old node keeps applying the log. Once the old
+// feature-level error on every new node, leader or follower, while the old
+// node leads (a new follower must not send the old leader a code it cannot
+// decode) and while a new one does, and the old node keeps applying the
+// log. Once the old
 // node is restarted with the new build, on its data dir, the level rises to
 // 2, the command is accepted on every node and replicated (same digest
 // everywhere), and a restart of the whole cluster keeps level 2. An old
@@ -39,10 +40,11 @@ func TestRollingUpgradeRaisesFeatureLevel(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := startClusterWith(t, 3, nil, map[string]string{"n1": newBin, "n2": newBin})
-	oldNode := c.byID("n3")
-	leader := c.waitLeader()
-
+	// The old node bootstraps: a new node alone would raise the level at
+	// its first status poll, before the old one joined (and then refuse
+	// it, as the end of this test shows).
+	c := startClusterWith(t, 3, nil, map[string]string{"n2": newBin, "n3": newBin})
+	oldNode := c.byID("n1")
 	for i := range c.nodes {
 		supported := "2"
 		if i == oldNode {
@@ -50,31 +52,30 @@ func TestRollingUpgradeRaisesFeatureLevel(t *testing.T) {
 		}
 		c.waitFeatureLevel(i, "1", supported)
 	}
-	// The leader has polled every member and found n3 below: the level
-	// stays (logged once per cause).
-	c.waitFor(levelTimeout, "the leader to find n3 holding the feature level back", func() (bool, string) {
-		log := c.nodes[leader].logTail(1 << 20)
-		return strings.Contains(log, "feature level stays below") && strings.Contains(log, "member=n3"), c.nodes[leader].id
-	})
-
-	c.requireLevelRefusals("two new nodes and an old one", oldNode)
-	// The old node serves, and applies what the others write.
-	for i := range c.nodes {
-		c.mustReply(i, "OK", "SET", fmt.Sprintf("before-%d", i), "v")
-	}
-	c.compareReplicas("mixed builds at level 1")
 
 	// With the old node leading, the new followers refuse the command
 	// themselves: the old leader could not decode it.
-	if r, err := c.call(leader, "RAFT", "TRANSFER", "n3"); err != nil || r.isErr() {
-		t.Fatalf("RAFT TRANSFER n3: %v %v", r, err)
-	}
-	c.waitFor(clusterFormTimeout, "n3 to lead", func() (bool, string) {
-		st, err := c.status(oldNode)
-		return err == nil && st.state == "leader" && st.ready, fmt.Sprint(st, err)
-	})
+	c.transferTo(oldNode)
 	c.requireLevelRefusals("the old node leading", oldNode)
-	c.mustReply(oldNode, "OK", "SET", "under-old-leader", "v")
+	for i := range c.nodes {
+		c.mustReply(i, "OK", "SET", fmt.Sprintf("old-leader-%d", i), "v")
+	}
+
+	// With a new node leading, it has polled every member and found n1
+	// below (logged once per cause): the level stays, and the leader
+	// refuses the command too.
+	newLeader := c.byID("n2")
+	c.transferTo(newLeader)
+	c.waitFor(levelTimeout, "the new leader to find n1 holding the feature level back", func() (bool, string) {
+		log := c.nodes[newLeader].logTail(1 << 20)
+		return strings.Contains(log, "feature level stays below") && strings.Contains(log, "member=n1"), "not logged yet"
+	})
+	c.requireLevelRefusals("a new node leading", oldNode)
+	// The old node serves, and applies what the others write.
+	for i := range c.nodes {
+		c.mustReply(i, "OK", "SET", fmt.Sprintf("new-leader-%d", i), "v")
+	}
+	c.compareReplicas("mixed builds at level 1")
 
 	// Upgrade the old node: stop it by PID, start the new build on its
 	// data dir and port.
@@ -139,6 +140,21 @@ func (c *cluster) waitFeatureLevel(i int, active, supported string) {
 		}
 		got := infoField(info, "feature_level") + " " + infoField(info, "feature_level_supported")
 		return got == active+" "+supported, got
+	})
+}
+
+// transferTo hands leadership to node i and waits until it leads.
+func (c *cluster) transferTo(i int) {
+	c.t.Helper()
+	if st, err := c.status(i); err == nil && st.state == "leader" && st.ready {
+		return
+	}
+	if r, err := c.call(c.waitLeader(), "RAFT", "TRANSFER", c.nodes[i].id); err != nil || r.isErr() {
+		c.t.Fatalf("RAFT TRANSFER %s: %v %v", c.nodes[i].id, r, err)
+	}
+	c.waitFor(clusterFormTimeout, c.nodes[i].id+" to lead", func() (bool, string) {
+		st, err := c.status(i)
+		return err == nil && st.state == "leader" && st.ready, fmt.Sprint(st, err)
 	})
 }
 
