@@ -132,6 +132,17 @@ func ResultErrText(code request.ErrCode) string {
 	return ErrInternal
 }
 
+// ResultError is the reply to a result of KindError: ResultErrText of its
+// code, except for a request refused for the cluster's feature level,
+// whose reply names the command and both levels
+// (request.FeatureLevelText).
+func ResultError(r *request.Result) string {
+	if r.Err == request.ErrFeatureLevel {
+		return request.FeatureLevelText(r)
+	}
+	return ResultErrText(r.Err)
+}
+
 // RequestTooLarge answers a write request that would take n bytes of the
 // replicated log, more than MaxRequestLogBytes (Redcell's own text).
 func RequestTooLarge(n int) string {

@@ -197,3 +197,19 @@ func TestAvailabilityTexts(t *testing.T) {
 		t.Errorf("Removed: %q", got)
 	}
 }
+
+// TestResultErrorNamesTheFeatureLevel: a request refused for the cluster's
+// feature level is answered with the command and both levels (Redcell's
+// own text); every other error code with its descriptor's text.
+func TestResultErrorNamesTheFeatureLevel(t *testing.T) {
+	r := request.Result{Kind: request.KindError, Err: request.ErrFeatureLevel,
+		Ints: [5]int64{int64(request.Set), 2, 1}}
+	const want = "ERR 'SET' needs cluster feature level 2 (every voter must run a build that supports it); the cluster is at level 1"
+	if got := ResultError(&r); got != want {
+		t.Errorf("ResultError = %q, want %q", got, want)
+	}
+	wrong := request.Result{Kind: request.KindError, Err: request.ErrWrongType}
+	if got := ResultError(&wrong); got != ResultErrText(request.ErrWrongType) {
+		t.Errorf("ResultError of WRONGTYPE = %q", got)
+	}
+}

@@ -166,6 +166,7 @@ func (f *FSM) RunBeside(r *request.Request, now int64) (effects request.Request,
 	}
 	scratch := New(Config{Stripes: 1, Logger: f.log, Scripts: f.cfg.Scripts})
 	scratch.engine = f.engine
+	scratch.level.Store(f.level.Load()) // the cluster's level gates its calls (featurelevel.go)
 	run := &effectsRun{main: f, copied: map[string]bool{}}
 	x := &scriptExecutor{f: scratch, now: now, write: write, beside: run}
 	if r.Marked(request.MarkAboveMaxmemory) {

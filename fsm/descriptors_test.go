@@ -130,10 +130,12 @@ var sampleLines = map[string]string{
 // serverBuilt are the codes no command parses: the server builds them for
 // WATCH (WatchMark) and for EXEC after WATCH (WatchGuard), in
 // server/multi.go; server/watch_test.go covers them. ScriptEffects the
-// node builds for a deferred script (fsm/deferred.go). MemoryUsage the
-// server builds for MEMORY USAGE (server/memory.go, fsm/memory.go).
+// node builds for a deferred script (fsm/deferred.go), SetFeatureLevel the
+// leader for a rise of the cluster's feature level (node/featurelevel.go).
+// MemoryUsage the server builds for MEMORY USAGE (server/memory.go,
+// fsm/memory.go).
 var serverBuilt = map[request.Code]bool{request.WatchGuard: true, request.WatchMark: true, request.ScriptEffects: true,
-	request.MemoryUsage: true}
+	request.SetFeatureLevel: true, request.MemoryUsage: true}
 
 // TestDescriptorsHaveNoGaps walks every code 0..255, every family and every
 // command, and fails on any part a layer is missing.

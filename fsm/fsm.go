@@ -6,6 +6,7 @@ package fsm
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"github.com/redcell/redcell/scripting"
 	"log/slog"
@@ -67,6 +68,7 @@ type FSM struct {
 	clock   atomic.Int64  // replicated clock: now of the last applied command entry
 	applied atomic.Uint64 // index of the last entry ApplyBatch has seen
 	term    atomic.Uint64 // term of that entry (WatchMark)
+	level   atomic.Uint32 // the active feature level (featurelevel.go)
 	failed  atomic.Bool
 
 	// Owned by the FSM goroutine.
@@ -128,8 +130,10 @@ func New(cfg Config) *FSM {
 	if cfg.OnFatal == nil {
 		cfg.OnFatal = func(error) {}
 	}
-	return &FSM{cfg: cfg, log: cfg.Logger, store: shard.New(cfg.Stripes),
+	f := &FSM{cfg: cfg, log: cfg.Logger, store: shard.New(cfg.Stripes),
 		scripts: scriptCache{}, engine: newEngine(cfg), scriptRun: new(scriptRun)}
+	f.level.Store(uint32(request.BaseFeatureLevel))
+	return f
 }
 
 // newEngine is the script engine of a state machine with cfg.
@@ -243,6 +247,9 @@ func (f *FSM) applyEntry(l *raft.Log) interface{} {
 			if read {
 				f.Release(res)
 			}
+			if errors.Is(err, request.ErrUnknownCode) {
+				err = explainUnknownCode(err) // featurelevel.go
+			}
 			return f.fatal(l, err)
 		}
 		if !ok {
@@ -252,6 +259,13 @@ func (f *FSM) applyEntry(l *raft.Log) interface{} {
 			// Not run: the server answers EXEC with a nil array.
 			skip--
 			res.R[i].SetErr(request.ErrWatchAborted)
+			continue
+		}
+		if active := f.FeatureLevel(); f.req.Code.AboveLevel(active) {
+			// The leader refuses such a request before proposing it; one
+			// that got here anyway is refused alike by every replica,
+			// which all have the same active level at this entry.
+			res.R[i].SetFeatureLevelErr(f.req.Code, active)
 			continue
 		}
 		if why := validRequest(&f.req); why != "" {
@@ -264,6 +278,13 @@ func (f *FSM) applyEntry(l *raft.Log) interface{} {
 				firstWhy = fmt.Sprintf("request %d (code %d): %s", i, f.req.Code, why)
 			}
 			continue
+		}
+		if err := unsupportedLevel(&f.req); err != nil {
+			f.ahead.stop()
+			if read {
+				f.Release(res)
+			}
+			return f.fatal(l, err) // featurelevel.go
 		}
 		// A read inside an entry (MULTI/EXEC) answers at the entry's now,
 		// which every replica shares: deterministic like a write.
@@ -365,6 +386,10 @@ func (f *FSM) Read(r *request.Request, now int64, res *request.Result) {
 		res.SetErr(request.ErrInvalidOp)
 		return
 	}
+	if active := f.FeatureLevel(); r.Code.AboveLevel(active) {
+		res.SetFeatureLevelErr(r.Code, active)
+		return
+	}
 	now = max(now, f.clock.Load())
 	if r.Code == request.EvalRO || r.Code == request.EvalShaRO {
 		f.readScript(r, now, res) // deferred.go
@@ -386,6 +411,8 @@ type Stats struct {
 	// DBSIZE count live keys exactly (Keyspace, a read).
 	Keys  int
 	Store shard.Stats
+	// FeatureLevel is the cluster's active feature level.
+	FeatureLevel request.FeatureLevel
 }
 
 // Stats reads counters. It costs O(stripes), not O(keys), and never holds
@@ -402,6 +429,7 @@ func (f *FSM) Stats() Stats {
 		Ops:          f.ops.Load(),
 		Keys:         st.Entries,
 		Store:        st,
+		FeatureLevel: f.FeatureLevel(),
 	}
 }
 

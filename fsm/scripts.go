@@ -278,6 +278,12 @@ func (x *scriptExecutor) Execute(req *request.Request, res *request.Result) {
 		res.SetErr(request.ErrInvalidOp)
 		return
 	}
+	if active := x.f.FeatureLevel(); req.Code.AboveLevel(active) {
+		// A code of a level the cluster has not reached: refused on every
+		// replica alike (featurelevel.go).
+		res.SetFeatureLevelErr(req.Code, active)
+		return
+	}
 	if x.beside != nil {
 		if x.beside.touch(x.f, req); x.beside.whole {
 			res.SetErr(request.ErrInvalidOp) // the run is dropped: RunBeside answers whole

@@ -15,6 +15,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/redcell/redcell/request"
 	"github.com/redcell/redcell/shard"
 	"github.com/redcell/redcell/slidinglog"
 )
@@ -36,6 +37,14 @@ import (
 //	the script cache (scripts.go): uvarint number of scripts, then each
 //	  script's body (uvarint length, bytes) in the order of their SHA-1s
 //	uint32  CRC-32C of every byte before it (little endian)
+//
+// Version 6 is version 5 followed, after the script cache, by the
+// cluster's active feature level (uvarint, above request.BaseFeatureLevel).
+// It is written only when the level is above the base (every member then
+// runs a build that reads it); at the base level a snapshot is version 5,
+// byte for byte what a build before feature levels wrote, so that such a
+// build can still install it during a rolling upgrade. Versions 1 to 5
+// restore at the base level.
 //
 // Version 4 is version 5 without the script cache: it restores with an
 // empty one.
@@ -60,9 +69,10 @@ import (
 // the replicated clock) are left out: they are equivalent to absent.
 const (
 	snapshotMagic = "RCSN"
-	// snapshotVersion is what this build writes; snapshotV1 to snapshotV4
-	// still restore.
+	// snapshotVersion is what this build writes at the base feature level,
+	// snapshotV6 above it; snapshotV1 to snapshotV4 still restore.
 	snapshotVersion = 5
+	snapshotV6      = 6
 	snapshotV4      = 4
 	snapshotV3      = 3
 	snapshotV2      = 2
@@ -103,7 +113,8 @@ func (f *FSM) snapshot() *fsmSnapshot {
 	f.applyMu.RLock()
 	defer f.applyMu.RUnlock()
 	clock := f.clock.Load()
-	return &fsmSnapshot{clock: clock, term: f.term.Load(), snap: f.store.Snapshot(clock), scripts: maps.Clone(f.scripts)}
+	return &fsmSnapshot{clock: clock, term: f.term.Load(), snap: f.store.Snapshot(clock), scripts: maps.Clone(f.scripts),
+		level: f.FeatureLevel()}
 }
 
 type fsmSnapshot struct {
@@ -111,6 +122,16 @@ type fsmSnapshot struct {
 	term    uint64
 	snap    *shard.Snapshot
 	scripts scriptCache // a copy of the map; bodies are never changed
+	level   request.FeatureLevel
+}
+
+// version is the stream version s is written as: 6 only when the feature
+// level needs saying.
+func (s *fsmSnapshot) version() byte {
+	if s.level > request.BaseFeatureLevel {
+		return snapshotV6
+	}
+	return snapshotVersion
 }
 
 // Persist writes the snapshot to sink; it runs concurrently with ApplyBatch.
@@ -127,7 +148,7 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 	bw := bufio.NewWriterSize(cw, 256<<10)
 	var hdr [4 + 1 + 8 + 8 + 8]byte
 	copy(hdr[:], snapshotMagic)
-	hdr[4] = snapshotVersion
+	hdr[4] = s.version()
 	binary.LittleEndian.PutUint64(hdr[5:], uint64(s.clock))
 	binary.LittleEndian.PutUint64(hdr[13:], uint64(s.snap.Len()))
 	binary.LittleEndian.PutUint64(hdr[21:], s.term)
@@ -172,6 +193,11 @@ func (s *fsmSnapshot) write(w io.Writer) error {
 	}
 	for _, sha := range s.scripts.sorted() {
 		if _, err := bw.Write(appendBytes(rec[:0], s.scripts[sha])); err != nil {
+			return err
+		}
+	}
+	if s.version() == snapshotV6 {
+		if _, err := bw.Write(binary.AppendUvarint(rec[:0], uint64(s.level))); err != nil {
 			return err
 		}
 	}
@@ -222,6 +248,7 @@ func (f *FSM) restore(rc io.ReadCloser) error {
 	f.applyMu.Lock()
 	f.store = store
 	f.scripts = scripts
+	f.level.Store(uint32(h.level))
 	f.clock.Store(h.clock)
 	f.term.Store(h.term)
 	if w := f.watching(); w != nil {
@@ -236,10 +263,11 @@ type snapshotHeader struct {
 	version byte
 	clock   int64
 	term    uint64 // 0 before version 4
+	level   request.FeatureLevel
 }
 
 func readSnapshot(r io.Reader, stripes int) (snapshotHeader, *shard.Store, scriptCache, error) {
-	var h snapshotHeader
+	h := snapshotHeader{level: request.BaseFeatureLevel}
 	hr := &hashingReader{r: bufio.NewReaderSize(r, 256<<10), h: crc32.New(crcTable)}
 	var hdr [4 + 1 + 8 + 8 + 8]byte
 	if _, err := io.ReadFull(hr, hdr[:21]); err != nil {
@@ -249,8 +277,8 @@ func readSnapshot(r io.Reader, stripes int) (snapshotHeader, *shard.Store, scrip
 		return h, nil, nil, errors.New("not a Redcell snapshot")
 	}
 	h.version = hdr[4]
-	if h.version < snapshotV1 || h.version > snapshotVersion {
-		return h, nil, nil, fmt.Errorf("snapshot version %d, this node understands %d to %d", h.version, snapshotV1, snapshotVersion)
+	if h.version < snapshotV1 || h.version > snapshotV6 {
+		return h, nil, nil, fmt.Errorf("snapshot version %d, this node understands %d to %d", h.version, snapshotV1, snapshotV6)
 	}
 	h.clock = int64(binary.LittleEndian.Uint64(hdr[5:]))
 	count := binary.LittleEndian.Uint64(hdr[13:])
@@ -288,6 +316,12 @@ func readSnapshot(r io.Reader, stripes int) (snapshotHeader, *shard.Store, scrip
 			return h, nil, nil, fmt.Errorf("script cache: %w", err)
 		}
 	}
+	if h.version >= snapshotV6 {
+		var err error
+		if h.level, err = readLevel(hr); err != nil {
+			return h, nil, nil, err
+		}
+	}
 	want := hr.h.Sum32()
 	var trailer [4]byte
 	if _, err := io.ReadFull(hr.r, trailer[:]); err != nil {
@@ -302,6 +336,24 @@ func readSnapshot(r io.Reader, stripes int) (snapshotHeader, *shard.Store, scrip
 		return h, nil, nil, errors.New("bytes after the checksum")
 	}
 	return h, store, scripts, nil
+}
+
+// readLevel reads a version 6 stream's feature level: above the base (a
+// writer writes version 5 at the base level), and one this build supports
+// (a node that restored a level it cannot apply would misread what
+// follows; request.UnsupportedLevelError says what to do).
+func readLevel(r *hashingReader) (request.FeatureLevel, error) {
+	v, err := binary.ReadUvarint(r)
+	if err != nil {
+		return 0, fmt.Errorf("reading the feature level: %w", err)
+	}
+	switch {
+	case v <= uint64(request.BaseFeatureLevel):
+		return 0, fmt.Errorf("feature level %d in a version %d snapshot, which no writer writes", v, snapshotV6)
+	case v > uint64(request.SupportedFeatureLevel):
+		return 0, request.UnsupportedLevelError(request.FeatureLevel(min(v, 1<<32-1)))
+	}
+	return request.FeatureLevel(v), nil
 }
 
 // readScripts reads a stream's script cache: its bodies in the order of

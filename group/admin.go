@@ -4,6 +4,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+
+	"github.com/redcell/redcell/request"
 )
 
 // Admin runs one cluster administration command on this node (see
@@ -20,7 +22,8 @@ import (
 //	snapshot           snapshot this node's state now; answers the index
 //	digest             "<applied index> <hex SHA-256 of the state>" of this node
 //	lastsave           Unix seconds of this node's newest snapshot, "0" if none
-//	status             "<applied index> <last log index> <commit index> <term>" of this node
+//	status             "<applied index> <last log index> <commit index> <term>
+//	                   <supported feature level>" of this node
 //
 // Leader-only commands on another node return ErrNotLeader. Goroutines:
 // any; configuration changes block until committed (about one write).
@@ -86,7 +89,11 @@ func (l *Local) Admin(cmd string, args []string) (string, error) {
 		}
 		return strconv.FormatUint(l.store.Stats().LastSnapshotUnixMS/1000, 10), nil
 	case "status":
-		return fmt.Sprintf("%d %d %d %d", g.fsm.AppliedIndex(), g.raft.LastIndex(), g.raft.CommitIndex(), g.raft.CurrentTerm()), nil
+		// The fifth field, the feature level this build supports, came
+		// with feature levels: a build before them answers four, which
+		// the leader reads as the base level (node/featurelevel.go).
+		return fmt.Sprintf("%d %d %d %d %d", g.fsm.AppliedIndex(), g.raft.LastIndex(), g.raft.CommitIndex(), g.raft.CurrentTerm(),
+			request.SupportedFeatureLevel), nil
 	default:
 		return "", fmt.Errorf("unknown RAFT subcommand %q", cmd)
 	}

@@ -16,7 +16,8 @@ import (
 // as Propose's caller does when a slot is free). done is called exactly
 // once: from the group's completer goroutine when the entry is applied or
 // fails, from the stopping goroutine at shutdown, or, on the slow paths
-// (not yet a ready leader, above maxmemory), from a goroutine of its own
+// (not yet a ready leader, above maxmemory, a request above the cluster's
+// feature level), from a goroutine of its own
 // that runs Propose. done must not block: the completer answers every
 // other batch of the entry after it.
 
@@ -30,7 +31,7 @@ func (g *Group) ProposeAsync(b *Batch, done func(error)) {
 		done(nil)
 		return
 	}
-	if g.mem.over.Load() || !g.ready.Load() {
+	if g.mem.over.Load() || !g.ready.Load() || g.aboveLevel(b) {
 		// Waiting for readiness, or reading the keyspace before the entry
 		// (memoryguard.go): rare, and each may block, so off the caller.
 		go func() { done(g.Propose(b)) }()

@@ -204,6 +204,9 @@ func (l *Local) Raft() nodeinfo.Raft {
 		FSMEntriesApplied:    fs.Entries,
 		FSMOpsApplied:        fs.Ops,
 		FSMClockNS:           fs.Clock,
+
+		FeatureLevel:          uint32(fs.FeatureLevel),
+		FeatureLevelSupported: uint32(request.SupportedFeatureLevel),
 	}
 }
 

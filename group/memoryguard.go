@@ -92,35 +92,9 @@ func (g *Group) proposeWithinMemory(b *Batch) error {
 	if !any {
 		return g.propose(b)
 	}
-	rest := NewBatch()
-	for i := range b.Ops {
-		if !refused[i] {
-			rest.Ops = append(rest.Ops, b.Ops[i])
-			if op := &rest.Ops[len(rest.Ops)-1]; op.Code == request.WatchGuard {
-				guardKeeps(op, refused[i+1:])
-			}
-		}
-	}
-	if len(rest.Ops) > 0 {
-		if err := g.propose(rest); err != nil {
-			return err
-		}
-	}
-	if cap(b.Results) < len(b.Ops) {
-		b.Results = make([]request.Result, len(b.Ops))
-	}
-	b.Results = b.Results[:len(b.Ops)]
-	j := 0
-	for i := range b.Ops {
-		if refused[i] {
-			b.Results[i] = request.Result{}
-			b.Results[i].SetErr(request.ErrOOM)
-			continue
-		}
-		b.Results[i] = rest.Results[j]
-		j++
-	}
-	return nil
+	b.Results = readyResults(b.Results, len(b.Ops))
+	return proposeExcept(b.Ops, b.Results, refused, g.proposeBatch(g.propose), // featurelevel.go
+		func(_ int, res *request.Result) { res.SetErr(request.ErrOOM) })
 }
 
 // guardKeeps lowers a WatchGuard's count of the transaction's requests

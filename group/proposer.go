@@ -66,6 +66,9 @@ func (g *Group) Propose(b *Batch) error {
 	if len(b.Ops) == 0 {
 		return nil
 	}
+	if g.aboveLevel(b) {
+		return g.proposeAtLevel(b) // featurelevel.go
+	}
 	if g.mem.over.Load() {
 		return g.proposeWithinMemory(b) // memoryguard.go
 	}

@@ -159,7 +159,9 @@ const joinCheckTimeout = mux.DefaultHandshakeTimeout
 // checkJoin runs before this node adds a member (RAFT JOIN from a client,
 // or a joining node's call): it dials the new member's address through the
 // mux, as Raft will, and refuses the join unless the member answers and
-// proves the cluster secret. A member that cannot be reached would
+// proves the cluster secret, and (above the base feature level) unless
+// its build supports the cluster's feature level; a promotion is checked
+// for the level too (featurelevel.go). A member that cannot be reached would
 // otherwise be added anyway, and its leader would then try to replicate to
 // it, and log the failure, several times a second for as long as it stays
 // in the configuration; on a node without a cluster secret that is
@@ -168,6 +170,12 @@ const joinCheckTimeout = mux.DefaultHandshakeTimeout
 // The dial uses the forwarding header, which a node that is still joining
 // already serves. Goroutines: a client connection's or a forwarded call's.
 func (n *Node) checkJoin(cmd string, args []string) error {
+	if cmd == "promote" && len(args) == 1 {
+		if addr := n.memberAddr(args[0]); addr != "" {
+			return n.checkLevel(args[0], addr) // featurelevel.go
+		}
+		return nil
+	}
 	if (cmd != "join" && cmd != "rejoin") || len(args) != 2 {
 		return nil // the group reports a wrong number of arguments
 	}
@@ -181,5 +189,5 @@ func (n *Node) checkJoin(cmd string, args []string) error {
 		return fmt.Errorf("node %s not added: this node cannot reach it at %s, the address its peers would use: %w", id, addr, err)
 	}
 	c.Close()
-	return nil
+	return n.checkLevel(id, addr) // featurelevel.go
 }

@@ -2,11 +2,14 @@ package node
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/redcell/redcell/group"
 	"github.com/redcell/redcell/nodeinfo"
+	"github.com/redcell/redcell/request"
 )
 
 // The leader's view of its members for INFO replication: raft does not
@@ -22,11 +25,16 @@ const statusEvery = time.Second
 type memberView struct {
 	applied     uint64
 	lastContact time.Time // zero: never answered
+	// level is the feature level its build supports (featurelevel.go).
+	level request.FeatureLevel
 }
 
 type memberMonitor struct {
 	mu    sync.Mutex
 	views map[string]memberView // by node ID
+	// levelBlockedBy is the member that last held the feature level
+	// back (featurelevel.go), so that it is logged once.
+	levelBlockedBy string
 }
 
 // pollMembers runs on every node and polls only while this node leads.
@@ -59,26 +67,39 @@ func (n *Node) pollMembers(stop <-chan struct{}) {
 					return
 				}
 				n.members.mu.Lock()
-				n.members.views[m.ID] = memberView{applied: st.applied, lastContact: time.Now()}
+				n.members.views[m.ID] = memberView{applied: st.applied, lastContact: time.Now(), level: st.level}
 				n.members.mu.Unlock()
 			}()
 		}
 		wg.Wait()
+		n.raiseFeatureLevel(ms) // featurelevel.go
 	}
 }
 
 // peerStatus is another node's Raft indexes, as group's "status"
-// administration command gives them over the forwarding connection.
-type peerStatus struct{ applied, last, commit, term uint64 }
+// administration command gives them over the forwarding connection, and
+// the feature level its build supports (a fifth field; a build before
+// feature levels gives four, and is at the base level).
+type peerStatus struct {
+	applied, last, commit, term uint64
+	level                       request.FeatureLevel
+}
 
 func (n *Node) remoteStatus(addr string, timeout time.Duration) (peerStatus, error) {
 	text, err := n.fwd.Admin(addr, groupID, "status", nil, timeout)
 	if err != nil {
 		return peerStatus{}, err
 	}
-	var st peerStatus
+	st := peerStatus{level: request.BaseFeatureLevel}
 	if _, err := fmt.Sscan(text, &st.applied, &st.last, &st.commit, &st.term); err != nil {
 		return peerStatus{}, fmt.Errorf("status from %s: %q: %w", addr, text, err)
+	}
+	if f := strings.Fields(text); len(f) > 4 {
+		l, err := strconv.ParseUint(f[4], 10, 32)
+		if err != nil || l < uint64(request.BaseFeatureLevel) {
+			return peerStatus{}, fmt.Errorf("status from %s: %q: not a feature level", addr, text)
+		}
+		st.level = request.FeatureLevel(l)
 	}
 	return st, nil
 }

@@ -93,12 +93,25 @@ func minTime(a, b time.Time) time.Time {
 
 // Propose decides writes here or at the leader.
 func (rt *router) Propose(reqs []request.Request, res []request.Result) error {
-	return rt.route(reqs, res, true)
+	return rt.routeAtLevel(reqs, res, true)
 }
 
 // Read answers reads linearizably here or at the leader.
 func (rt *router) Read(reqs []request.Request, res []request.Result) error {
-	return rt.route(reqs, res, false)
+	return rt.routeAtLevel(reqs, res, false)
+}
+
+// routeAtLevel is route, except that a request whose code needs a cluster
+// feature level above the active one is answered request.ErrFeatureLevel
+// here, before anything is sent: the leader may run a build that cannot
+// even decode it (group/featurelevel.go).
+func (rt *router) routeAtLevel(reqs []request.Request, res []request.Result, write bool) error {
+	if active := rt.group.FeatureLevel(); group.AboveLevel(active, reqs) {
+		return group.AtLevel(active, reqs, res, func(r []request.Request, s []request.Result) error {
+			return rt.route(r, s, write)
+		})
+	}
+	return rt.route(reqs, res, write)
 }
 
 // ReadLocal answers a READONLY connection's reads from this node's state,

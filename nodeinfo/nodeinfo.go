@@ -123,6 +123,10 @@ type Raft struct {
 	LogCacheHits, LogCacheMisses                            uint64
 	FSMEntriesApplied, FSMOpsApplied                        uint64
 	FSMClockNS                                              int64
+	// FeatureLevel is the cluster's active feature level (replicated);
+	// FeatureLevelSupported the highest this build can apply
+	// (request/featurelevel.go).
+	FeatureLevel, FeatureLevelSupported uint32
 }
 
 // Fields writes r in INFO's order.
@@ -157,6 +161,8 @@ func (r Raft) Fields(f Field) {
 	f("fsm_entries_applied", r.FSMEntriesApplied)
 	f("fsm_ops_applied", r.FSMOpsApplied)
 	f("fsm_clock_ns", r.FSMClockNS)
+	f("feature_level", r.FeatureLevel)
+	f("feature_level_supported", r.FeatureLevelSupported)
 }
 
 // entryOpsHistogram formats the distribution of requests per entry as

@@ -165,7 +165,7 @@ func (d *Decoder) Decode(data []byte, r *Request) ([]byte, error) {
 // AppendResult appends r's encoding to b.
 func AppendResult(b []byte, r *Result) []byte {
 	b = append(b, byte(r.Kind), byte(r.Err))
-	for _, v := range r.Ints[:resultInts(r.Kind)] {
+	for _, v := range r.Ints[:resultInts(r.Kind, r.Err)] {
 		b = binary.AppendVarint(b, v)
 	}
 	if resultHasData(r.Kind) {
@@ -184,7 +184,7 @@ func DecodeResult(data []byte, r *Result) ([]byte, error) {
 		return nil, fmt.Errorf("request: unknown result kind %d", data[0])
 	}
 	data = data[2:]
-	for i := 0; i < resultInts(r.Kind); i++ {
+	for i := 0; i < resultInts(r.Kind, r.Err); i++ {
 		v, w := binary.Varint(data)
 		if w <= 0 {
 			return nil, errors.New("request: corrupt result")
@@ -229,8 +229,17 @@ func validData(k Kind, data []byte) bool {
 	return validItems(data)
 }
 
-func resultInts(k Kind) int {
+// resultInts is how many of a result's Ints travel. An error carries none,
+// except ErrFeatureLevel, which carries the code and levels its text names
+// (only a build that knows feature levels ever answers it, and only to a
+// code above the base level, which only such a build sends).
+func resultInts(k Kind, e ErrCode) int {
 	switch k {
+	case KindError:
+		if e == ErrFeatureLevel {
+			return 3
+		}
+		return 0
 	case KindThrottle:
 		return 5
 	case KindInt, KindType, KindScan:

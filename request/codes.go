@@ -7,6 +7,12 @@ import "github.com/redcell/redcell/internal/arg"
 // family. The numbers are part of the log format, the snapshot format and
 // the forwarding protocol: never renumber, only append (a write code below
 // 64, a read code from 64, a key kind below 128).
+//
+// Every code here is at BaseFeatureLevel (featurelevel.go): a code added
+// later says in its descriptor's Level the feature level that introduces
+// it, and DESIGN.md's table of levels gains its row. Code 53 is
+// SetFeatureLevel (featurelevel.go); code 63 is reserved for the test
+// build's DebugNextLevel (nextlevel.go, tag redcell_nextlevel).
 
 // The keyspace's codes: they work on any key, whatever its family.
 const (

@@ -80,6 +80,11 @@ type Op struct {
 	// Family is the family whose keys it works on; nil for the keyspace's
 	// own codes, which work on any key.
 	Family *Family
+	// Level is the cluster feature level that introduced the code
+	// (featurelevel.go): a request of it is refused while the cluster's
+	// active level is lower. Left 0 in a descriptor, it is
+	// BaseFeatureLevel.
+	Level FeatureLevel
 }
 
 // KeyKind is what a key holds: which family's state, in which of its modes.
@@ -311,6 +316,11 @@ func describeOp(op Op) {
 		panic(fmt.Sprintf("request: code %d grows a value but is not a write", op.Code))
 	case op.Creates && (op.Keys != OneKey && op.Keys != KeyValue && op.Keys != KeyPairs || !op.Code.IsWrite()):
 		panic(fmt.Sprintf("request: code %d creates a key but is not a single-key write", op.Code))
+	case op.Level > SupportedFeatureLevel:
+		panic(fmt.Sprintf("request: code %d needs feature level %d, above this build's %d", op.Code, op.Level, SupportedFeatureLevel))
+	}
+	if op.Level == 0 {
+		op.Level = BaseFeatureLevel
 	}
 	ops[op.Code] = op
 }

@@ -45,7 +45,7 @@ func TestSetArgsDoesNotAllocate(t *testing.T) {
 // (not a list, not a pattern, not absent).
 func TestLooksUpKey(t *testing.T) {
 	noKey := map[Code]bool{Del: true, Exists: true, Touch: true, Rename: true, RenameNX: true, FlushAll: true, DBSize: true, Scan: true, Keys: true, MSet: true, MSetNX: true, MGet: true, WatchGuard: true, WatchMark: true,
-		Eval: true, EvalSha: true, ScriptLoad: true, ScriptFlush: true, EvalRO: true, EvalShaRO: true, ScriptExists: true, ScriptEffects: true}
+		Eval: true, EvalSha: true, ScriptLoad: true, ScriptFlush: true, EvalRO: true, EvalShaRO: true, ScriptExists: true, ScriptEffects: true, SetFeatureLevel: true}
 	for c := Code(0); c < 255; c++ {
 		want := c.Known() && !noKey[c]
 		if got := c.LooksUpKey(); got != want {

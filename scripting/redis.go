@@ -183,7 +183,7 @@ func (v *vm) execute(args [][]byte) (reply []byte, errText string) {
 		v.b.maxInstr = v.e.cfg.MaxInstructions
 	}
 	if v.res.Kind == request.KindError {
-		v.w.Err(commands.ResultErrText(v.res.Err))
+		v.w.Err(commands.ResultError(&v.res))
 	} else if !v.w.Result(&v.res) {
 		v.w.Err(commands.ErrInternal)
 	}

@@ -350,7 +350,7 @@ func (c *conn) writeResult(r *request.Result) {
 		return
 	}
 	if r.Kind == request.KindError {
-		c.fail(commands.ResultErrText(r.Err))
+		c.fail(commands.ResultError(r))
 		return
 	}
 	c.fail(commands.ErrInternal)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redcell/redcell/commands"
@@ -46,6 +47,10 @@ func cmdDebug(c *conn, _ *commands.Spec, args [][]byte) {
 		c.fail(commands.ErrDebugDisabled)
 		return
 	}
+	if sub := debugSubcommands[strings.ToLower(string(args[1]))]; sub != nil {
+		sub(c, args) // a test build's (debug_nextlevel.go)
+		return
+	}
 	if !commands.EqualFold(args[1], "clock") {
 		c.fail(commands.UnknownSubcommand(args[1], "DEBUG"))
 		return
@@ -73,6 +78,11 @@ func cmdDebug(c *conn, _ *commands.Spec, args [][]byte) {
 		c.fail(commands.ErrSyntax)
 	}
 }
+
+// debugSubcommands are DEBUG subcommands a test build adds (by lower-case
+// name), behind --enable-debug-command like CLOCK. Filled while the package
+// initialises, only read afterwards.
+var debugSubcommands = map[string]func(c *conn, args [][]byte){}
 
 // infoLine is this connection's CLIENT LIST line.
 func (c *conn) infoLine() string {

@@ -62,6 +62,9 @@ type cluster struct {
 	// peers (startDirectCluster), so a stopped node refuses connections as
 	// it does without a proxy, where a proxy accepts and then closes them.
 	direct bool
+	// binaries runs chosen nodes (by ID) with another build than the one
+	// TestMain built (upgrade_test.go).
+	binaries map[string]string
 }
 
 // clusterNode is one member: the process, its ID and the address it
@@ -86,8 +89,15 @@ func startCluster(t testing.TB, size int, extra ...string) *cluster {
 // by the test (dataDirs by node ID), e.g. on a small filesystem.
 func startClusterWithDirs(t testing.TB, size int, dataDirs map[string]string, extra ...string) *cluster {
 	t.Helper()
+	return startClusterWith(t, size, dataDirs, nil, extra...)
+}
+
+// startClusterWith is startCluster with chosen data dirs and builds (each by
+// node ID; nil: none).
+func startClusterWith(t testing.TB, size int, dataDirs, binaries map[string]string, extra ...string) *cluster {
+	t.Helper()
 	dir := t.TempDir()
-	c := &cluster{t: t, net: newFaultNet(t), secretFile: filepath.Join(dir, "secret"), logDir: dir, extra: extra, dataDirs: dataDirs}
+	c := &cluster{t: t, net: newFaultNet(t), secretFile: filepath.Join(dir, "secret"), logDir: dir, extra: extra, dataDirs: dataDirs, binaries: binaries}
 	// Under mutual TLS the proxies cannot read who dials (see faultNet).
 	c.net.opaque = slices.Contains(extra, "--tls-cluster")
 	if err := os.WriteFile(c.secretFile, []byte(clusterSecret+"\n"), 0o600); err != nil {
@@ -164,6 +174,7 @@ func (c *cluster) addNode(id string, join bool) *clusterNode {
 		dataDir = t.TempDir()
 	}
 	n := newNode(id, dataDir, c.logDir, flags...)
+	n.binary = c.binaries[id]
 	n.port = port // the proxy forwards here: a retry must keep it
 	if !join {
 		n.firstStart = []string{"--bootstrap"}

@@ -38,6 +38,9 @@ type node struct {
 	dataDir string
 	port    int
 	extra   []string // extra flags (--node-id ...)
+	// binary is the redcell binary it runs; "" is the one TestMain built
+	// (a rolling-upgrade test restarts a node with another build).
+	binary string
 	// firstStart are flags for the starts before the node has once been
 	// ready (--bootstrap: a later start with it is refused, as it should
 	// be for a data dir that holds Raft state).
@@ -101,12 +104,16 @@ func (n *node) launch() error {
 	if n.argv != nil {
 		args = n.argv(n.port)
 	}
-	cmd := exec.Command(redcellBinary, args...)
+	bin := redcellBinary
+	if n.binary != "" {
+		bin = n.binary
+	}
+	cmd := exec.Command(bin, args...)
 	cmd.Stdout = lf
 	cmd.Stderr = lf
 	if err := cmd.Start(); err != nil {
 		lf.Close()
-		return fmt.Errorf("starting %s: %w", redcellBinary, err)
+		return fmt.Errorf("starting %s: %w", bin, err)
 	}
 	n.cmd, n.logFile, n.exited, n.exitErr = cmd, lf, make(chan struct{}), nil
 	go func(cmd *exec.Cmd, exited chan struct{}) {
@@ -462,12 +469,22 @@ func buildRedcell(dir string) (string, error) {
 	if p := os.Getenv("REDCELL_BINARY"); p != "" {
 		return filepath.Abs(p)
 	}
+	return buildRedcellTags(dir, "")
+}
+
+// buildRedcellTags builds ./cmd/redcell with the build tags tags (none when
+// "") into dir and returns the binary's path.
+func buildRedcellTags(dir, tags string) (string, error) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		return "", fmt.Errorf("finding the go tool: %w", err)
 	}
 	out := filepath.Join(dir, "redcell")
-	cmd := exec.Command(goTool, "build", "-o", out, "./cmd/redcell")
+	args := []string{"build", "-o", out}
+	if tags != "" {
+		args = append(args, "-tags", tags)
+	}
+	cmd := exec.Command(goTool, append(args, "./cmd/redcell")...)
 	cmd.Dir = ".." // the module root, from the package directory go test runs in
 	var stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stderr, &stderr
