@@ -118,6 +118,10 @@ type Config struct {
 	Version    string
 	Logger     *slog.Logger
 
+	// RewriteConfig is server.Config.RewriteConfig (CONFIG REWRITE); nil
+	// without a config file.
+	RewriteConfig func(params map[string]string) error
+
 	// TLS is the node's certificate, key and CA (package tlscert); nil
 	// without TLS. TLSPort > 0 opens a client port that speaks TLS on
 	// Bind, whose clients must present a certificate as TLSAuthClients
@@ -375,6 +379,7 @@ func Open(cfg Config) (n *Node, err error) {
 		ProtoMaxBulkLen: cfg.ProtoMaxBulkLen, QueryBufferLimit: cfg.QueryBufferLimit,
 		OutputBufferLimit: cfg.OutputBufferLimit,
 		ProtectedMode:     cfg.ProtectedMode,
+		RewriteConfig:     cfg.RewriteConfig,
 		TLSPort:           cfg.TLSPort,
 		TLSAuthClients:    cfg.TLSAuthClients.String(),
 		TLSCluster:        cfg.TLSCluster,

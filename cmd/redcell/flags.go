@@ -29,6 +29,7 @@ type config struct {
 	nodeID           string
 	enableDebug      bool
 	showVersion      bool
+	configFile       string // --config: absolute path, "" without one
 	logLevel         string
 	stripes          int
 	pprofAddr        string
@@ -72,13 +73,20 @@ type config struct {
 	leaseTimeout     time.Duration
 }
 
+// parseFlags reads the command line and, with --config, the config file
+// under it (configfile.go): the file first, then the command line again
+// over it, so a flag given there overrides the file's directive.
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := defineFlags(&c, stderr)
+	args = joinBoolValues(fs, args)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	return c.check(fs)
+	if c.configFile == "" {
+		return c.check(fs)
+	}
+	return parseWithConfigFile(c.configFile, args, fs, stderr)
 }
 
 // defineFlags is the flag set that fills c.
@@ -87,14 +95,15 @@ func defineFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.bind, "bind", "127.0.0.1", "address to listen on for Redis clients (and, on the same port, Raft peers)")
 	fs.IntVar(&c.port, "port", 6379, "TCP port for Redis clients and Raft peers")
-	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
+	fs.Var((*boolFlag)(&c.showVersion), "version", "print the version and exit")
+	fs.StringVar(&c.configFile, "config", "", "read settings from this Redis-style config file first: one \"name value\" a line, every flag (but --config and\n--version) by its name; flags on the command line override it. CONFIG REWRITE writes the runtime settings back to it")
 	fs.StringVar(&c.advertise, "advertise", "", "host:port peers use to reach this node (default: bind:port, or 127.0.0.1:port when bind is 0.0.0.0 or ::)")
 	fs.StringVar(&c.dataDir, "data-dir", "./redcell-data", "directory holding the Raft log, stable store and snapshots (Pebble); created if missing.\nAn empty directory bootstraps a new one-node cluster; an existing one resumes it")
 	fs.StringVar(&c.nodeID, "node-id", "", "this node's Raft ID (default: generated on first start and kept in <data-dir>/node-id)")
-	fs.BoolVar(&c.enableDebug, "enable-debug-command", false, "accept DEBUG CLOCK SET/ADVANCE/REAL, which freezes and moves the clock this node stamps decisions with (tests only)")
-	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.Var((*boolFlag)(&c.enableDebug), "enable-debug-command", "accept DEBUG CLOCK SET/ADVANCE/REAL, which freezes and moves the clock this node stamps decisions with (tests only)")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error (or Redis's names: verbose, notice, warning, nothing)")
 	fs.StringVar(&c.pprofAddr, "pprof", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060) for profiling; off by default")
-	fs.BoolVar(&c.directSync, "direct-wal-sync", false, "while the node is the only member of its cluster, fsync the log without handing the thread to Go's scheduler (tuning; off by default):\n"+
+	fs.Var((*boolFlag)(&c.directSync), "direct-wal-sync", "while the node is the only member of its cluster, fsync the log without handing the thread to Go's scheduler (tuning; off by default):\n"+
 		"fewer context switches per fsync, but the runtime cannot preempt that thread during the sync; off for a while after a sync slower than 20 ms, and never with peers")
 	fs.IntVar(&c.busyPollUsec, "busy-poll-usec", 0, "while the node is alone and idle, how long (µs) a connection that has just answered may spin for its client's next request before it parks (tuning; 0, the default: never):\n"+
 		"a lone waiting client may then skip a halted vCPU's wake-up, for CPU that other processes on a busy host may need (Linux)")
@@ -119,7 +128,7 @@ func defineFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.Int64Var(&c.maxClients, "maxclients", 10000, "connected clients at most: one more is answered \"-ERR max number of clients reached\" and closed (CONFIG SET maxclients)")
 	fs.Int64Var(&c.idleTimeout, "timeout", 0, "close a client idle for this many seconds; 0 = never (CONFIG SET timeout)")
 	fs.StringVar(&c.join, "join", "", "host:port of any member of an existing cluster: a node without Raft state (a new node, or a member whose disk was lost)\njoins it as a non-voter, replacing any member with its ID or address, and is promoted to voter once caught up; ignored once the node has data")
-	fs.BoolVar(&c.bootstrap, "bootstrap", false, "start a new cluster with this node as its only member. For the first start of the first node only: refused on a data dir\nthat holds Raft state. Without a cluster secret an empty data dir bootstraps anyway; with one, it needs --bootstrap or --join")
+	fs.Var((*boolFlag)(&c.bootstrap), "bootstrap", "start a new cluster with this node as its only member. For the first start of the first node only: refused on a data dir\nthat holds Raft state. Without a cluster secret an empty data dir bootstraps anyway; with one, it needs --bootstrap or --join")
 	fs.DurationVar(&c.joinTimeout, "join-timeout", node.DefaultJoinTimeout, "how long a joining node keeps trying while the member is unreachable or knows no leader; then (or sooner, at the\nsecond identical cluster-secret or TLS mismatch) it exits with status 1 and an error naming the cause")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", node.DefaultWriteTimeout, "how long a request waits for a leader that can decide it before it is answered TRYAGAIN or CLUSTERDOWN")
 	fs.DurationVar(&c.heartbeatTimeout, "raft-heartbeat-timeout", group.DefaultHeartbeatTimeout, "Raft: a follower that hears nothing from the leader for this long (checked every 1-2x this) starts an election;\n"+
@@ -185,6 +194,8 @@ func (c config) check(fs *flag.FlagSet) (config, error) {
 		return c, fmt.Errorf("--maxclients %d: want 1 to 4294967295", c.maxClients)
 	case c.idleTimeout < 0 || c.idleTimeout > 1<<31-1:
 		return c, fmt.Errorf("--timeout %d: want 0 to 2147483647 seconds", c.idleTimeout)
+	case !validLogLevel(c.logLevel):
+		return c, fmt.Errorf("--log-level %q: want debug, info, warn or error (or verbose, notice, warning, nothing)", c.logLevel)
 	case c.dataDir == "":
 		return c, fmt.Errorf("--data-dir must not be empty")
 	case c.joinTimeout <= 0:
@@ -213,10 +224,15 @@ func (c config) check(fs *flag.FlagSet) (config, error) {
 	if c.tlsPort < 0 || c.tlsPort > 65535 || (c.tlsPort != 0 && c.tlsPort == c.port) {
 		return c, fmt.Errorf("--tls-port %d: want 0 (none) or a TCP port other than --port", c.tlsPort)
 	}
-	for _, f := range []struct{ name, v string }{{"--tls-cluster", c.tlsCluster}, {"--protected-mode", c.protectedMode}} {
-		if f.v != "yes" && f.v != "no" {
-			return c, fmt.Errorf("%s %q: want yes or no", f.name, f.v)
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"--tls-cluster", &c.tlsCluster}, {"--protected-mode", &c.protectedMode}} {
+		b, ok := parseBool(*f.v) // yes/no as Redis, true/false as Go
+		if !ok {
+			return c, fmt.Errorf("%s %q: want yes or no", f.name, *f.v)
 		}
+		*f.v = yesNo(b)
 	}
 	if _, err := tlscert.ParseClientAuth(c.tlsAuthClients); err != nil {
 		return c, fmt.Errorf("--%w", err)
@@ -279,11 +295,9 @@ func (c config) secret() ([]byte, error) {
 	return s, nil
 }
 
-func (c config) slogLevel() (slog.Level, error) {
-	var l slog.Level
-	err := l.UnmarshalText([]byte(c.logLevel))
-	return l, err
-}
+func (c config) slogLevel() (slog.Level, error) { return parseLogLevel(c.logLevel) }
+
+func validLogLevel(s string) bool { _, err := parseLogLevel(s); return err == nil }
 
 func validMemory(s string) bool { _, ok := arg.Memory(s); return ok }
 

@@ -14,7 +14,7 @@ var flagGroups = []struct {
 	title string
 	names []string
 }{
-	{"Essentials", []string{"port", "bind", "data-dir", "requirepass-file", "maxmemory", "log-level", "version"}},
+	{"Essentials", []string{"port", "bind", "data-dir", "config", "requirepass-file", "maxmemory", "log-level", "version"}},
 	{"Cluster", []string{"bootstrap", "join", "cluster-secret-file", "cluster-secret", "advertise", "node-id", "join-timeout", "write-timeout"}},
 	{"TLS", []string{"tls-port", "tls-cert-file", "tls-key-file", "tls-ca-cert-file", "tls-auth-clients", "tls-cluster"}},
 	{"Clients", []string{"requirepass", "protected-mode", "maxclients", "timeout", "proto-max-bulk-len", "client-query-buffer-limit", "client-output-buffer-limit"}},

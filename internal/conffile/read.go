@@ -3,6 +3,7 @@ package conffile
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -69,6 +70,10 @@ func Read(path string) ([]Directive, error) {
 func read(path string, depth int) ([]Directive, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
+		var pe *fs.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err // "no such file or directory", as Redis's strerror
+		}
 		return nil, fmt.Errorf("can't open config file '%s': %w", path, err)
 	}
 	ds, err := Parse(path, string(data))
