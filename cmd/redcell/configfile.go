@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/redcell/redcell/internal/conffile"
@@ -115,15 +116,29 @@ func applyDirective(fs *flag.FlagSet, d conffile.Directive, joined map[string]st
 	case len(d.Args) != 1:
 		return "", conffile.ReasonWrongArgs
 	}
+	if isBoolFlag(f) {
+		// yes/no for any boolean flag, a flag.BoolVar's too.
+		b, ok := parseBool(value)
+		if !ok {
+			return "", badValueReason(f)
+		}
+		value = strconv.FormatBool(b)
+	}
 	if err := fs.Set(name, value); err != nil {
 		return "", badValueReason(f)
 	}
 	return name, ""
 }
 
+// isBoolFlag reports whether f is a boolean flag (a bare --name sets it).
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
 // badValueReason is Redis's reason for a value a flag's type refuses.
 func badValueReason(f *flag.Flag) string {
-	if _, ok := f.Value.(*boolFlag); ok {
+	if isBoolFlag(f) {
 		return "argument must be 'yes' or 'no'"
 	}
 	switch kind, _ := flag.UnquoteUsage(f); kind {
@@ -146,30 +161,6 @@ func fileError(err error) error {
 	return configFileError{fmt.Errorf("Fatal error, %w", err)}
 }
 
-// boolFlag is a boolean flag that also takes Redis's yes and no:
-// --bootstrap, --bootstrap=yes, --bootstrap yes (joinBoolValues) and
-// "bootstrap yes" in a config file are the same.
-type boolFlag bool
-
-func (b *boolFlag) Set(s string) error {
-	v, ok := parseBool(s)
-	if !ok {
-		return fmt.Errorf("want yes or no (true or false)")
-	}
-	*b = boolFlag(v)
-	return nil
-}
-
-func (b *boolFlag) String() string {
-	if b == nil || !*b {
-		return "false"
-	}
-	return "true"
-}
-
-// IsBoolFlag lets a bare --name mean yes (package flag asks).
-func (b *boolFlag) IsBoolFlag() bool { return true }
-
 // parseBool reads yes/no (Redis) and true/false (Go), in any case.
 func parseBool(s string) (v, ok bool) {
 	switch strings.ToLower(s) {
@@ -188,27 +179,36 @@ func yesNo(v bool) string {
 	return "no"
 }
 
-// joinBoolValues turns "--name yes" into "--name=yes" for the boolean
-// flags, so that every flag takes "--name value" as well as
-// "--name=value" (package flag alone reads the yes as an argument).
+// joinBoolValues lets the boolean flags take Redis's yes and no, and a
+// separate value, like every other flag: "--bootstrap yes",
+// "--bootstrap=yes" and "--bootstrap=true" all become "--bootstrap=true"
+// (package flag alone reads true/false only after "=", and would take a
+// separate "yes" for a stray argument). A bare "--bootstrap" stays as it is.
 func joinBoolValues(fs *flag.FlagSet, args []string) []string {
 	out := make([]string, 0, len(args))
 	for i := 0; i < len(args); i++ {
 		a := args[i]
-		if a == "--" {
-			return append(out, args[i:]...)
-		}
-		name := strings.TrimLeft(a, "-")
-		if strings.HasPrefix(a, "-") && !strings.Contains(name, "=") && i+1 < len(args) {
-			if f := fs.Lookup(name); f != nil {
-				if _, isBool := f.Value.(*boolFlag); isBool {
-					if _, ok := parseBool(args[i+1]); ok {
-						out = append(out, a+"="+args[i+1])
-						i++
-						continue
-					}
-				}
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			out = append(out, a)
+			if a == "--" {
+				return append(out, args[i+1:]...)
 			}
+			continue
+		}
+		name, value, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		f := fs.Lookup(name)
+		if f == nil || !isBoolFlag(f) {
+			out = append(out, a)
+			continue
+		}
+		if !hasValue && i+1 < len(args) {
+			if _, ok := parseBool(args[i+1]); ok {
+				value, hasValue = args[i+1], true
+				i++
+			}
+		}
+		if b, ok := parseBool(value); hasValue && ok {
+			a = "--" + name + "=" + strconv.FormatBool(b)
 		}
 		out = append(out, a)
 	}

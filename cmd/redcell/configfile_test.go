@@ -117,7 +117,7 @@ func TestEveryFlagTakesEveryForm(t *testing.T) {
 	dir := t.TempDir()
 	fs.VisitAll(func(f *flag.Flag) {
 		values := []string{f.DefValue}
-		if _, ok := f.Value.(*boolFlag); ok {
+		if isBoolFlag(f) {
 			values = []string{"yes", "no", "true", "false", "YES"}
 		}
 		if f.Name == "config" {

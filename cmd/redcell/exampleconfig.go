@@ -63,7 +63,7 @@ func exampleConfig() string {
 
 // exampleValue is a flag's default as a directive's value.
 func exampleValue(f *flag.Flag) string {
-	if _, ok := f.Value.(*boolFlag); ok {
+	if isBoolFlag(f) {
 		v, _ := parseBool(f.DefValue)
 		return yesNo(v)
 	}

@@ -95,15 +95,15 @@ func defineFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.bind, "bind", "127.0.0.1", "address to listen on for Redis clients (and, on the same port, Raft peers)")
 	fs.IntVar(&c.port, "port", 6379, "TCP port for Redis clients and Raft peers")
-	fs.Var((*boolFlag)(&c.showVersion), "version", "print the version and exit")
+	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
 	fs.StringVar(&c.configFile, "config", "", "read settings from this Redis-style config file first: one \"name value\" a line, every flag (but --config and\n--version) by its name; flags on the command line override it. CONFIG REWRITE writes the runtime settings back to it")
 	fs.StringVar(&c.advertise, "advertise", "", "host:port peers use to reach this node (default: bind:port, or 127.0.0.1:port when bind is 0.0.0.0 or ::)")
 	fs.StringVar(&c.dataDir, "data-dir", "./redcell-data", "directory holding the Raft log, stable store and snapshots (Pebble); created if missing.\nAn empty directory bootstraps a new one-node cluster; an existing one resumes it")
 	fs.StringVar(&c.nodeID, "node-id", "", "this node's Raft ID (default: generated on first start and kept in <data-dir>/node-id)")
-	fs.Var((*boolFlag)(&c.enableDebug), "enable-debug-command", "accept DEBUG CLOCK SET/ADVANCE/REAL, which freezes and moves the clock this node stamps decisions with (tests only)")
+	fs.BoolVar(&c.enableDebug, "enable-debug-command", false, "accept DEBUG CLOCK SET/ADVANCE/REAL, which freezes and moves the clock this node stamps decisions with (tests only)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error (or Redis's names: verbose, notice, warning, nothing)")
 	fs.StringVar(&c.pprofAddr, "pprof", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060) for profiling; off by default")
-	fs.Var((*boolFlag)(&c.directSync), "direct-wal-sync", "while the node is the only member of its cluster, fsync the log without handing the thread to Go's scheduler (tuning; off by default):\n"+
+	fs.BoolVar(&c.directSync, "direct-wal-sync", false, "while the node is the only member of its cluster, fsync the log without handing the thread to Go's scheduler (tuning; off by default):\n"+
 		"fewer context switches per fsync, but the runtime cannot preempt that thread during the sync; off for a while after a sync slower than 20 ms, and never with peers")
 	fs.IntVar(&c.busyPollUsec, "busy-poll-usec", 0, "while the node is alone and idle, how long (µs) a connection that has just answered may spin for its client's next request before it parks (tuning; 0, the default: never):\n"+
 		"a lone waiting client may then skip a halted vCPU's wake-up, for CPU that other processes on a busy host may need (Linux)")
@@ -128,7 +128,7 @@ func defineFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.Int64Var(&c.maxClients, "maxclients", 10000, "connected clients at most: one more is answered \"-ERR max number of clients reached\" and closed (CONFIG SET maxclients)")
 	fs.Int64Var(&c.idleTimeout, "timeout", 0, "close a client idle for this many seconds; 0 = never (CONFIG SET timeout)")
 	fs.StringVar(&c.join, "join", "", "host:port of any member of an existing cluster: a node without Raft state (a new node, or a member whose disk was lost)\njoins it as a non-voter, replacing any member with its ID or address, and is promoted to voter once caught up; ignored once the node has data")
-	fs.Var((*boolFlag)(&c.bootstrap), "bootstrap", "start a new cluster with this node as its only member. For the first start of the first node only: refused on a data dir\nthat holds Raft state. Without a cluster secret an empty data dir bootstraps anyway; with one, it needs --bootstrap or --join")
+	fs.BoolVar(&c.bootstrap, "bootstrap", false, "start a new cluster with this node as its only member. For the first start of the first node only: refused on a data dir\nthat holds Raft state. Without a cluster secret an empty data dir bootstraps anyway; with one, it needs --bootstrap or --join")
 	fs.DurationVar(&c.joinTimeout, "join-timeout", node.DefaultJoinTimeout, "how long a joining node keeps trying while the member is unreachable or knows no leader; then (or sooner, at the\nsecond identical cluster-secret or TLS mismatch) it exits with status 1 and an error naming the cause")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", node.DefaultWriteTimeout, "how long a request waits for a leader that can decide it before it is answered TRYAGAIN or CLUSTERDOWN")
 	fs.DurationVar(&c.heartbeatTimeout, "raft-heartbeat-timeout", group.DefaultHeartbeatTimeout, "Raft: a follower that hears nothing from the leader for this long (checked every 1-2x this) starts an election;\n"+

@@ -30,7 +30,7 @@ var flagGroups = []struct {
 func printUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprint(w, "redcell: a rate-limit server that speaks the Redis protocol (CL.THROTTLE as redis-cell),\n"+
 		"with every decision durable in a Raft log before it is answered.\n\n"+
-		"Usage: redcell [--flag value ...]\n")
+		"Usage: redcell [--config redcell.conf] [--flag value ...]\n")
 	for _, g := range flagGroups {
 		fmt.Fprintf(w, "\n%s:\n", g.title)
 		for _, name := range g.names {
