@@ -242,3 +242,19 @@ func TestConfigRewriter(t *testing.T) {
 		t.Error("clearing a password from --requirepass-file: no error")
 	}
 }
+
+// No config file makes parseFlags panic: it starts or says why not.
+func FuzzConfigFile(f *testing.F) {
+	for _, s := range []string{"port 7000\n", "loglevel verbose\nbootstrap YES\n", "client-output-buffer-limit normal 1mb\n",
+		"raft-heartbeat-timeout 1s\nraft-lease-timeout 2s\n", "include /nonexistent\n", "\"port\" '1\n", "tls-port 6380\n"} {
+		f.Add(s)
+	}
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, text string) {
+		path := filepath.Join(dir, "fuzz.conf")
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, _ = parseFlags([]string{"--config", path, "--port", "7001"}, io.Discard)
+	})
+}
