@@ -121,6 +121,10 @@ type Config struct {
 	// and /readyz (package metrics; --metrics-addr); "" for none.
 	MetricsAddr string
 
+	// RewriteConfig is server.Config.RewriteConfig (CONFIG REWRITE); nil
+	// without a config file.
+	RewriteConfig func(params map[string]string) error
+
 	// TLS is the node's certificate, key and CA (package tlscert); nil
 	// without TLS. TLSPort > 0 opens a client port that speaks TLS on
 	// Bind, whose clients must present a certificate as TLSAuthClients
@@ -389,6 +393,7 @@ func Open(cfg Config) (n *Node, err error) {
 		ProtoMaxBulkLen: cfg.ProtoMaxBulkLen, QueryBufferLimit: cfg.QueryBufferLimit,
 		OutputBufferLimit: cfg.OutputBufferLimit,
 		ProtectedMode:     cfg.ProtectedMode,
+		RewriteConfig:     cfg.RewriteConfig,
 		TLSPort:           cfg.TLSPort,
 		TLSAuthClients:    cfg.TLSAuthClients.String(),
 		TLSCluster:        cfg.TLSCluster,

@@ -23,6 +23,9 @@ type configParam struct {
 	// integer"). nil: the parameter is fixed at start (a flag), and CONFIG
 	// SET answers "can't set immutable config".
 	parse func(s *Server, v []byte) (apply func(), reason string)
+	// fixed: CONFIG SET accepts only the value the parameter always has,
+	// so CONFIG REWRITE has nothing of it to write.
+	fixed bool
 }
 
 // configParams are every parameter, in no particular order (CONFIG GET
@@ -115,11 +118,11 @@ var configParams = []configParam{
 	// --snapshot-threshold entries were logged since the last one).
 	// Setting one to the value it has is a no-op (scripts that ask for
 	// durability get it); any other value is refused with the reason.
-	{name: "appendonly", get: func(*Server) string { return "yes" },
+	{name: "appendonly", get: func(*Server) string { return "yes" }, fixed: true,
 		parse: fixedValue("yes", "every decision is in the Raft log before it is answered; appendonly cannot be turned off")},
-	{name: "appendfsync", get: func(*Server) string { return "always" },
+	{name: "appendfsync", get: func(*Server) string { return "always" }, fixed: true,
 		parse: fixedValue("always", "the Raft log is fsynced before every reply; appendfsync cannot be changed")},
-	{name: "save", get: func(s *Server) string { return s.cfg.Save },
+	{name: "save", get: func(s *Server) string { return s.cfg.Save }, fixed: true,
 		parse: func(s *Server, v []byte) (func(), string) {
 			if string(v) == s.cfg.Save {
 				return func() {}, ""
@@ -244,7 +247,7 @@ func cmdConfig(c *conn, s *commands.Spec, args [][]byte) {
 			"GET <pattern>", "    Return parameters matching the glob-like <pattern> and their values.",
 			"SET <directive> <value>", "    Set the configuration <directive> to <value>.",
 			"RESETSTAT", "    Reset statistics reported by the INFO command.",
-			"REWRITE", "    Refused: Redcell runs without a config file (its settings are flags).",
+			"REWRITE", "    Rewrite the configuration file.",
 			"HELP", "    Print this help.")
 	case "config|get":
 		configGet(c, args[2:])
@@ -256,9 +259,32 @@ func cmdConfig(c *conn, s *commands.Spec, args [][]byte) {
 		c.s.diag.resetStats()
 		c.w.OK()
 	case "config|rewrite":
-		// CONFIG REWRITE: Redcell's settings are flags; there is no file.
-		c.fail("ERR The server is running without a config file")
+		configRewrite(c)
 	}
+}
+
+// configRewrite is CONFIG REWRITE: the runtime parameters' current values
+// go to Config.RewriteConfig, which writes them into the config file the
+// node started with (cmd/redcell knows the file, its directive names and
+// the defaults). A node started without --config answers Redis's error.
+func configRewrite(c *conn) {
+	if c.s.cfg.RewriteConfig == nil {
+		c.fail("ERR The server is running without a config file")
+		return
+	}
+	params := map[string]string{}
+	for i := range configParams {
+		if p := &configParams[i]; p.parse != nil && !p.fixed {
+			params[p.name] = p.get(c.s)
+		}
+	}
+	if err := c.s.cfg.RewriteConfig(params); err != nil {
+		c.s.log.Warn("CONFIG REWRITE failed", "err", err)
+		c.fail("ERR Rewriting config file: " + commands.SanitizeErrorText([]byte(err.Error())))
+		return
+	}
+	c.s.log.Info("CONFIG REWRITE executed with success")
+	c.w.OK()
 }
 
 func configGet(c *conn, patterns [][]byte) {

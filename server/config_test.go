@@ -1,8 +1,10 @@
 package server
 
 import (
+	"errors"
 	"io"
 	"log/slog"
+	"sort"
 	"strings"
 	"sync"
 	"testing"
@@ -179,5 +181,42 @@ func TestConfigStartValues(t *testing.T) {
 	}
 	if info := c.replyTreeOf("INFO", "clients").s; !strings.Contains(info, "maxclients:50\r\n") {
 		t.Errorf("INFO clients:\n%s", info)
+	}
+}
+
+// TestConfigRewriteHook: CONFIG REWRITE hands Config.RewriteConfig every
+// runtime parameter (not the fixed ones) at its current value, and
+// answers Redis's error text when the hook fails.
+func TestConfigRewriteHook(t *testing.T) {
+	n := startTestNode(t)
+	var got map[string]string
+	fail := false
+	rewrite := func(p map[string]string) error {
+		got = p
+		if fail {
+			return errors.New("open /etc/redcell.conf: permission denied")
+		}
+		return nil
+	}
+	_, addr := n.serveConfig(Config{LogLevel: new(slog.LevelVar), Save: "30 16384", RewriteConfig: rewrite})
+	c := dialAddr(t, addr)
+	if r := c.do("CONFIG", "SET", "maxclients", "77"); r != "+OK" {
+		t.Fatal(r)
+	}
+	if r := c.do("CONFIG", "REWRITE"); r != "+OK" {
+		t.Fatal(r)
+	}
+	var names []string
+	for name := range got {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	want := "client-output-buffer-limit client-query-buffer-limit loglevel maxclients maxmemory protected-mode proto-max-bulk-len requirepass timeout"
+	if strings.Join(names, " ") != want || got["maxclients"] != "77" {
+		t.Errorf("RewriteConfig got %v", got)
+	}
+	fail = true
+	if r := c.do("CONFIG", "REWRITE"); r != "-ERR Rewriting config file: open /etc/redcell.conf: permission denied" {
+		t.Errorf("failed rewrite: %s", r)
 	}
 }

@@ -71,6 +71,14 @@ type Config struct {
 	TLSPort        int
 	TLSAuthClients string
 	TLSCluster     bool
+	// RewriteConfig writes the runtime parameters' current values into the
+	// config file the node started with (CONFIG REWRITE): params maps each
+	// CONFIG SET parameter's name to its CONFIG GET value. It runs on the
+	// connection goroutine that asked and blocks it on the disk (fsyncs);
+	// calls from two connections may overlap, so it must serialise its
+	// own. nil: the node has no config file, and CONFIG REWRITE answers
+	// Redis's "running without a config file".
+	RewriteConfig func(params map[string]string) error
 	// Shutdown asks the owner of the node to stop it (SHUTDOWN): it must
 	// return at once and stop the node from another goroutine, since Close
 	// waits for the connection that called it. nil: SHUTDOWN is refused.

@@ -29,6 +29,7 @@ type config struct {
 	nodeID           string
 	enableDebug      bool
 	showVersion      bool
+	configFile       string // --config: absolute path, "" without one
 	logLevel         string
 	logFormat        string
 	stripes          int
@@ -74,13 +75,20 @@ type config struct {
 	leaseTimeout     time.Duration
 }
 
+// parseFlags reads the command line and, with --config, the config file
+// under it (configfile.go): the file first, then the command line again
+// over it, so a flag given there overrides the file's directive.
 func parseFlags(args []string, stderr io.Writer) (config, error) {
 	var c config
 	fs := defineFlags(&c, stderr)
+	args = joinBoolValues(fs, args)
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}
-	return c.check(fs)
+	if c.configFile == "" {
+		return c.check(fs)
+	}
+	return parseWithConfigFile(c.configFile, args, fs, stderr)
 }
 
 // defineFlags is the flag set that fills c.
@@ -90,11 +98,12 @@ func defineFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.bind, "bind", "127.0.0.1", "address to listen on for Redis clients (and, on the same port, Raft peers)")
 	fs.IntVar(&c.port, "port", 6379, "TCP port for Redis clients and Raft peers")
 	fs.BoolVar(&c.showVersion, "version", false, "print the version and exit")
+	fs.StringVar(&c.configFile, "config", "", "read settings from this Redis-style config file first: one \"name value\" a line, every flag (but --config and\n--version) by its name; flags on the command line override it. CONFIG REWRITE writes the runtime settings back to it")
 	fs.StringVar(&c.advertise, "advertise", "", "host:port peers use to reach this node (default: bind:port, or 127.0.0.1:port when bind is 0.0.0.0 or ::)")
 	fs.StringVar(&c.dataDir, "data-dir", "./redcell-data", "directory holding the Raft log, stable store and snapshots (Pebble); created if missing.\nAn empty directory bootstraps a new one-node cluster; an existing one resumes it")
 	fs.StringVar(&c.nodeID, "node-id", "", "this node's Raft ID (default: generated on first start and kept in <data-dir>/node-id)")
 	fs.BoolVar(&c.enableDebug, "enable-debug-command", false, "accept DEBUG CLOCK SET/ADVANCE/REAL, which freezes and moves the clock this node stamps decisions with (tests only)")
-	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error")
+	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error (or Redis's names: verbose, notice, warning, nothing)")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "host:port for plain HTTP: /metrics (Prometheus), /healthz (200 while alive) and /readyz (200 when a leader is known,\nthis node is caught up and not loading; else 503 with the reason); off by default. Bind it where only your monitoring reaches")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log line format on stderr: text (key=value) or json (one object a line, with time, level and msg)")
 	fs.StringVar(&c.pprofAddr, "pprof", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060) for profiling; off by default")
@@ -189,6 +198,8 @@ func (c config) check(fs *flag.FlagSet) (config, error) {
 		return c, fmt.Errorf("--maxclients %d: want 1 to 4294967295", c.maxClients)
 	case c.idleTimeout < 0 || c.idleTimeout > 1<<31-1:
 		return c, fmt.Errorf("--timeout %d: want 0 to 2147483647 seconds", c.idleTimeout)
+	case !validLogLevel(c.logLevel):
+		return c, fmt.Errorf("--log-level %q: want debug, info, warn or error (or verbose, notice, warning, nothing)", c.logLevel)
 	case c.dataDir == "":
 		return c, fmt.Errorf("--data-dir must not be empty")
 	case c.joinTimeout <= 0:
@@ -220,10 +231,15 @@ func (c config) check(fs *flag.FlagSet) (config, error) {
 	if c.logFormat != "text" && c.logFormat != "json" {
 		return c, fmt.Errorf("--log-format %q: want text or json", c.logFormat)
 	}
-	for _, f := range []struct{ name, v string }{{"--tls-cluster", c.tlsCluster}, {"--protected-mode", c.protectedMode}} {
-		if f.v != "yes" && f.v != "no" {
-			return c, fmt.Errorf("%s %q: want yes or no", f.name, f.v)
+	for _, f := range []struct {
+		name string
+		v    *string
+	}{{"--tls-cluster", &c.tlsCluster}, {"--protected-mode", &c.protectedMode}} {
+		b, ok := parseBool(*f.v) // yes/no as Redis, true/false as Go
+		if !ok {
+			return c, fmt.Errorf("%s %q: want yes or no", f.name, *f.v)
 		}
+		*f.v = yesNo(b)
 	}
 	if _, err := tlscert.ParseClientAuth(c.tlsAuthClients); err != nil {
 		return c, fmt.Errorf("--%w", err)
@@ -286,11 +302,9 @@ func (c config) secret() ([]byte, error) {
 	return s, nil
 }
 
-func (c config) slogLevel() (slog.Level, error) {
-	var l slog.Level
-	err := l.UnmarshalText([]byte(c.logLevel))
-	return l, err
-}
+func (c config) slogLevel() (slog.Level, error) { return parseLogLevel(c.logLevel) }
+
+func validLogLevel(s string) bool { _, err := parseLogLevel(s); return err == nil }
 
 func validMemory(s string) bool { _, ok := arg.Memory(s); return ok }
 

@@ -56,6 +56,12 @@ func main() {
 	if errors.Is(err, flag.ErrHelp) {
 		os.Exit(0)
 	}
+	var fileErr configFileError
+	if errors.As(err, &fileErr) {
+		// A config file redcell cannot use exits 1 with Redis's report.
+		fmt.Fprintln(os.Stderr, fileErr)
+		os.Exit(1)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "redcell:", err)
 		os.Exit(2)

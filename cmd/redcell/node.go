@@ -28,6 +28,10 @@ func startNode(cfg config, log *slog.Logger, level *slog.LevelVar) (*node.Node, 
 	if cfg.join != "" && secret == nil {
 		return nil, errors.New("--join needs the cluster secret (--cluster-secret-file): peers admit only nodes that prove it")
 	}
+	var rewrite func(map[string]string) error // CONFIG REWRITE, with --config
+	if cfg.configFile != "" {
+		rewrite = newConfigRewriter(cfg, pass, level).rewrite
+	}
 	return node.Open(node.Config{
 		Bind:                  cfg.bind,
 		Port:                  cfg.port,
@@ -50,6 +54,7 @@ func startNode(cfg config, log *slog.Logger, level *slog.LevelVar) (*node.Node, 
 		ProtoMaxBulkLen:       mustMemory(cfg.protoMaxBulkLen),
 		QueryBufferLimit:      mustMemory(cfg.queryBufferLimit),
 		OutputBufferLimit:     cfg.outputBufferLimit,
+		RewriteConfig:         rewrite,
 		IdleTimeout:           cfg.idleTimeout,
 		Stripes:               cfg.stripes,
 		MaxInflight:           cfg.maxInflight,

@@ -14,7 +14,7 @@ var flagGroups = []struct {
 	title string
 	names []string
 }{
-	{"Essentials", []string{"port", "bind", "data-dir", "requirepass-file", "maxmemory", "log-level", "log-format", "version"}},
+	{"Essentials", []string{"port", "bind", "data-dir", "config", "requirepass-file", "maxmemory", "log-level", "log-format", "version"}},
 	{"Cluster", []string{"bootstrap", "join", "cluster-secret-file", "cluster-secret", "advertise", "node-id", "join-timeout", "write-timeout"}},
 	{"TLS", []string{"tls-port", "tls-cert-file", "tls-key-file", "tls-ca-cert-file", "tls-auth-clients", "tls-cluster"}},
 	{"Operations", []string{"metrics-addr"}},
@@ -31,7 +31,7 @@ var flagGroups = []struct {
 func printUsage(w io.Writer, fs *flag.FlagSet) {
 	fmt.Fprint(w, "redcell: a rate-limit server that speaks the Redis protocol (CL.THROTTLE as redis-cell),\n"+
 		"with every decision durable in a Raft log before it is answered.\n\n"+
-		"Usage: redcell [--flag value ...]\n")
+		"Usage: redcell [--config redcell.conf] [--flag value ...]\n")
 	for _, g := range flagGroups {
 		fmt.Fprintf(w, "\n%s:\n", g.title)
 		for _, name := range g.names {
