@@ -173,8 +173,8 @@ type Node struct {
 	// closeClients stops the client ports and drains their connections
 	// (once: a graceful stop does it before the router stops, Close after).
 	closeClients func()
-	stop      chan struct{} // ends join and promotion
-	bg        sync.WaitGroup
+	stop         chan struct{} // ends join and promotion
+	bg           sync.WaitGroup
 
 	joinTimeout time.Duration // Config.JoinTimeout (join.go)
 }
