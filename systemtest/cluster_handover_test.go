@@ -82,6 +82,13 @@ func TestClusterRollingRestart(t *testing.T) {
 	t.Logf("rolling restart: %d requests; latency max %v, p99 %v, p50 %v; %d over %v (max at %v after the start, %s)",
 		st.n, st.max.Round(time.Microsecond), st.p99.Round(time.Microsecond), st.p50.Round(time.Microsecond),
 		st.over, rollingStallFigure, st.maxAt.Round(time.Millisecond), st.maxWhat)
+	for _, n := range c.nodes {
+		for _, line := range strings.Split(n.logSince(0), "\n") {
+			if strings.Contains(line, "leadership handed over") {
+				t.Logf("%s: %s", n.id, line)
+			}
+		}
+	}
 	if errs := load.errs.String(); errs != "none" {
 		t.Errorf("error replies during the rolling restart: %s", errs)
 	}
@@ -331,4 +338,52 @@ func (l *rollingLoad) problems() []string {
 		out = append(out, cl.problems...)
 	}
 	return out
+}
+
+// TestClusterShutdownCommandHandsOver: SHUTDOWN sent to a cluster's leader
+// hands its leadership to another voter before the process exits 0 (its log
+// says so, and another node leads); SHUTDOWN NOW skips the handover, as
+// Redis's NOW skips waiting for lagging replicas.
+func TestClusterShutdownCommandHandsOver(t *testing.T) {
+	c := startCluster(t, 3)
+	leader := c.waitLeader()
+	for _, tc := range []struct {
+		args      []string
+		handsOver bool
+	}{
+		{[]string{"SHUTDOWN", "NOSAVE"}, true},
+		{[]string{"SHUTDOWN", "NOW", "NOSAVE"}, false},
+	} {
+		n := c.nodes[leader]
+		off := n.logSize()
+		conn := mustDial(t, n.addr())
+		conn.send(tc.args...)
+		if err := conn.flush(); err != nil {
+			t.Fatal(err)
+		}
+		if err := conn.expectClosed(); err != nil {
+			t.Fatalf("%v on the leader %s: %v", tc.args, n.id, err)
+		}
+		if err := n.waitExit(stopTimeout); err != nil {
+			t.Fatalf("%v on the leader %s: %v", tc.args, n.id, err)
+		}
+		if code := n.exitCode(); code != 0 {
+			t.Errorf("%v: %s exited with code %d, want 0", tc.args, n.id, code)
+		}
+		handed := strings.Contains(n.logSince(off), "leadership handed over")
+		if handed != tc.handsOver {
+			t.Errorf("%v on the leader %s: handed over %v, want %v; log:\n%s", tc.args, n.id, handed, tc.handsOver, lastLines(n.logSince(off), 30))
+		}
+		var others []int
+		for i := range c.nodes {
+			if i != leader {
+				others = append(others, i)
+			}
+		}
+		next := c.waitLeader(others...)
+		t.Logf("%v on %s: %s leads now (handed over: %v)", tc.args, n.id, c.nodes[next].id, handed)
+		c.restart(leader)
+		c.waitCaughtUp(leader)
+		leader = c.waitLeader()
+	}
 }
