@@ -15,15 +15,20 @@ import (
 )
 
 // The figure issue 35 asks of a rolling restart: no request slower than
-// this. The test asserts rollingStallBound, which is looser: on a busy
-// 2-core machine a process can lose the CPU for longer than 100 ms whatever
-// the code does, so the test logs the measured maximum and p99 and how many
-// requests passed 100 ms, and fails only past what no scheduling hiccup
-// explains (the old stop, without a handover, stalled clients for the
-// election: about a second with the test clusters' 300 ms timeouts).
+// this. The test logs the measured maximum and p99 and how many requests
+// passed it, but asserts a looser bound: rollingStallBound plus
+// rollingBaselineFactor times the p99 of the requests before the first
+// stop. On a busy 2-core machine a process loses the CPU for longer than
+// 100 ms whatever the code does (with two busy loops beside the cluster the
+// median request took 40-70 ms before anything stopped), so a fixed bound
+// would measure the machine. Error replies are what a stop without a
+// handover gives (TRYAGAIN for the leader's entries in flight, CLUSTERDOWN
+// while no leader is known), and they fail the test at any speed.
 const (
-	rollingStallFigure = 100 * time.Millisecond
-	rollingStallBound  = 500 * time.Millisecond
+	rollingStallFigure    = 100 * time.Millisecond
+	rollingStallBound     = 500 * time.Millisecond
+	rollingBaselineFactor = 3
+	rollingSlowLogged     = 10 // requests over the figure listed in the log
 )
 
 // Rolling-restart load: clients per node, and how many replies each client
@@ -45,8 +50,8 @@ const (
 // time until its first reply on another node.
 //
 // Asserted: no error reply at all (no TRYAGAIN, no CLUSTERDOWN, no outcome
-// unknown); no torn reply; every node exits 0; no request slower than
-// rollingStallBound (the issue's 100 ms is measured and logged); and each
+// unknown); no torn reply; every node exits 0; no request slower than the
+// bound above (the issue's 100 ms is measured and logged); and each
 // key holds exactly what its client saw — every INCR answered one more than
 // the one before, every CL.THROTTLE one unit less remaining — so a request
 // that met a closing connection was not decided there (a stopping node
@@ -59,6 +64,7 @@ func TestClusterRollingRestart(t *testing.T) {
 	load.waitReplies(t, rollingRepliesBetween)
 
 	leadersStopped := 0
+	firstStop := time.Since(load.start)
 	for i := range c.nodes {
 		sts := c.statuses()
 		wasLeader := sts[i].state == "leader"
@@ -70,8 +76,8 @@ func TestClusterRollingRestart(t *testing.T) {
 		stopped := time.Since(stopAt)
 		c.restart(i)
 		c.waitCaughtUp(i)
-		t.Logf("%s (leader: %v) stopped in %v, restarted and caught up after %v",
-			c.nodes[i].id, wasLeader, stopped.Round(time.Millisecond), time.Since(stopAt).Round(time.Millisecond))
+		t.Logf("%s (leader: %v) stopped at %v in %v, restarted and caught up after %v",
+			c.nodes[i].id, wasLeader, stopAt.Sub(load.start).Round(time.Millisecond), stopped.Round(time.Millisecond), time.Since(stopAt).Round(time.Millisecond))
 		load.waitReplies(t, rollingRepliesBetween)
 	}
 	load.halt()
@@ -79,6 +85,11 @@ func TestClusterRollingRestart(t *testing.T) {
 		t.Errorf("no node was the leader when it was stopped (n%d led at the start): the restart did not test a handover", first+1)
 	}
 	st := load.summary()
+	for _, slow := range st.slow[:min(len(st.slow), rollingSlowLogged)] {
+		t.Logf("over %v: %s", rollingStallFigure, slow)
+	}
+	baseline := load.p99Before(firstStop)
+	bound := rollingStallBound + rollingBaselineFactor*baseline
 	t.Logf("rolling restart: %d requests; latency max %v, p99 %v, p50 %v; %d over %v (max at %v after the start, %s)",
 		st.n, st.max.Round(time.Microsecond), st.p99.Round(time.Microsecond), st.p50.Round(time.Microsecond),
 		st.over, rollingStallFigure, st.maxAt.Round(time.Millisecond), st.maxWhat)
@@ -95,8 +106,10 @@ func TestClusterRollingRestart(t *testing.T) {
 	for _, p := range load.problems() {
 		t.Error(p)
 	}
-	if st.max > rollingStallBound {
-		t.Errorf("slowest request took %v, over the test's bound %v (issue 35's figure: %v)", st.max, rollingStallBound, rollingStallFigure)
+	t.Logf("p99 before the first stop %v: the test's bound is %v", baseline.Round(time.Microsecond), bound.Round(time.Millisecond))
+	if st.max > bound {
+		t.Errorf("slowest request took %v, over the test's bound %v (%v + %d × the p99 before the first stop, %v; issue 35's figure: %v)",
+			st.max, bound, rollingStallBound, rollingBaselineFactor, baseline, rollingStallFigure)
 	}
 	c.compareReplicas("after the rolling restart")
 }
@@ -302,6 +315,7 @@ type rollingSummary struct {
 	n             int
 	max, p99, p50 time.Duration
 	over          int
+	slow          []string // the requests over rollingStallFigure: when, how long, which
 	maxAt         time.Duration
 	maxWhat       string
 }
@@ -318,6 +332,7 @@ func (l *rollingLoad) summary() rollingSummary {
 			}
 			if d > rollingStallFigure {
 				s.over++
+				s.slow = append(s.slow, fmt.Sprintf("%s at %v took %v (%s)", cl.name, cl.at[i].Round(time.Millisecond), d.Round(time.Millisecond), cl.what[i]))
 			}
 		}
 	}
@@ -328,6 +343,25 @@ func (l *rollingLoad) summary() rollingSummary {
 		s.p50 = all[s.n/2]
 	}
 	return s
+}
+
+// p99Before is the p99 latency of the requests that began before the
+// offset from the start (the steady state before anything stopped). After
+// halt.
+func (l *rollingLoad) p99Before(offset time.Duration) time.Duration {
+	var all []time.Duration
+	for _, cl := range l.clients {
+		for i, d := range cl.lat {
+			if cl.at[i] < offset {
+				all = append(all, d)
+			}
+		}
+	}
+	if len(all) == 0 {
+		return 0
+	}
+	slices.Sort(all)
+	return all[len(all)*99/100]
 }
 
 // problems lists what the clients found wrong besides error replies. After
