@@ -171,6 +171,8 @@ type Group struct {
 	maxTrailingLogs uint64
 	// reads is ReadAsync's queue (async.go).
 	reads asyncReads
+	// handover is the state of a graceful leadership handover (handover.go).
+	handover handover
 }
 
 type groupStats struct {
@@ -229,6 +231,7 @@ func Open(cfg Config) (*Group, error) {
 
 	rc := raftConfig(cfg, g.notifyCh)
 	g.maxTrailingLogs = rc.TrailingLogs
+	g.handover.electionTimeout = rc.ElectionTimeout
 	existing, err := raft.HasExistingState(cfg.LogStore, cfg.Stable, cfg.Snapshots)
 	if err != nil {
 		return nil, fmt.Errorf("group: reading raft state: %w", err)
@@ -469,6 +472,9 @@ func (g *Group) setReady(v bool) {
 // WaitForLeader for this node to become a ready leader. Every change of
 // leadership wakes it to look again.
 func (g *Group) awaitReady() error {
+	if g.handover.on.Load() {
+		return ErrNotLeader // handing over (handover.go): retry at the next leader
+	}
 	if g.ready.Load() {
 		return nil
 	}
@@ -547,16 +553,28 @@ func (g *Group) verifyLeader() error {
 		return ErrShutdown
 	}
 	if err := g.raft.VerifyLeader().Error(); err != nil {
-		return mapRaftErr(err)
+		if errors.Is(err, raft.ErrRaftShutdown) {
+			return ErrShutdown
+		}
+		// A read has no effect: whatever raft says (not the leader,
+		// leadership lost on the way), it may be asked again at the
+		// leader (handover.go).
+		return ErrNoLeader
 	}
 	return nil
 }
 
+// mapRaftErr turns raft's answer to an Apply (or a configuration change)
+// into the request failure it amounts to. ErrNotLeader and
+// ErrLeadershipTransferInProgress are answered before the entry reaches
+// the log: nothing happened, retry (ErrNoLeader). ErrLeadershipLost is
+// answered for an entry already in this leader's log, which a later leader
+// may commit: the outcome is unknown (handover.go has the rule).
 func mapRaftErr(err error) error {
 	switch {
-	case errors.Is(err, raft.ErrNotLeader):
+	case errors.Is(err, raft.ErrNotLeader), errors.Is(err, raft.ErrLeadershipTransferInProgress):
 		return ErrNoLeader
-	case errors.Is(err, raft.ErrLeadershipLost), errors.Is(err, raft.ErrLeadershipTransferInProgress):
+	case errors.Is(err, raft.ErrLeadershipLost):
 		return ErrOutcomeUnknown
 	case errors.Is(err, raft.ErrRaftShutdown):
 		return ErrShutdown

@@ -185,26 +185,17 @@ func (g *Group) Remove(id string) error {
 }
 
 // Transfer hands leadership to the voter id, or to the most up-to-date
-// voter when id is empty, and waits for the handover.
+// voter when id is empty, and waits for the handover: gracefully, as a
+// stopping leader does (handover.go), so no client sees an error.
 func (g *Group) Transfer(id string) error {
 	if err := g.leaderOnly(); err != nil {
 		return err
 	}
-	var f raft.Future
-	if id == "" {
-		f = g.raft.LeadershipTransfer()
-	} else {
-		m, ok, err := g.member(id)
-		if err != nil {
-			return err
+	if err := g.handOver(id); err != nil {
+		if IsNoVoterToHandTo(err) {
+			return fmt.Errorf("group: leadership transfer: %w", err)
 		}
-		if !ok || m.Suffrage != Voter {
-			return fmt.Errorf("group: node %s is not a voting member", id)
-		}
-		f = g.raft.LeadershipTransferToServer(raft.ServerID(id), raft.ServerAddress(m.Addr))
-	}
-	if err := f.Error(); err != nil {
-		return fmt.Errorf("group: leadership transfer: %w", err)
+		return err
 	}
 	return nil
 }

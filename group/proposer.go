@@ -93,8 +93,8 @@ func (g *Group) propose(b *Batch) error {
 // enqueue readies b's results, queues it for the next entry and lets the
 // batcher decide whether to cut now. Once it returns nil, b is answered
 // through b.finish (its callback, or b.done) by whoever applies or fails
-// its entry; it fails only when the group is stopping, and then b was not
-// queued.
+// its entry; it fails only when the group is stopping or handing its
+// leadership over, and then b was not queued.
 func (g *Group) enqueue(b *Batch) error {
 	if cap(b.Results) < len(b.Ops) {
 		b.Results = make([]request.Result, len(b.Ops))
@@ -105,6 +105,10 @@ func (g *Group) enqueue(b *Batch) error {
 	if g.stopping.Load() {
 		g.qmu.Unlock()
 		return ErrShutdown
+	}
+	if g.handover.on.Load() {
+		g.qmu.Unlock()
+		return ErrNotLeader // handing over (handover.go): nothing queued, retry at the next leader
 	}
 	b.queued = monoNanos()
 	g.queue = append(g.queue, b)

@@ -141,11 +141,14 @@ func (g *Group) LeaderlessAfter() time.Duration {
 }
 
 // LastLeaderContact is when this node last knew of a leader: now while it
-// leads; otherwise when a leader last contacted it (raft's LastContact,
-// which raft also sets when this node grants a vote or stops leading), or
-// when the group started if no leader has since.
+// leads or hands its leadership over (handover.go: raft records the step
+// down as a contact only after it reports the node a follower, and a
+// request that looked in between would take the cluster for leaderless);
+// otherwise when a leader last contacted it (raft's LastContact, which raft
+// also sets when this node grants a vote or stops leading), or when the
+// group started if no leader has since.
 func (g *Group) LastLeaderContact() time.Time {
-	if g.raft.State() == raft.Leader {
+	if g.raft.State() == raft.Leader || g.handover.on.Load() {
 		return time.Now()
 	}
 	last := g.raft.LastContact()

@@ -177,9 +177,12 @@ type Node struct {
 	tls       *tlscert.Store
 	metrics   *nodeMetrics // --metrics-addr; nil without (metrics.go)
 	fatal     chan error
-	shutdown  chan struct{} // a client sent SHUTDOWN
-	stop      chan struct{} // ends join and promotion
-	bg        sync.WaitGroup
+	shutdown  chan ShutdownRequest // a client sent SHUTDOWN
+	// closeClients stops the client ports and drains their connections
+	// (once: a graceful stop does it before the router stops, Close after).
+	closeClients func()
+	stop         chan struct{} // ends join and promotion
+	bg           sync.WaitGroup
 
 	joinTimeout time.Duration // Config.JoinTimeout (join.go)
 }
@@ -197,7 +200,7 @@ func Open(cfg Config) (n *Node, err error) {
 	if cfg.Bootstrap && cfg.Join != "" {
 		return nil, errors.New("--bootstrap starts a new cluster and --join joins an existing one: give one of them")
 	}
-	n = &Node{log: log, dataDir: cfg.DataDir, joinTimeout: cfg.JoinTimeout, fatal: make(chan error, 1), shutdown: make(chan struct{}, 1), stop: make(chan struct{}), members: memberMonitor{views: map[string]memberView{}}}
+	n = &Node{log: log, dataDir: cfg.DataDir, joinTimeout: cfg.JoinTimeout, fatal: make(chan error, 1), shutdown: make(chan ShutdownRequest, 1), stop: make(chan struct{}), members: memberMonitor{views: map[string]memberView{}}}
 	n.maxMemory = new(atomic.Int64)
 	n.maxMemory.Store(cfg.MaxMemory)
 	var closers []func() error
@@ -400,12 +403,18 @@ func Open(cfg Config) (n *Node, err error) {
 		Save:              saveSchedule(cfg),
 		BusyPoll:          cfg.BusyPoll,
 		Quiet:             n.group.Quiet,
-		Shutdown: func() {
+		Shutdown: func(handOver bool) {
 			select {
-			case n.shutdown <- struct{}{}:
+			case n.shutdown <- ShutdownRequest{HandOver: handOver}:
 			default: // already asked
 			}
 		},
+	})
+	n.closeClients = sync.OnceFunc(func() {
+		if n.tlsLn != nil {
+			n.tlsLn.Close()
+		}
+		n.srv.Close()
 	})
 	// Applied writes, whichever node took them, invalidate what tracking
 	// clients of this node cache.
@@ -467,10 +476,15 @@ func (n *Node) ReloadTLS() error {
 	return n.tls.Reload()
 }
 
-// ShutdownRequested delivers a client's SHUTDOWN: the owner then Closes the
-// node and exits successfully (the server has already taken the snapshot
-// the client asked for).
-func (n *Node) ShutdownRequested() <-chan struct{} { return n.shutdown }
+// ShutdownRequest is a client's SHUTDOWN: HandOver is false for SHUTDOWN
+// NOW, which skips the leadership handover (Redis's NOW skips waiting for
+// lagging replicas, the step the handover takes the place of).
+type ShutdownRequest struct{ HandOver bool }
+
+// ShutdownRequested delivers a client's SHUTDOWN: the owner then calls
+// Shutdown(req.HandOver) and exits successfully (the server has already
+// taken the snapshot the client asked for).
+func (n *Node) ShutdownRequested() <-chan ShutdownRequest { return n.shutdown }
 
 // saveSchedule is CONFIG GET save: Raft's snapshot schedule in Redis's
 // "<seconds> <changes>" form (every SnapshotInterval, if at least
@@ -485,17 +499,46 @@ func saveSchedule(cfg Config) string {
 // then Close the node.
 func (n *Node) Fatal() <-chan error { return n.fatal }
 
+// Shutdown stops the node gracefully (SIGTERM, SIGINT, SHUTDOWN), so that
+// no client sees an error reply or a torn one:
+//
+//  1. With handOver, a leader hands its leadership to the most caught-up
+//     voter (group.HandOver: new requests are refused to be retried at the
+//     next leader, those it took are committed and answered, then raft
+//     transfers and the node waits to know the new leader). A follower, or
+//     a leader alone, has nothing to hand over.
+//  2. The client ports drain: no connection is accepted any more (a client
+//     that dials is closed at once and goes to its next node), and every
+//     connection answers what it has read — through the router, which
+//     still forwards to the new leader, waiting for one within the write
+//     timeout — then closes between two requests.
+//  3. Close: raft, the forwarding server (which answers the calls it
+//     holds), the transport, the port and the store.
+//
+// A handover that fails (no voter caught up within its bound) is logged and
+// the stop goes on: the cluster then elects as it would after a crash.
+func (n *Node) Shutdown(handOver bool) error {
+	if handOver {
+		switch err := n.group.HandOver(); {
+		case err == nil, errors.Is(err, group.ErrNotLeader), group.IsNoVoterToHandTo(err):
+		default:
+			n.log.Warn("stopping without a leadership handover", "err", err)
+		}
+	}
+	n.closeClients()
+	return n.Close()
+}
+
 // Close shuts down in dependency order: clients (each waits for its
 // answer), raft, the transport and the shared port, then the store, so
-// nothing is torn.
+// nothing is torn. Requests still waiting for a leader are answered at once
+// (TRYAGAIN) rather than through their write timeout: Close is the quick
+// stop (after a fatal error, in tests); Shutdown is the graceful one.
 func (n *Node) Close() error {
 	close(n.stop)
 	n.bg.Wait()
 	n.metrics.close() // no scrape reads a node being taken down
-	if n.tlsLn != nil {
-		n.tlsLn.Close()
-	}
-	n.srv.Close()
+	n.closeClients()
 	n.fwd.Close()
 	err := n.group.Shutdown()
 	n.fwdSrv.Close()

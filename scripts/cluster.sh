@@ -4,6 +4,10 @@
 #   scripts/cluster.sh start    build redcell, start n1 (bootstraps a new cluster), n2 and n3 (join n1)
 #   scripts/cluster.sh status   each node's role, term, leader and applied index
 #   scripts/cluster.sh stop     stop every node (SIGTERM, by PID)
+#   scripts/cluster.sh rolling-restart
+#                               restart the nodes one at a time, followers first, the leader
+#                               last (its SIGTERM hands leadership over); each must serve and
+#                               catch up before the next stops (node/DESIGN.md: the procedure)
 #
 # Ports 7001-7003 (override with BASE_PORT=...); data, logs, PIDs and the
 # cluster secret live in ./redcell-cluster (override with CLUSTER_DIR=...).
@@ -131,9 +135,73 @@ stop() {
   done
 }
 
+# rolling_restart restarts every running node in turn, as an upgrade does
+# (rebuild the binary first, then run this): followers first and the leader
+# last, so leadership moves once. Each node gets SIGTERM (a leader hands
+# its leadership to a caught-up voter and every client connection closes
+# between two requests), its exit is waited for, it starts again on its
+# data dir, and the next one stops only once it answers, knows the leader
+# and has applied what the leader had committed: never two down at once.
+rolling_restart() {
+  local leader="" order=() i
+  for i in "${NODES[@]}"; do
+    if [ "$(info_field "$(port "$i")" raft_state)" = leader ]; then leader=$i; fi
+  done
+  if [ -z "$leader" ]; then
+    echo "no leader answers; see '$0 status'" >&2
+    return 1
+  fi
+  for i in "${NODES[@]}"; do [ "$i" = "$leader" ] || order+=("$i"); done
+  order+=("$leader")
+  for i in "${order[@]}"; do
+    local f="$DIR/n$i.pid" pid
+    if [ ! -f "$f" ] || ! kill -0 "$(cat "$f")" 2>/dev/null; then
+      echo "n$i is not running: start the cluster first" >&2
+      return 1
+    fi
+    pid=$(cat "$f")
+    kill -TERM "$pid"
+    for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+    if kill -0 "$pid" 2>/dev/null; then
+      echo "n$i (pid $pid) did not exit within 30 s of SIGTERM; see $DIR/n$i.log" >&2
+      return 1
+    fi
+    "$BIN" --bind 127.0.0.1 --port "$(port "$i")" --data-dir "$DIR/n$i" --node-id "n$i" \
+      --cluster-secret-file "$DIR/secret" >>"$DIR/n$i.log" 2>&1 &
+    echo $! >"$f"
+    if ! wait_caught_up "$i"; then
+      echo "n$i did not catch up within 30 s; stopping the rolling restart (see $DIR/n$i.log)" >&2
+      return 1
+    fi
+    echo "n$i restarted (pid $(cat "$f"))$([ "$i" = "$leader" ] && echo ", leadership handed over")"
+  done
+  status
+}
+
+# wait_caught_up waits until node $1 answers INFO, knows a leader, and has
+# applied the commit index that leader reported when the wait began.
+wait_caught_up() {
+  local p target="" info leader applied j
+  p=$(port "$1")
+  for _ in $(seq 1 300); do
+    info=$(raft_info "$p")
+    leader=$(field raft_leader_id <<<"$info")
+    applied=$(field raft_applied_index <<<"$info")
+    if [ -n "$leader" ] && [ -z "$target" ]; then
+      for j in "${NODES[@]}"; do
+        if [ "n$j" = "$leader" ]; then target=$(info_field "$(port "$j")" raft_commit_index); fi
+      done
+    fi
+    if [ -n "$target" ] && [ -n "$applied" ] && [ "$applied" -ge "$target" ]; then return 0; fi
+    sleep 0.1
+  done
+  return 1
+}
+
 case "${1:-}" in
   start) start ;;
   stop) stop ;;
   status) status ;;
-  *) echo "usage: $0 start|stop|status" >&2; exit 2 ;;
+  rolling-restart) rolling_restart ;;
+  *) echo "usage: $0 start|stop|status|rolling-restart" >&2; exit 2 ;;
 esac

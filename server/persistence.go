@@ -89,14 +89,23 @@ func (s *Server) lastSave() int64 {
 
 // SHUTDOWN [NOSAVE | SAVE] [NOW] [FORCE] [ABORT]
 // Stops this node gracefully: a Raft snapshot first (unless NOSAVE, or
-// while loading, as Redis skips saving then), then every connection gets
-// its pending answers and the process exits 0. The caller gets no reply:
-// its connection closes, as with Redis. A failed snapshot aborts the
-// shutdown ("-ERR Errors trying to SHUTDOWN. Check logs.") unless FORCE.
-// NOW is accepted (nothing waits for replicas here); ABORT answers that no
-// shutdown is in progress, since none is ever left pending.
+// while loading, as Redis skips saving then), then a leader hands its
+// leadership to the most caught-up voter (unless NOW), then every
+// connection gets its pending answers and the process exits 0. The caller
+// gets no reply: its connection closes, as with Redis.
+//
+// The options as Redis 7.0 has them: NOSAVE skips the snapshot; SAVE is the
+// default made explicit (Redis's SAVE saves even without save points; a
+// snapshot is taken here either way). NOW skips the
+// step Redis spends waiting for lagging replicas, which is here the
+// leadership handover: the cluster then elects as after a crash. FORCE
+// goes on when the snapshot fails (otherwise "-ERR Errors trying to
+// SHUTDOWN. Check logs."). ABORT cancels a shutdown in progress in Redis;
+// here the only step that waits is the handover, bounded by a few election
+// timeouts and not cancellable, so ABORT answers that no shutdown is in
+// progress, as Redis does when none is.
 func cmdShutdown(c *conn, _ *commands.Spec, args [][]byte) {
-	var nosave, save, force, abort, other bool
+	var nosave, save, now, force, abort, other bool
 	for _, a := range args[1:] {
 		switch {
 		case commands.EqualFold(a, "nosave"):
@@ -104,7 +113,7 @@ func cmdShutdown(c *conn, _ *commands.Spec, args [][]byte) {
 		case commands.EqualFold(a, "save"):
 			save = true
 		case commands.EqualFold(a, "now"):
-			other = true
+			now, other = true, true
 		case commands.EqualFold(a, "force"):
 			force, other = true, true
 		case commands.EqualFold(a, "abort"):
@@ -136,8 +145,8 @@ func cmdShutdown(c *conn, _ *commands.Spec, args [][]byte) {
 			}
 		}
 	}
-	s.log.Info("SHUTDOWN requested by a client", "id", c.id, "addr", c.addr, "nosave", nosave)
+	s.log.Info("SHUTDOWN requested by a client", "id", c.id, "addr", c.addr, "nosave", nosave, "now", now)
 	c.answerPending()
 	c.closeAfter = true
-	s.cfg.Shutdown()
+	s.cfg.Shutdown(!now)
 }

@@ -90,7 +90,7 @@ func TestBgsave(t *testing.T) {
 func TestShutdownCommand(t *testing.T) {
 	n := startTestNode(t)
 	asked := make(chan struct{}, 4)
-	_, addr := n.serveConfig(Config{Shutdown: func() { asked <- struct{}{} }})
+	_, addr := n.serveConfig(Config{Shutdown: func(bool) { asked <- struct{}{} }})
 	c := dialAddr(t, addr)
 	for _, s := range []struct {
 		args []string
@@ -130,7 +130,7 @@ func TestShutdownCommand(t *testing.T) {
 	// A snapshot that fails (the stub backend has no cluster) aborts it,
 	// unless FORCE.
 	var stopped atomic.Int32
-	sc := dialAddr(t, serveStub(t, Config{Shutdown: func() { stopped.Add(1) }}))
+	sc := dialAddr(t, serveStub(t, Config{Shutdown: func(bool) { stopped.Add(1) }}))
 	if got := sc.do("SHUTDOWN"); got != "-ERR Errors trying to SHUTDOWN. Check logs." || stopped.Load() != 0 {
 		t.Errorf("SHUTDOWN with a failing snapshot = %s (stopped %d)", got, stopped.Load())
 	}

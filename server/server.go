@@ -81,8 +81,10 @@ type Config struct {
 	RewriteConfig func(params map[string]string) error
 	// Shutdown asks the owner of the node to stop it (SHUTDOWN): it must
 	// return at once and stop the node from another goroutine, since Close
-	// waits for the connection that called it. nil: SHUTDOWN is refused.
-	Shutdown func()
+	// waits for the connection that called it. handOver is false for
+	// SHUTDOWN NOW: a leader stops without handing its leadership over
+	// first. nil: SHUTDOWN is refused.
+	Shutdown func(handOver bool)
 
 	// BusyPoll is how long a connection may spin for its client's next
 	// request after answering, while Quiet reports true, before it parks

@@ -16,8 +16,9 @@ import (
 // TestClusterScript: the README's scripts/cluster.sh starts a 3-node
 // cluster that decides through any node, status names one leader and two
 // followers in one term, a node that accepts connections but does not
-// answer shows as "no answer" without holding status up for long, and stop
-// stops them all.
+// answer shows as "no answer" without holding status up for long,
+// rolling-restart restarts each node in turn (the leader last) and the
+// cluster decides again, and stop stops them all.
 func TestClusterScript(t *testing.T) {
 	base := 0
 	for try := 0; try < 20 && base == 0; try++ {
@@ -94,6 +95,18 @@ func TestClusterScript(t *testing.T) {
 	t.Logf("status with one silent node took %v", took)
 	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
 		t.Fatal(err)
+	}
+	// rolling-restart restarts all three, the leader last with a handover,
+	// and the cluster decides through every node again.
+	rolled := run("rolling-restart")
+	if strings.Count(rolled, " restarted (pid ") != 3 || !strings.Contains(rolled, "leadership handed over") {
+		t.Fatalf("rolling-restart:\n%s", rolled)
+	}
+	for i := 1; i <= 3; i++ {
+		c := mustDial(t, "127.0.0.1:"+strconv.Itoa(base+i))
+		if v, ok := mustDo(t, c, "CL.THROTTLE", "script-user", "15", "30", "60").ints(); !ok || v[0] != 0 {
+			t.Fatalf("CL.THROTTLE through n%d after the rolling restart: %v", i, v)
+		}
 	}
 	out := run("stop")
 	if strings.Count(out, "stopped") != 3 {

@@ -96,6 +96,9 @@ func main() {
 	// without TLS it is ignored, as Redis ignores it.
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
+	// A stop hands a leader's leadership over first (node.Shutdown), so
+	// that a rolling restart costs clients no error; SHUTDOWN NOW does not.
+	handOver := true
 wait:
 	for {
 		select {
@@ -111,8 +114,9 @@ wait:
 		case s := <-sig:
 			log.Info("shutting down", "signal", s.String())
 			break wait
-		case <-n.ShutdownRequested():
-			log.Info("shutting down", "reason", "SHUTDOWN command")
+		case req := <-n.ShutdownRequested():
+			log.Info("shutting down", "reason", "SHUTDOWN command", "hand_over", req.HandOver)
+			handOver = req.HandOver
 			break wait
 		case err := <-n.Fatal():
 			log.Error("stopping after a fatal error", "err", err)
@@ -130,7 +134,7 @@ wait:
 			os.Exit(1)
 		}
 	}
-	if err := n.Close(); err != nil {
+	if err := n.Shutdown(handOver); err != nil {
 		log.Error("shutdown", "err", err)
 		os.Exit(1)
 	}
