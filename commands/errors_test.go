@@ -204,7 +204,7 @@ func TestAvailabilityTexts(t *testing.T) {
 func TestResultErrorNamesTheFeatureLevel(t *testing.T) {
 	r := request.Result{Kind: request.KindError, Err: request.ErrFeatureLevel,
 		Ints: [5]int64{int64(request.Set), 2, 1}}
-	const want = "ERR 'SET' needs cluster feature level 2 (every voter must run a build that supports it); the cluster is at level 1"
+	const want = "ERR 'SET' needs cluster feature level 2 (every member must run a build that supports it); the cluster is at level 1"
 	if got := ResultError(&r); got != want {
 		t.Errorf("ResultError = %q, want %q", got, want)
 	}

@@ -28,7 +28,7 @@ func TestCodeAboveTheLevelIsRefusedAtApply(t *testing.T) {
 	if !res[0].Equal(want) || res[1].Kind != request.KindNil {
 		t.Fatalf("DEBUG NEXTLEVEL at level 1: %+v then GET %+v, want %+v and nil", res[0], res[1], want)
 	}
-	if got := request.FeatureLevelText(&res[0]); got != "ERR 'DEBUG NEXTLEVEL' needs cluster feature level 2 (every voter must run a build that supports it); the cluster is at level 1" {
+	if got := request.FeatureLevelText(&res[0]); got != "ERR 'DEBUG NEXTLEVEL' needs cluster feature level 2 (every member must run a build that supports it); the cluster is at level 1" {
 		t.Errorf("text %q", got)
 	}
 	res = applyOne(t, f, commandLog(2, encodeEntry(t0Level, []request.Request{request.NewSetFeatureLevel(2), nextLevelSet("k", "v"), get})))

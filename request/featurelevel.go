@@ -50,7 +50,7 @@ const ErrFeatureLevel ErrCode = 64
 // featureLevelErrText is ErrFeatureLevel's text when the result does not
 // say which code and levels (never the case for a result this package
 // filled in).
-const featureLevelErrText = "ERR this command needs a higher cluster feature level (every voter must run a build that supports it)"
+const featureLevelErrText = "ERR this command needs a higher cluster feature level (every member must run a build that supports it)"
 
 var featureLevelOps = []Op{
 	{Code: SetFeatureLevel, Name: "SETFEATURELEVEL", Keys: NoKey, Reply: KindOK},
@@ -89,13 +89,13 @@ func (r *Result) SetFeatureLevelErr(c Code, active FeatureLevel) {
 
 // FeatureLevelText is the reply to a request refused with ErrFeatureLevel:
 //
-//	ERR 'DEBUG NEXTLEVEL' needs cluster feature level 2 (every voter must run a build that supports it); the cluster is at level 1
+//	ERR 'DEBUG NEXTLEVEL' needs cluster feature level 2 (every member must run a build that supports it); the cluster is at level 1
 func FeatureLevelText(r *Result) string {
 	c := Code(r.Ints[0])
 	if r.Ints[0] < 0 || r.Ints[0] > 255 || !c.Known() || r.Ints[1] <= 0 {
 		return featureLevelErrText
 	}
-	return fmt.Sprintf("ERR '%s' needs cluster feature level %d (every voter must run a build that supports it); the cluster is at level %s",
+	return fmt.Sprintf("ERR '%s' needs cluster feature level %d (every member must run a build that supports it); the cluster is at level %s",
 		ops[c].Name, r.Ints[1], strconv.FormatInt(r.Ints[2], 10))
 }
 

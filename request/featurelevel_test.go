@@ -37,7 +37,7 @@ func TestFeatureLevelResultTravels(t *testing.T) {
 	if err != nil || len(rest) != 0 || !got.Equal(r) {
 		t.Fatalf("round trip: %+v %v, want %+v", got, err, r)
 	}
-	const want = "ERR 'SET' needs cluster feature level 2 (every voter must run a build that supports it); the cluster is at level 1"
+	const want = "ERR 'SET' needs cluster feature level 2 (every member must run a build that supports it); the cluster is at level 1"
 	if s := FeatureLevelText(&got); s != want {
 		t.Errorf("text %q, want %q", s, want)
 	}

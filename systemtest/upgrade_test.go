@@ -18,7 +18,7 @@ const nextLevelTag = "redcell_nextlevel"
 
 // levelRefusal is what every new node answers DEBUG NEXTLEVEL while the
 // cluster is at level 1.
-const levelRefusal = "ERR 'DEBUG NEXTLEVEL' needs cluster feature level 2 (every voter must run a build that supports it); the cluster is at level 1"
+const levelRefusal = "ERR 'DEBUG NEXTLEVEL' needs cluster feature level 2 (every member must run a build that supports it); the cluster is at level 1"
 
 // levelTimeout bounds the wait for the leader to raise the level once
 // every member supports it: it learns that from its once-a-second status
