@@ -43,6 +43,11 @@ var (
 // Config wires a Group. Store, Snapshots, Transport and FSM are owned by the
 // caller, which closes them after Shutdown.
 type Config struct {
+	// WaitForElectionTimer leaves a lone voter's first election to raft's
+	// heartbeat timer instead of starting it at once (alonestart.go): for
+	// tests that must reach a restarted node before it has elected itself.
+	WaitForElectionTimer bool
+
 	NodeID    string
 	Addr      raft.ServerAddress // this node's advertised Raft address
 	LogStore  raft.LogStore
@@ -289,7 +294,9 @@ func Open(cfg Config) (*Group, error) {
 		}
 		g.log.Info("bootstrapped a new one-node cluster", "node_id", cfg.NodeID, "addr", cfg.Addr)
 	}
-	g.campaignIfAlone()
+	if !cfg.WaitForElectionTimer {
+		g.campaignIfAlone()
+	}
 	if startSnap != nil {
 		g.wg.Add(1)
 		go g.restoreAtStart(startSnap)

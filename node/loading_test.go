@@ -11,10 +11,11 @@ import (
 // A restarted node answers while it loads: commands that need the keyspace
 // get Redis's LOADING error at once, PING and INFO run and INFO says
 // loading:1; once loaded the same commands are answered from the replayed
-// state. The restart uses two-second Raft timeouts, so the node cannot have
-// elected itself (a single node replays its log only as leader, once it
-// knows what is committed) before the first requests arrive: no sleeping
-// and no hook is needed to catch it loading.
+// state. The restart uses two-second Raft timeouts and leaves the election
+// to raft's timer (a lone voter otherwise campaigns at once), so the node
+// cannot have elected itself (a single node replays its log only as leader,
+// once it knows what is committed) before the first requests arrive: no
+// sleeping is needed to catch it loading.
 func TestRestartedNodeAnswersLOADINGUntilLoaded(t *testing.T) {
 	dir := t.TempDir()
 	n := mustOpen(t, dir, nil)
@@ -38,6 +39,7 @@ func TestRestartedNodeAnswersLOADINGUntilLoaded(t *testing.T) {
 
 	n = mustOpen(t, dir, func(c *Config) {
 		c.HeartbeatTimeout, c.ElectionTimeout, c.LeaderLeaseTimeout = 2*time.Second, 2*time.Second, 2*time.Second
+		c.waitForElectionTimer = true
 	})
 	defer mustClose(t, n)
 	cl = dial(t, n)

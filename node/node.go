@@ -86,6 +86,8 @@ type Config struct {
 	// new keys are refused with OOM (group/memoryguard.go); CONFIG SET
 	// changes it.
 	MaxMemory int64
+	// waitForElectionTimer, tests only: group.Config.WaitForElectionTimer.
+	waitForElectionTimer bool
 	// ProtoMaxBulkLen and QueryBufferLimit start CONFIG's
 	// proto-max-bulk-len and client-query-buffer-limit (0: Redis's
 	// defaults, 512 MB and 1 GB).
@@ -329,6 +331,7 @@ func Open(cfg Config) (n *Node, err error) {
 		}
 	}})
 	n.group, err = group.Open(group.Config{
+		WaitForElectionTimer: cfg.waitForElectionTimer,
 		NodeID:               n.ID,
 		Addr:                 raft.ServerAddress(n.Advertise.String()),
 		Bootstrap:            who.bootstrap,
