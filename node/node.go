@@ -138,6 +138,9 @@ type Config struct {
 	TLSCluster     bool
 	// ProtectedMode is Redis's protected-mode (server.Config).
 	ProtectedMode bool
+	// ServerParams are the starting values of the other runtime parameters
+	// (server.Config.StartParams: the slow log, the latency monitor).
+	ServerParams map[string]string
 
 	// SnapshotLogBytes: snapshot once the log since the newest snapshot
 	// holds this many bytes (or twice the newest snapshot's size, if larger);
@@ -399,6 +402,7 @@ func Open(cfg Config) (n *Node, err error) {
 		ProtoMaxBulkLen: cfg.ProtoMaxBulkLen, QueryBufferLimit: cfg.QueryBufferLimit,
 		OutputBufferLimit: cfg.OutputBufferLimit,
 		ProtectedMode:     cfg.ProtectedMode,
+		StartParams:       cfg.ServerParams,
 		RewriteConfig:     cfg.RewriteConfig,
 		TLSPort:           cfg.TLSPort,
 		TLSAuthClients:    cfg.TLSAuthClients.String(),

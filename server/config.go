@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"log/slog"
 	"math"
 	"sort"
@@ -377,4 +378,27 @@ func parseConfigInt(v []byte, lo, hi int64) (int64, string) {
 		return 0, "argument must be between " + strconv.FormatInt(lo, 10) + " and " + strconv.FormatInt(hi, 10) + " inclusive"
 	}
 	return n, ""
+}
+
+// findParam is the runtime parameter of that CONFIG name, nil if none.
+func findParam(name string) *configParam {
+	for i := range configParams {
+		if strings.EqualFold(configParams[i].name, name) {
+			return &configParams[i]
+		}
+	}
+	return nil
+}
+
+// CheckParam validates a starting value for Config.StartParams, with
+// CONFIG SET's reason on failure. Called before New (flags, config file).
+func CheckParam(name, value string) error {
+	p := findParam(name)
+	if p == nil || p.parse == nil {
+		return fmt.Errorf("%s is not a runtime parameter", name)
+	}
+	if _, reason := p.parse(nil, []byte(value)); reason != "" {
+		return fmt.Errorf("%s %q: %s", name, value, reason)
+	}
+	return nil
 }

@@ -211,7 +211,7 @@ func TestConfigRewriteHook(t *testing.T) {
 		names = append(names, name)
 	}
 	sort.Strings(names)
-	want := "client-output-buffer-limit client-query-buffer-limit loglevel maxclients maxmemory protected-mode proto-max-bulk-len requirepass timeout"
+	want := "client-output-buffer-limit client-query-buffer-limit latency-monitor-threshold latency-tracking loglevel maxclients maxmemory protected-mode proto-max-bulk-len requirepass slowlog-log-slower-than slowlog-max-len timeout"
 	if strings.Join(names, " ") != want || got["maxclients"] != "77" {
 		t.Errorf("RewriteConfig got %v", got)
 	}

@@ -79,6 +79,11 @@ type Config struct {
 	// own. nil: the node has no config file, and CONFIG REWRITE answers
 	// Redis's "running without a config file".
 	RewriteConfig func(params map[string]string) error
+	// StartParams are starting values of runtime parameters that have no
+	// field above, by CONFIG name (slowlog-log-slower-than, ...), applied as
+	// CONFIG SET applies them. Check each with CheckParam first: New
+	// skips an invalid one.
+	StartParams map[string]string
 	// Shutdown asks the owner of the node to stop it (SHUTDOWN): it must
 	// return at once and stop the node from another goroutine, since Close
 	// waits for the connection that called it. handOver is false for
@@ -166,6 +171,13 @@ func New(cfg Config) *Server {
 		s.params.reader.maxQuery.Store(cfg.QueryBufferLimit)
 	}
 	s.params.protectedMode.Store(cfg.ProtectedMode)
+	for name, v := range cfg.StartParams {
+		if p := findParam(name); p != nil && p.parse != nil {
+			if apply, reason := p.parse(s, []byte(v)); reason == "" {
+				apply()
+			}
+		}
+	}
 	s.idle = startIdleCloser(s, time.Second)
 	busy, err := newBusyPoll(cfg.BusyPoll, cfg.Quiet, &s.closing)
 	if err != nil {

@@ -22,31 +22,37 @@ import (
 
 // config is everything the command line can set.
 type config struct {
-	bind             string
-	port             int
-	advertise        string
-	dataDir          string
-	nodeID           string
-	enableDebug      bool
-	showVersion      bool
-	configFile       string // --config: absolute path, "" without one
-	logLevel         string
-	logFormat        string
-	stripes          int
-	pprofAddr        string
-	metricsAddr      string
-	maxInflight      int
-	maxInflightPeers int
-	directSync       bool
-	busyPollUsec     int
-	maxAppend        int
-	snapThresh       uint64
-	snapEvery        time.Duration
-	snapBytes        uint64
-	procs            int
-	minFreeDisk      int64
-	scriptMaxInstr   int64
-	scriptMaxMemory  string
+	bind        string
+	port        int
+	advertise   string
+	dataDir     string
+	nodeID      string
+	enableDebug bool
+	showVersion bool
+	configFile  string // --config: absolute path, "" without one
+	logLevel    string
+	logFormat   string
+	stripes     int
+	pprofAddr   string
+	metricsAddr string
+	// The slow log and the latency monitor: CONFIG SET's parameters of
+	// the same names (server.CheckParam validates them).
+	slowlogSlowerThan int64
+	slowlogMaxLen     int64
+	latencyThreshold  int64
+	latencyTracking   string
+	maxInflight       int
+	maxInflightPeers  int
+	directSync        bool
+	busyPollUsec      int
+	maxAppend         int
+	snapThresh        uint64
+	snapEvery         time.Duration
+	snapBytes         uint64
+	procs             int
+	minFreeDisk       int64
+	scriptMaxInstr    int64
+	scriptMaxMemory   string
 
 	clusterSecret     string
 	clusterSecretFile string
@@ -104,6 +110,10 @@ func defineFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.nodeID, "node-id", "", "this node's Raft ID (default: generated on first start and kept in <data-dir>/node-id)")
 	fs.BoolVar(&c.enableDebug, "enable-debug-command", false, "accept DEBUG CLOCK SET/ADVANCE/REAL, which freezes and moves the clock this node stamps decisions with (tests only)")
 	fs.StringVar(&c.logLevel, "log-level", "info", "log level: debug, info, warn or error (or Redis's names: verbose, notice, warning, nothing)")
+	fs.Int64Var(&c.slowlogSlowerThan, "slowlog-log-slower-than", 10000, "commands slower than this many microseconds go in SLOWLOG (negative: none, 0: every command; CONFIG SET slowlog-log-slower-than)")
+	fs.Int64Var(&c.slowlogMaxLen, "slowlog-max-len", 128, "entries SLOWLOG keeps, the oldest dropped first (CONFIG SET slowlog-max-len)")
+	fs.Int64Var(&c.latencyThreshold, "latency-monitor-threshold", 0, "commands at least this many milliseconds slow are LATENCY events (0: off; CONFIG SET latency-monitor-threshold)")
+	fs.StringVar(&c.latencyTracking, "latency-tracking", "yes", "yes: keep per-command latency histograms for INFO latencystats and LATENCY HISTOGRAM (CONFIG SET latency-tracking)")
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "host:port for plain HTTP: /metrics (Prometheus), /healthz (200 while alive) and /readyz (200 when a leader is known,\nthis node is caught up and not loading; else 503 with the reason); off by default. Bind it where only your monitoring reaches")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log line format on stderr: text (key=value) or json (one object a line, with time, level and msg)")
 	fs.StringVar(&c.pprofAddr, "pprof", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060) for profiling; off by default")
@@ -228,6 +238,14 @@ func (c config) check(fs *flag.FlagSet) (config, error) {
 	if c.tlsPort < 0 || c.tlsPort > 65535 || (c.tlsPort != 0 && c.tlsPort == c.port) {
 		return c, fmt.Errorf("--tls-port %d: want 0 (none) or a TCP port other than --port", c.tlsPort)
 	}
+	if b, ok := parseBool(c.latencyTracking); ok {
+		c.latencyTracking = yesNo(b)
+	}
+	for name, v := range c.diagnosticParams() {
+		if err := server.CheckParam(name, v); err != nil {
+			return c, fmt.Errorf("--%w", err)
+		}
+	}
 	if c.logFormat != "text" && c.logFormat != "json" {
 		return c, fmt.Errorf("--log-format %q: want text or json", c.logFormat)
 	}
@@ -316,4 +334,15 @@ func (c config) tls() (*tlscert.Store, error) {
 		return nil, nil
 	}
 	return tlscert.Load(tlscert.Files{Cert: c.tlsCertFile, Key: c.tlsKeyFile, CA: c.tlsCACertFile})
+}
+
+// diagnosticParams are the slow log's and the latency monitor's flags as
+// the server's runtime parameters (server.Config.StartParams).
+func (c config) diagnosticParams() map[string]string {
+	return map[string]string{
+		"slowlog-log-slower-than":   strconv.FormatInt(c.slowlogSlowerThan, 10),
+		"slowlog-max-len":           strconv.FormatInt(c.slowlogMaxLen, 10),
+		"latency-monitor-threshold": strconv.FormatInt(c.latencyThreshold, 10),
+		"latency-tracking":          c.latencyTracking,
+	}
 }

@@ -78,6 +78,12 @@ func (r *configRewriter) rewrite(params map[string]string) error {
 		def, _ := parseLogLevel(r.defaults.logLevel)
 		line("log-level", logLevelText(l), l != def)
 	}
+	integer("slowlog-log-slower-than", r.defaults.slowlogSlowerThan)
+	integer("slowlog-max-len", r.defaults.slowlogMaxLen)
+	integer("latency-monitor-threshold", r.defaults.latencyThreshold)
+	if v, ok := params["latency-tracking"]; ok {
+		line("latency-tracking", v, v != r.defaults.latencyTracking)
+	}
 	if v, ok := params["protected-mode"]; ok {
 		line("protected-mode", v, v != r.defaults.protectedMode)
 	}
