@@ -89,6 +89,11 @@ func (g *Group) handOver(id string) error {
 	if g.otherVoters() == 0 {
 		return errNoVoterToHandTo
 	}
+	if id != "" { // a named target must be another voter: checked before new requests are refused
+		if err := g.checkTransferTarget(id); err != nil {
+			return err
+		}
+	}
 	if !g.handover.running.CompareAndSwap(false, true) {
 		return ErrHandoverInProgress
 	}
@@ -114,6 +119,15 @@ func (g *Group) handOver(id string) error {
 			break
 		}
 		g.log.Debug("leadership handover: transfer attempt failed; trying again", "attempt", attempt, "err", err)
+		// A refusal raft answers at once (the target is mid-restart or
+		// was removed meanwhile) must not become a busy loop that holds
+		// every request refused: try again after a fraction of an
+		// election timeout, or when the leadership changes.
+		select {
+		case <-g.LeaderChanged():
+		case <-time.After(g.handoverBound() / 20):
+		case <-g.stopCh:
+		}
 	}
 	if g.raft.State() == raft.Leader {
 		return fmt.Errorf("group: leadership handover: still the leader after %v: %w", time.Since(began).Round(time.Millisecond), err)
@@ -158,14 +172,33 @@ func (g *Group) transferOnce(id string) error {
 	if id == "" {
 		return g.raft.LeadershipTransfer().Error()
 	}
-	m, ok, err := g.member(id)
+	m, err := g.transferTarget(id)
 	if err != nil {
 		return err
 	}
-	if !ok || m.Suffrage != Voter {
-		return fmt.Errorf("group: node %s is not a voting member", id)
-	}
 	return g.raft.LeadershipTransferToServer(raft.ServerID(id), raft.ServerAddress(m.Addr)).Error()
+}
+
+// checkTransferTarget refuses a transfer to this node itself or to a node
+// that is not a voting member, which raft would refuse at once.
+func (g *Group) checkTransferTarget(id string) error {
+	_, err := g.transferTarget(id)
+	return err
+}
+
+// transferTarget is the voting member id, other than this node.
+func (g *Group) transferTarget(id string) (Member, error) {
+	if id == g.cfg.NodeID {
+		return Member{}, fmt.Errorf("group: node %s is this node: it leads already", id)
+	}
+	m, ok, err := g.member(id)
+	if err != nil {
+		return Member{}, err
+	}
+	if !ok || m.Suffrage != Voter {
+		return Member{}, fmt.Errorf("group: node %s is not a voting member", id)
+	}
+	return m, nil
 }
 
 // awaitOtherLeader waits until this node knows a leader other than itself,

@@ -122,4 +122,26 @@ func Test_HandOver_NothingToHandOver(t *testing.T) {
 			}
 		}
 	}
+	// RAFT TRANSFER to the leader itself or to an unknown node is refused
+	// before any request is: no busy loop of refused transfers that holds
+	// every write refused until its bound.
+	for _, id := range []string{leader.id, "nobody"} {
+		began := time.Now()
+		if err := leader.g.Transfer(id); err == nil {
+			t.Errorf("Transfer to %s: no error", id)
+		}
+		// Refused before the handover starts, not after its retries ran
+		// out (which take the whole bound).
+		if took := time.Since(began); took >= leader.g.handoverBound() {
+			t.Errorf("Transfer to %s took %v, the handover's whole bound", id, took)
+		}
+		if leader.g.handover.running.Load() || leader.g.handover.on.Load() {
+			t.Errorf("Transfer to %s left a handover running", id)
+		}
+		b := NewBatch()
+		b.Ops = append(b.Ops, throttleReq([]byte("h:after-"+id), failoverParams))
+		if err := leader.g.Propose(b); err != nil {
+			t.Errorf("a write after the refused Transfer to %s: %v", id, err)
+		}
+	}
 }
