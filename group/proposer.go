@@ -67,7 +67,14 @@ func (g *Group) Propose(b *Batch) error {
 		return nil
 	}
 	if g.aboveLevel(b) {
-		return g.proposeAtLevel(b) // featurelevel.go
+		// A new leader may not have applied an earlier term's raise of
+		// the level yet: judge by the level it holds once ready.
+		if err := g.awaitReady(); err != nil {
+			return err
+		}
+		if g.aboveLevel(b) {
+			return g.proposeAtLevel(b) // featurelevel.go
+		}
 	}
 	if g.mem.over.Load() {
 		return g.proposeWithinMemory(b) // memoryguard.go

@@ -41,6 +41,12 @@ func (n *Node) raiseFeatureLevel(ms []group.Member) {
 	if active >= request.SupportedFeatureLevel || !n.group.IsLeader() {
 		return
 	}
+	// The configuration as it is now, not as the poll began (up to a
+	// second ago): a node that joined meanwhile has no report yet and so
+	// counts as the base level, holding the raise back until it answers.
+	if fresh, err := n.group.Members(); err == nil {
+		ms = fresh
+	}
 	target, lowest := request.SupportedFeatureLevel, ""
 	now := time.Now()
 	n.members.mu.Lock()

@@ -33,6 +33,7 @@ type conn struct {
 	proto      atomic.Int32
 	lastActive atomic.Int64 // Unix ns of the last command
 	lastCmd    atomic.Pointer[commands.Spec]
+	readAt     int64 // monoNow of the pipeline's read (serve's goroutine only)
 
 	readonly   bool         // READONLY: reads answer from this node's own state
 	tx         transaction  // MULTI ... EXEC (multi.go)
@@ -129,6 +130,7 @@ func (c *conn) serve() {
 		if len(cmds) > 0 {
 			c.s.stats.commands.Add(int64(len(cmds)))
 			c.lastActive.Store(time.Now().UnixNano())
+			c.readAt = monoNow() // metrics.go: latency on the monotonic clock
 		}
 		for i := range cmds {
 			c.exec(cmds[i].args)

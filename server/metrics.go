@@ -14,8 +14,9 @@ import (
 // (TestConnPipelineDoesNotAllocate runs with metrics on).
 
 // timeCommands records the latency of the commands of a pipeline whose
-// replies are now ready: from the pipeline's read (lastActive, which serve
-// set then) to now, for each command. The replies of a pipeline leave in
+// replies are now ready: from the pipeline's read (readAt, which serve
+// set then, on the monotonic clock: a step of the wall clock does not
+// skew it) to now, for each command. The replies of a pipeline leave in
 // one write, so that is what each of its calls waits in the server.
 // Consecutive calls of one command (a pipeline of CL.THROTTLE) are one
 // lookup and one observation of n. Label values come from the command
@@ -26,7 +27,7 @@ func (c *conn) timeCommands(cmds []command) {
 	if m == nil || len(cmds) == 0 {
 		return
 	}
-	took := time.Duration(time.Now().UnixNano() - c.lastActive.Load())
+	took := time.Duration(monoNow() - c.readAt)
 	label, n := 0, 0
 	var name []byte
 	for i := range cmds {
