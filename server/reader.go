@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"sync/atomic"
+
+	"github.com/redcell/redcell/internal/sdsargs"
 )
 
 // Limits from Redis (server.h, config.c), which clients and tests rely on.
@@ -371,3 +373,7 @@ func string2ll(b []byte) (int64, bool) {
 	}
 	return int64(v), true
 }
+
+// splitArgs splits an inline command line as Redis's sdssplitargs does, in
+// place (package sdsargs): the results alias line.
+func splitArgs(line []byte, args [][]byte) ([][]byte, bool) { return sdsargs.Split(line, args) }

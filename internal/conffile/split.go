@@ -6,101 +6,23 @@ package conffile
 import (
 	"strconv"
 	"strings"
+
+	"github.com/redcell/redcell/internal/sdsargs"
 )
 
 // SplitArgs splits a line into arguments exactly as Redis's sdssplitargs
-// does: blanks separate words; "double quotes" take \n \r \t \b \a and \xHH
-// escapes (and \<c> for any other c); 'single quotes' take \' ; a closing
-// quote must be followed by a blank or the end; a NUL byte ends the line
-// (a C string there). ok is false for unbalanced quotes.
-//
-// The same algorithm as the server's inline-command reader
-// (server/inline.go), which works in place on a read buffer; this one
-// copies, since a config line is read once.
+// does (package sdsargs, which the server's inline-command reader uses
+// too), as strings. ok is false for unbalanced quotes.
 func SplitArgs(line string) (args []string, ok bool) {
-	at := func(i int) byte { // C-string view of line
-		if i < len(line) {
-			return line[i]
-		}
-		return 0
+	parts, ok := sdsargs.Split([]byte(line), nil) // a copy: Split unescapes in place
+	if !ok || len(parts) == 0 {
+		return nil, ok
 	}
-	p := 0
-	for {
-		for at(p) != 0 && isSpace(at(p)) {
-			p++
-		}
-		if at(p) == 0 {
-			return args, true
-		}
-		var w strings.Builder
-		inq, insq, done := false, false, false
-		for !done {
-			c := at(p)
-			switch {
-			case inq:
-				switch {
-				case c == '\\' && at(p+1) == 'x' && isHex(at(p+2)) && isHex(at(p+3)):
-					w.WriteByte(hexVal(at(p+2))<<4 | hexVal(at(p+3)))
-					p += 3
-				case c == '\\' && at(p+1) != 0:
-					p++
-					e := at(p)
-					switch e {
-					case 'n':
-						e = '\n'
-					case 'r':
-						e = '\r'
-					case 't':
-						e = '\t'
-					case 'b':
-						e = '\b'
-					case 'a':
-						e = '\a'
-					}
-					w.WriteByte(e)
-				case c == '"':
-					if n := at(p + 1); n != 0 && !isSpace(n) {
-						return nil, false
-					}
-					done = true
-				case c == 0:
-					return nil, false
-				default:
-					w.WriteByte(c)
-				}
-			case insq:
-				switch {
-				case c == '\\' && at(p+1) == '\'':
-					p++
-					w.WriteByte('\'')
-				case c == '\'':
-					if n := at(p + 1); n != 0 && !isSpace(n) {
-						return nil, false
-					}
-					done = true
-				case c == 0:
-					return nil, false
-				default:
-					w.WriteByte(c)
-				}
-			default:
-				switch c {
-				case ' ', '\n', '\r', '\t', 0:
-					done = true
-				case '"':
-					inq = true
-				case '\'':
-					insq = true
-				default:
-					w.WriteByte(c)
-				}
-			}
-			if at(p) != 0 {
-				p++
-			}
-		}
-		args = append(args, w.String())
+	args = make([]string, len(parts))
+	for i, p := range parts {
+		args[i] = string(p)
 	}
+	return args, true
 }
 
 // Quote is Redis's sdscatrepr: s in double quotes, with \\ \" \n \r \t \a
@@ -164,24 +86,4 @@ func FormatMemory(n int64) string {
 		return strconv.FormatInt(n/kb, 10) + "kb"
 	}
 	return strconv.FormatInt(n, 10)
-}
-
-// isSpace is C's isspace in the "C" locale.
-func isSpace(c byte) bool {
-	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r'
-}
-
-func isHex(c byte) bool {
-	return ('0' <= c && c <= '9') || ('a' <= c && c <= 'f') || ('A' <= c && c <= 'F')
-}
-
-func hexVal(c byte) byte {
-	switch {
-	case '0' <= c && c <= '9':
-		return c - '0'
-	case 'a' <= c && c <= 'f':
-		return c - 'a' + 10
-	default:
-		return c - 'A' + 10
-	}
 }

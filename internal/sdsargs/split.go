@@ -1,15 +1,18 @@
-package server
+// Package sdsargs splits a line into arguments as Redis's sdssplitargs
+// does. Redis uses it for inline commands and for its config file, and so
+// does Redcell (server's inline reader, internal/conffile).
+package sdsargs
 
-// splitArgs splits an inline command line into arguments exactly as Redis's
-// sdssplitargs does: blanks separate words; "double quotes" take \n \r \t \b
-// \a and \xHH escapes (and \<c> for any other c); 'single quotes' take \' ;
-// a closing quote must be followed by a blank or the end; a NUL byte ends the
-// line (it is a C string there). It returns false for unbalanced quotes.
+// Split splits line into arguments exactly as Redis's sdssplitargs does:
+// blanks separate words; "double quotes" take \n \r \t \b \a and \xHH
+// escapes (and \<c> for any other c); 'single quotes' take \' ; a closing
+// quote must be followed by a blank or the end; a NUL byte ends the line
+// (it is a C string there). It returns false for unbalanced quotes.
 //
 // Arguments are unescaped in place: every input byte yields at most one
 // output byte, so the write cursor never passes the read cursor. The results
-// alias line and are appended to args.
-func splitArgs(line []byte, args [][]byte) ([][]byte, bool) {
+// alias line and are appended to args; nothing is allocated but args' growth.
+func Split(line []byte, args [][]byte) ([][]byte, bool) {
 	at := func(i int) byte { // C-string view of line
 		if i < len(line) {
 			return line[i]
