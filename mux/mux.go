@@ -12,10 +12,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/redcell/redcell/internal/lograte"
 	"github.com/redcell/redcell/internal/pending"
 )
 
@@ -90,7 +90,7 @@ type Mux struct {
 	pending *pending.Conns // connections still being classified
 
 	accepted, rejected atomic.Uint64
-	rejectLog          logLimiter
+	rejectLog          *lograte.Limiter // refused peers: a line per rejectLogEvery
 }
 
 // New wraps ln. A secret shorter than MinSecretLen is an error: a short
@@ -106,7 +106,8 @@ func New(ln net.Listener, cfg Config) (*Mux, error) {
 		cfg.Logger = slog.Default()
 	}
 	m := &Mux{
-		ln: ln, cfg: cfg, log: cfg.Logger,
+		rejectLog: lograte.New(rejectLogEvery),
+		ln:        ln, cfg: cfg, log: cfg.Logger,
 		clients: make(chan net.Conn),
 		peers:   make(map[byte]chan net.Conn),
 		pending: pending.New(),
@@ -231,7 +232,7 @@ func (m *Mux) routePeer(c net.Conn, br *bufio.Reader, header byte) {
 	}
 	if err != nil {
 		m.rejected.Add(1)
-		if n, ok := m.rejectLog.allow(time.Now()); ok {
+		if n, ok := m.rejectLog.Allow("refused"); ok {
 			m.log.Warn("refused a peer connection", "remote", c.RemoteAddr().String(), "err", err, "refused_since_last_report", n)
 		}
 		c.Close()
@@ -326,25 +327,7 @@ func (l *chanListener) Close() error {
 
 func (l *chanListener) Addr() net.Addr { return l.m.ln.Addr() }
 
-// logLimiter lets a repeated warning through at most once per interval and
-// counts what it held back, so a flood of bad connections costs a log line
-// every ten seconds, not one per connection.
-type logLimiter struct {
-	mu         sync.Mutex
-	last       time.Time
-	suppressed uint64
-}
-
+// rejectLogEvery is how often a refused peer is logged at most: a flood of
+// bad connections costs a log line every ten seconds, not one per
+// connection.
 const rejectLogEvery = 10 * time.Second
-
-func (l *logLimiter) allow(now time.Time) (suppressed uint64, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if !l.last.IsZero() && now.Sub(l.last) < rejectLogEvery {
-		l.suppressed++
-		return 0, false
-	}
-	n := l.suppressed
-	l.last, l.suppressed = now, 0
-	return n, true
-}

@@ -351,23 +351,6 @@ func TestConfigurationErrors(t *testing.T) {
 	}
 }
 
-func TestRejectLogIsRateLimited(t *testing.T) {
-	var l logLimiter
-	t0 := time.Unix(1000, 0)
-	if _, ok := l.allow(t0); !ok {
-		t.Fatal("first warning held back")
-	}
-	for i := 0; i < 5; i++ {
-		if _, ok := l.allow(t0.Add(time.Second)); ok {
-			t.Fatal("a warning within the interval was let through")
-		}
-	}
-	n, ok := l.allow(t0.Add(rejectLogEvery))
-	if !ok || n != 5 {
-		t.Fatalf("after the interval: allowed %v with %d held back, want true and 5", ok, n)
-	}
-}
-
 // checkRejected compares the rejection counter. The mux counts a rejection
 // before it closes the connection, so once a test has seen the close the
 // count is final.

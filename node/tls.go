@@ -5,9 +5,9 @@ import (
 	"errors"
 	"log/slog"
 	"net"
-	"sync"
 	"time"
 
+	"github.com/redcell/redcell/internal/lograte"
 	"github.com/redcell/redcell/internal/pending"
 )
 
@@ -31,13 +31,11 @@ type tlsListener struct {
 	conns   chan net.Conn
 	pending *pending.Conns // connections in their TLS handshake
 
-	logMu      sync.Mutex // failed handshakes are logged at most every 10 s
-	lastLog    time.Time
-	suppressed int
+	failLog *lograte.Limiter // failed handshakes: a line per 10 s at most
 }
 
 func newTLSListener(ln net.Listener, cfg *tls.Config, log *slog.Logger) *tlsListener {
-	return &tlsListener{ln: ln, cfg: cfg, log: log, conns: make(chan net.Conn), pending: pending.New()}
+	return &tlsListener{ln: ln, cfg: cfg, log: log, conns: make(chan net.Conn), pending: pending.New(), failLog: lograte.New(10 * time.Second)}
 }
 
 func (l *tlsListener) run() {
@@ -71,15 +69,9 @@ func (l *tlsListener) handshake(c net.Conn) {
 	_ = c.SetDeadline(time.Time{})
 	l.pending.Forget(c)
 	if err != nil {
-		l.logMu.Lock()
-		now := time.Now()
-		if now.Sub(l.lastLog) >= 10*time.Second {
-			l.log.Warn("TLS port: handshake failed", "remote", c.RemoteAddr().String(), "err", err, "failed_since_last_report", l.suppressed)
-			l.lastLog, l.suppressed = now, 0
-		} else {
-			l.suppressed++
+		if n, ok := l.failLog.Allow("handshake"); ok {
+			l.log.Warn("TLS port: handshake failed", "remote", c.RemoteAddr().String(), "err", err, "failed_since_last_report", n)
 		}
-		l.logMu.Unlock()
 	}
 	if err != nil {
 		c.Close()

@@ -8,6 +8,8 @@ import (
 
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
+
+	"github.com/redcell/redcell/internal/lograte"
 )
 
 // Pebble tuning for a Raft log: a stream of small synced appends that are read
@@ -88,10 +90,10 @@ func pebbleOptions(opts Options, logger *slog.Logger, ws *walSync) *pebble.Optio
 // a flush that found no space hundreds of times a second): each is logged
 // at most once per logEvery, with how many were left out.
 func pebbleEventListener(logger *slog.Logger) *pebble.EventListener {
-	bgErrors, slow := newLogLimiter(logEvery), newLogLimiter(logEvery)
+	lines := lograte.New(logEvery) // keyed by event
 	return &pebble.EventListener{
 		BackgroundError: func(err error) {
-			if n, ok := bgErrors.allow(); ok {
+			if n, ok := lines.Allow("background error"); ok {
 				logger.Error("pebble background error", "error", err, "suppressed_since_last", n)
 			}
 		},
@@ -102,7 +104,7 @@ func pebbleEventListener(logger *slog.Logger) *pebble.EventListener {
 			logger.Info("pebble write stall ended")
 		},
 		DiskSlow: func(info pebble.DiskSlowInfo) {
-			if n, ok := slow.allow(); ok {
+			if n, ok := lines.Allow("disk slow"); ok {
 				logger.Warn("pebble disk slow", "path", info.Path, "op", info.OpType.String(), "duration", info.Duration, "suppressed_since_last", n)
 			}
 		},
@@ -149,28 +151,3 @@ func (l *pebbleLogger) Fatalf(format string, args ...any) {
 
 // logEvery is how often a repeating Pebble event is logged at most.
 const logEvery = 10 * time.Second
-
-// logLimiter lets one event through per interval and counts the rest.
-// Pebble calls it from its background goroutines, so it locks.
-type logLimiter struct {
-	mu         sync.Mutex
-	every      time.Duration
-	last       time.Time
-	suppressed int
-}
-
-func newLogLimiter(every time.Duration) *logLimiter { return &logLimiter{every: every} }
-
-// allow reports whether to log now, and how many were suppressed since the
-// last one logged.
-func (l *logLimiter) allow() (suppressed int, ok bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if now := time.Now(); l.last.IsZero() || now.Sub(l.last) >= l.every {
-		n := l.suppressed
-		l.last, l.suppressed = now, 0
-		return n, true
-	}
-	l.suppressed++
-	return 0, false
-}
