@@ -81,8 +81,8 @@ func stubServer(t testing.TB, backend *stubBackend) *Server {
 	return s
 }
 
-// runPipeline feeds cmds to a connection of s as one pipeline and returns
-// the replies it wrote.
+// runPipeline feeds cmds to a connection of s as one pipeline, as serve
+// does, and returns the replies it wrote.
 func runPipeline(t testing.TB, s *Server, cmds ...[]string) string {
 	var b strings.Builder
 	for _, c := range cmds {
@@ -98,6 +98,7 @@ func runPipeline(t testing.TB, s *Server, cmds ...[]string) string {
 		c.exec(got[i].args)
 	}
 	c.answerPending()
+	c.timeCommands(got) // as serve does after the answers (metrics.go; nothing without metrics)
 	return string(c.w.B)
 }
 

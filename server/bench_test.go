@@ -77,6 +77,7 @@ func benchPipeline(b *testing.B, srv *Server, cmd ...string) {
 			c.exec(cmds[i].args)
 		}
 		c.answerPending()
+		c.timeCommands(cmds) // as serve does (metrics.go; nothing without metrics)
 		if c.s.stats.errors.Load() != 0 {
 			b.Fatalf("a command failed: %q", c.w.B)
 		}

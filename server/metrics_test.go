@@ -99,39 +99,19 @@ func TestMetricsPipelineDoesNotAllocate(t *testing.T) {
 	}
 }
 
-// runTimedPipeline is runPipeline with serve's metrics hook after the
-// pipeline's answers.
-func runTimedPipeline(t testing.TB, s *Server, cmds ...[]string) {
-	var b strings.Builder
-	for _, c := range cmds {
-		b.WriteString(encodeCmd(c...))
-	}
-	c := s.newConn(nopConn{})
-	c.rd = newReader(strings.NewReader(b.String()))
-	got, err := c.rd.next()
-	if err != nil || len(got) != len(cmds) {
-		t.Fatalf("reading the pipeline: %d commands, %v", len(got), err)
-	}
-	for i := range got {
-		c.exec(got[i].args)
-	}
-	c.answerPending()
-	c.timeCommands(got)
-}
-
 // TestMetricsDecisionOutcomes: a batch failure counts every decision of the
 // run as an error; reads, PEEKs and keyspace commands are no decisions.
 func TestMetricsDecisionOutcomes(t *testing.T) {
 	backend := &stubBackend{}
 	s, cmds := metricsServer(t, backend)
-	runTimedPipeline(t, s,
+	runPipeline(t, s,
 		[]string{"CL.THROTTLE", "a", "15", "30", "60"},
 		[]string{"TB.TAKE", "b", "10", "1", "1"},
 		[]string{"CL.PEEK", "a", "15", "30", "60"},
 		[]string{"DEL", "a"})
-	runTimedPipeline(t, s, []string{"NOSUCHCOMMAND", "a"}, []string{"nosuchcommand"}, []string{"PING"})
+	runPipeline(t, s, []string{"NOSUCHCOMMAND", "a"}, []string{"nosuchcommand"}, []string{"PING"})
 	backend.err = request.ErrNoLeader
-	runTimedPipeline(t, s, []string{"CL.THROTTLE", "a", "15", "30", "60"}, []string{"CL.THROTTLE", "b", "15", "30", "60"})
+	runPipeline(t, s, []string{"CL.THROTTLE", "a", "15", "30", "60"}, []string{"CL.THROTTLE", "b", "15", "30", "60"})
 	got := gatherCommands(t, cmds)
 	for series, want := range map[string]uint64{
 		"redcell_decisions_total{family=cl,outcome=allowed}": 1,
@@ -148,45 +128,16 @@ func TestMetricsDecisionOutcomes(t *testing.T) {
 	}
 }
 
-// benchPipelineTimed is benchPipeline with serve's metrics hook after the
-// pipeline's answers.
-func benchPipelineTimed(b *testing.B, srv *Server, cmd ...string) {
-	var sb strings.Builder
-	for i := 0; i < 16; i++ {
-		args := append([]string{cmd[0], fmt.Sprintf("user:%06d", i*7919)}, cmd[1:]...)
-		sb.WriteString(encodeCmd(args...))
-	}
-	c := srv.newConn(nopConn{})
-	c.rd = newReader(&loopReader{p: []byte(sb.String())})
-	run := func() {
-		cmds, err := c.rd.next()
-		if err != nil || len(cmds) != 16 {
-			b.Fatalf("next = %d commands, %v", len(cmds), err)
-		}
-		for i := range cmds {
-			c.exec(cmds[i].args)
-		}
-		c.answerPending()
-		c.timeCommands(cmds)
-		c.flush()
-	}
-	run()
-	b.ReportAllocs()
-	for b.Loop() {
-		run()
-	}
-}
-
 // BenchmarkConnPipelineMetrics is BenchmarkConnPipelineStub (16
 // CL.THROTTLEs against a backend that answers at once: the server's own
 // cost) with metrics off and on: the difference is what recording costs a
 // pipeline.
 func BenchmarkConnPipelineMetrics(b *testing.B) {
 	b.Run("off", func(b *testing.B) {
-		benchPipelineTimed(b, stubServer(b, &stubBackend{}), "CL.THROTTLE", "15", "30", "60", "1")
+		benchPipeline(b, stubServer(b, &stubBackend{}), "CL.THROTTLE", "15", "30", "60", "1")
 	})
 	b.Run("on", func(b *testing.B) {
 		s, _ := metricsServer(b, &stubBackend{})
-		benchPipelineTimed(b, s, "CL.THROTTLE", "15", "30", "60", "1")
+		benchPipeline(b, s, "CL.THROTTLE", "15", "30", "60", "1")
 	})
 }

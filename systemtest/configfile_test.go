@@ -3,17 +3,12 @@ package systemtest
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 )
 
 // configGet is CONFIG GET name's value on c.
@@ -175,44 +170,4 @@ func TestConfigRewriteLikeRedis(t *testing.T) {
 	if !strings.Contains(rcText, "maxmemory 3000\nmaxclients 10000\n\ntimeout 0\nprotected-mode yes\n# the last line\n") {
 		t.Errorf("not rewritten in place:\n%s", rcText)
 	}
-}
-
-// startRedisServerWithConfig starts redis-server 7 on the config file at
-// path, on a free loopback port, without persistence, and stops it by PID
-// at the end of the test. redis-server is required in CI.
-func startRedisServerWithConfig(t *testing.T, path, dir string) string {
-	t.Helper()
-	bin := requireTool(t, "redis-server")
-	var lastErr error
-	for attempt := 0; attempt < 5; attempt++ {
-		port, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		cmd := exec.Command(bin, path, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
-			"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", fmt.Sprintf("%s/redis-%d.log", dir, attempt))
-		if err := cmd.Start(); err != nil {
-			t.Fatalf("starting redis-server: %v", err)
-		}
-		exited := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(exited) }() // the only waiter on this process
-		pid := cmd.Process.Pid
-		stop := func() {
-			_ = syscall.Kill(pid, syscall.SIGTERM)
-			select {
-			case <-exited:
-			case <-time.After(stopTimeout):
-				_ = syscall.Kill(pid, syscall.SIGKILL)
-				<-exited
-			}
-		}
-		if lastErr = waitRedisReady(addr, exited); lastErr == nil {
-			t.Cleanup(stop)
-			return addr
-		}
-		stop()
-	}
-	t.Fatalf("redis-server did not start: %v", lastErr)
-	return ""
 }

@@ -410,8 +410,14 @@ func readRaw(br *bufio.Reader, raw *bytes.Buffer) (rawValue, error) {
 // test. redis-server is required in CI and skips the test elsewhere.
 func startRedisServer(t *testing.T) string {
 	t.Helper()
+	return startRedisServerWithConfig(t, "", t.TempDir())
+}
+
+// startRedisServerWithConfig is startRedisServer on the config file at path
+// ("" for none; the flags after it override it), with dir as its directory.
+func startRedisServerWithConfig(t *testing.T, path, dir string) string {
+	t.Helper()
 	bin := requireTool(t, "redis-server")
-	dir := t.TempDir()
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
 		port, err := freePort()
@@ -420,8 +426,13 @@ func startRedisServer(t *testing.T) string {
 		}
 		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 		logPath := fmt.Sprintf("%s/redis-%d.log", dir, attempt)
-		cmd := exec.Command(bin, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
+		var args []string
+		if path != "" {
+			args = append(args, path) // redis-server reads a config file named first
+		}
+		args = append(args, "--port", strconv.Itoa(port), "--bind", "127.0.0.1",
 			"--save", "", "--appendonly", "no", "--dir", dir, "--logfile", logPath)
+		cmd := exec.Command(bin, args...)
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("starting redis-server: %v", err)
 		}
