@@ -29,10 +29,15 @@ import (
 // time. Inside MULTI a queued command is counted when EXEC runs it, with
 // EXEC's time so far (its transaction is one entry).
 //
-// Recording costs, per command, two reads of the monotonic clock and a
-// few atomic adds on its Spec's slot (commands.Spec.ID indexes the array):
-// no map lookup, no lock, no allocation after a command's first latency
-// allocates its histogram.
+// A command's dispatch is read from a clock reading that is still current
+// (cmdTiming.clock): the pipeline's read, or the end of the last command
+// that was answered or ran its handler. A command that only joins the
+// pending run blocks on nothing, so the next one's dispatch is the same
+// instant within its parsing (well under a microsecond); a pipeline of
+// writes then costs two clock reads, its read and its answer, not two per
+// command. Recording costs, per command, a few atomic adds on its Spec's
+// slot (commands.Spec.ID indexes the array): no map lookup, no lock, no
+// allocation after a command's first latency allocates its histogram.
 
 // commandStats are one command's (or subcommand's) figures. Any goroutine.
 type commandStats struct {
@@ -87,6 +92,7 @@ func monoNow() int64 { return int64(time.Since(monoStart)) }
 type cmdTiming struct {
 	spec     *commands.Spec // the command being run; nil: unknown
 	start    int64          // its dispatch (monoNow)
+	clock    int64          // a monoNow reading nothing has blocked since; 0: none
 	rejected bool           // refused before running (conn.reject)
 	errors   int64          // error replies written by this connection
 	errBase  int64          // errors before the command (or the run last answered)
@@ -107,7 +113,18 @@ func (c *conn) beginStats() {
 	c.stat.spec, c.stat.rejected = nil, false
 	c.stat.errBase = c.stat.errors
 	c.stat.queued = len(c.tx.items)
-	c.stat.start = monoNow()
+	c.stat.start = c.stat.clock
+	if c.stat.start == 0 {
+		c.stat.start = monoNow()
+	}
+}
+
+// tick reads the monotonic clock after something that may have blocked
+// (a command's handler, the pending run's answer) and keeps the reading for
+// the next command's dispatch.
+func (c *conn) tick() int64 {
+	c.stat.clock = monoNow()
+	return c.stat.clock
 }
 
 // endStats records the command exec ran: now if it was answered, when its
@@ -140,7 +157,7 @@ func (c *conn) endStats(args [][]byte) {
 		st.rejected.Add(1)
 		return
 	}
-	c.s.diag.record(c, spec, args, monoNow()-c.stat.start, c.stat.errors != c.stat.errBase)
+	c.s.diag.record(c, spec, args, c.tick()-c.stat.start, c.stat.errors != c.stat.errBase)
 }
 
 // statSpec is the spec a command's figures belong to: a container's
@@ -161,7 +178,7 @@ func statSpec(spec *commands.Spec, args [][]byte, rejected bool) (*commands.Spec
 // recordRun records the commands of the pending run answered now with
 // res (err: the whole run failed) (conn.answer).
 func (c *conn) recordRun(res []request.Result, err error) {
-	now := monoNow()
+	now := c.tick()
 	pend := c.stat.pend
 	for i := range pend {
 		p := &pend[i]
@@ -177,7 +194,7 @@ func (c *conn) recordRun(res []request.Result, err error) {
 // so far (the transaction is one log entry); the slow log gets each of
 // them and not EXEC (flagged skip_slowlog), as in Redis.
 func (c *conn) recordTransaction(items []txItem, res []request.Result) {
-	ns := monoNow() - c.stat.start
+	ns := c.tick() - c.stat.start
 	for i := range items {
 		it := &items[i]
 		spec, _ := statSpec(it.spec, it.args, false)

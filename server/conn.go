@@ -131,6 +131,7 @@ func (c *conn) serve() {
 			c.s.stats.commands.Add(int64(len(cmds)))
 			c.lastActive.Store(time.Now().UnixNano())
 			c.readAt = monoNow() // metrics.go: latency on the monotonic clock
+			c.stat.clock = c.readAt
 		}
 		for i := range cmds {
 			c.exec(cmds[i].args)
