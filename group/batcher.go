@@ -36,16 +36,19 @@ import (
 //     WAL syncs (Pebble's commit pipeline gathers concurrent commits into
 //     one), and each group's append time (below) then includes waiting for
 //     the others.
-//  3. Yield first, while alone, after an entry of single requests: let every
-//     runnable goroutine queue before the entry is cut (yieldToRunnable).
-//     The netpoller wakes connections in bunches, and Go runs the goroutine
-//     a channel send just woke ahead of the rest, so without it the entry
-//     often leaves with one batch and the others wait a whole append for the
-//     next. After pipelines it does not pay: each runnable connection then
-//     parses many requests, and letting all of them run before the cut
-//     leaves the log idle for that long instead of overlapping the parsing
-//     with the fsync. Alonemode.go sets it; with peers an entry waits for
-//     the previous one's commit anyway.
+//  3. Yield first, while alone: let every runnable goroutine queue before
+//     the entry is cut (yieldToRunnable). The netpoller wakes connections in
+//     bunches, and Go runs the goroutine a channel send just woke ahead of
+//     the rest, so without it the entry often leaves with one batch and the
+//     others wait a whole append for the next. After an entry of pipelines
+//     it pays only while WAL syncs are direct (raftstore/walsync.go): a
+//     direct sync holds the processor, so no connection ran while the last
+//     entry was synced and the queue is all but empty when its append is
+//     durable; with ordinary syncs the connections parsed their pipelines
+//     during the fsync, the queue already holds them, and letting the rest
+//     parse before the cut leaves the log idle for that long instead of
+//     overlapping their parsing with the next fsync. Alonemode.go sets it;
+//     with peers an entry waits for the previous one's commit anyway.
 //  4. Stragglers. Clients that do not pipeline come back one by one after
 //     their replies; the first would find the log free and go alone, and
 //     the others would wait for its fsync: two fsyncs per round of clients.
@@ -85,6 +88,7 @@ type cutInputs struct {
 	queued        int  // batches waiting for an entry
 	logBusy       bool // an entry of this group is proposed and not yet durable in its log
 	yield         bool // may yield before cutting (alone, and not yet done by this caller)
+	syncHoldsP    bool // the log's next sync is direct: nothing runs while it lasts
 	inflight      int  // entries in raft, not yet answered
 	inflightLimit int
 	expect        int   // batches the last answered entry carried: clients likely to return
@@ -110,7 +114,7 @@ const defaultMaxLinger = 500 * time.Microsecond
 
 // decideCut applies the rules above. Pure: same inputs, same answer.
 func (p cutPolicy) decideCut(in cutInputs) cutDecision {
-	yield := in.yield && !in.pipelined // rule 3: only after single requests
+	yield := in.yield && (!in.pipelined || in.syncHoldsP) // rule 3
 	switch {
 	case in.queued == 0 && !yield:
 		return cutDecision{action: cutNothing}
@@ -167,6 +171,9 @@ type batcher struct {
 	// In-flight slots: entries in raft, and how many may be (alonemode.go).
 	inflight, inflightLimit atomic.Int32
 	yieldFirst              atomic.Bool // set while alone (alonemode.go)
+	// syncHoldsP reports whether the log's next sync is direct (the
+	// Store's DirectWALSyncActive); nil for a log store without them.
+	syncHoldsP func() bool
 
 	expect      atomic.Int64 // batches the last answered entry carried
 	pipelined   atomic.Bool  // they held two or more requests each, on average
@@ -191,6 +198,7 @@ func (b *batcher) inputs(queued int, yield bool) cutInputs {
 		queued:        queued,
 		logBusy:       !b.logFree(),
 		yield:         yield && b.yieldFirst.Load(),
+		syncHoldsP:    b.syncHoldsP != nil && b.syncHoldsP(),
 		inflight:      int(b.inflight.Load()),
 		inflightLimit: int(b.inflightLimit.Load()),
 		expect:        int(b.expect.Load()),

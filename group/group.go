@@ -233,6 +233,9 @@ func Open(cfg Config) (*Group, error) {
 		g.encoders <- &fsm.Encoder{}
 	}
 	g.batcher.init(cfg.MaxInflight, g.lingerOver) // the limit until runAloneMode has looked
+	if st, ok := cfg.LogStore.(*raftstore.Store); ok {
+		g.batcher.syncHoldsP = st.DirectWALSyncActive
+	}
 
 	rc := raftConfig(cfg, g.notifyCh)
 	g.maxTrailingLogs = rc.TrailingLogs

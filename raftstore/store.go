@@ -131,6 +131,13 @@ type Store struct {
 // decide.
 func (d *database) SetDirectWALSync(on bool) { d.walSync.enabled.Store(on) }
 
+// DirectWALSyncActive reports whether the next WAL sync will be direct: the
+// switch is on and no slow sync has suspended direct syncs. The batcher
+// reads it before every cut (group/batcher.go): a direct sync holds the
+// thread's P, so nothing of the node's runs while it lasts, and the next
+// entry has to let the connections it answered queue first. Any goroutine.
+func (d *database) DirectWALSyncActive() bool { return d.walSync.useDirect() }
+
 // Open opens (creating if needed) the database in dir and returns the store
 // of group 0, which owns the database: its Close closes the database. It is
 // for a process that runs one group and needs no node-level records (tests,

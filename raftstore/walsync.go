@@ -56,7 +56,7 @@ const directSyncBackoff = 10 * time.Second
 // walSync is the switch and the counters shared by a store's WAL files.
 type walSync struct {
 	enabled  atomic.Bool  // SetDirectWALSync: the node is alone
-	offUntil atomic.Int64 // unix nanos: suspended after a slow sync until then
+	offUntil atomic.Int64 // unix nanos: suspended after a slow sync until then; 0: not suspended
 	direct   atomic.Uint64
 	ordinary atomic.Uint64
 	slow     atomic.Uint64 // direct syncs that took longer than slowDirectSync
@@ -78,9 +78,22 @@ func newWALSync() *walSync {
 	return &walSync{now: time.Now, syncDirect: rawSync}
 }
 
-// useDirect reports whether the next WAL sync may be direct.
+// useDirect reports whether the next WAL sync may be direct. It reads the
+// clock only while a suspension is recorded (the batcher asks before every
+// cut), and forgets the suspension once it is over.
 func (w *walSync) useDirect() bool {
-	return w.enabled.Load() && w.now().UnixNano() >= w.offUntil.Load()
+	if !w.enabled.Load() {
+		return false
+	}
+	off := w.offUntil.Load()
+	if off == 0 {
+		return true
+	}
+	if w.now().UnixNano() < off {
+		return false
+	}
+	w.offUntil.CompareAndSwap(off, 0) // a later suspension stays
+	return true
 }
 
 // rawSync is fdatasync (or fsync, full) on fd through syscall.RawSyscall.
