@@ -68,6 +68,9 @@ type options struct {
 	restart    restartOptions
 	// baseline is the git revision of a second Redcell (-baseline), "" for none.
 	baseline string
+	// variants are the named flag combinations of -variants; their kinds
+	// are in servers too, right after Redcell (and Redcell-baseline).
+	variants []variant
 }
 
 var allModes = []string{"compare", "limiters", "scripts", "libraries", "latency", "datatypes", "memory", "cluster"}
@@ -98,6 +101,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	memFamilies := fs.String("families", "cl,tb,sl", "memory mode: limiter families to load, each on a fresh server (cl, tb, sl or all)")
 	slHits := fs.Int("sl-hits", 10, "memory mode: hits per sliding-log key (limit 10), at distinct instants")
 	baseline := fs.String("baseline", "", "a git revision (commit, tag, HEAD~3) whose Redcell runs as one more server, Redcell-baseline, right after Redcell in every round of compare, limiters, latency, datatypes and memory, and as a second 3-node cluster in cluster (not in pgo): a change measured against the same minutes of the same machine")
+	variants := fs.String("variants", "", "named flag combinations of this commit's Redcell, each run as one more server Redcell[name] right after Redcell (and Redcell-baseline) in compare, limiters, scripts, libraries, latency, datatypes and memory (not in cluster, failover, restart, pgo), e.g. 'direct=--direct-wal-sync;procs2=--procs 2'; each mode ends with the default beside each variant")
 	pgoOut := fs.String("pgo-out", "", "pgo mode: where the merged profile goes (default cmd/redcell/default.pgo in the repository)")
 	kills := fs.Int("kills", 20, "failover mode: how many times the leader is killed (3 with -quick); 0 measures one quiet window only")
 	foClients := fs.Int("failover-clients", 2, "failover mode: clients per node")
@@ -166,6 +170,27 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			at = 1
 		}
 		o.servers = slices.Insert(o.servers, at, kindRedcellBaseline)
+	}
+	if strings.TrimSpace(*variants) != "" {
+		if slices.Equal(o.modes, []string{"pgo"}) {
+			return options{}, fmt.Errorf("-variants runs in compare, limiters, scripts, libraries, latency, datatypes and memory, not in -mode %s", o.modes[0])
+		}
+		if !slices.Contains(o.servers, kindRedcell) {
+			return options{}, errors.New("-variants needs redcell in -servers: each variant is compared with Redcell's defaults")
+		}
+		if o.variants, err = parseVariants(*variants); err != nil {
+			return options{}, err
+		}
+		// Right after Redcell and Redcell-baseline, before the Redis servers.
+		at := slices.IndexFunc(o.servers, func(k serverKind) bool { return !k.isRedcell() })
+		if at < 0 {
+			at = len(o.servers)
+		}
+		kinds := make([]serverKind, len(o.variants))
+		for i, v := range o.variants {
+			kinds[i] = v.kind()
+		}
+		o.servers = slices.Insert(o.servers, at, kinds...)
 	}
 	if o.memory.families, err = parseFamilies(*memFamilies); err != nil {
 		return options{}, err
@@ -266,6 +291,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			return err
 		}
 	}
+	for _, v := range opts.variants {
+		f.addRedcell(v.kind(), redcellSpec{flags: v.flags})
+	}
 	if slices.Equal(opts.modes, []string{"pgo"}) {
 		out := opts.pgoOut
 		if out == "" {
@@ -284,6 +312,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		quick:   opts.quick,
 		seconds: opts.seconds,
 		warmup:  opts.warmup,
+	}
+	if len(opts.variants) > 0 {
+		report.variants = variantsNote(opts.variants)
+	}
+	variantKinds := make([]serverKind, len(opts.variants))
+	for i, v := range opts.variants {
+		variantKinds[i] = v.kind()
 	}
 	fmt.Fprintf(stdout, "machine: %d CPUs, %s; %s; %s; redcell %s; data dirs on %s; load average %s\n",
 		report.info.CPUs, report.info.CPUModel, report.info.GoVersion, report.info.RedisServer, report.info.Commit, report.info.DataFS, report.info.LoadStart)
@@ -342,6 +377,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		fmt.Fprintf(stdout, "\nresults: %s\n", path)
 		return nil
 	}
+	// summarise appends the variants' table to a mode's markdown (and
+	// prints it).
+	summarise := func(md string, rows []summaryRow) string {
+		return withVariants(stdout, md, rows, variantKinds)
+	}
 	for _, mode := range opts.modes {
 		switch mode {
 		case "compare", "limiters", "scripts", "latency":
@@ -373,7 +413,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			if st := stagesMarkdown(ms); st != "" {
 				md += "\n" + st
 			}
-			md = withBaseline(stdout, md, ms)
+			md = summarise(withBaseline(stdout, md, ms), summaryOfMeasurements(mode, ms))
 			switch mode {
 			case "limiters":
 				md = "Load: " + scriptsNote(works) + ". Each ratio divides by the same command's script on Redis-Lua.\n\n" + md
@@ -395,6 +435,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			}
 			md := librariesMarkdown(rows)
 			fmt.Fprintf(stdout, "\n%s", md)
+			md = summarise(md, summaryOfLibraries(rows))
 			if err := writeResults(mode, title, md); err != nil {
 				return err
 			}
@@ -426,7 +467,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			}
 			memMD := datatypesMemoryMarkdown(mem, opts.memory.keys, opts.memory.conns)
 			fmt.Fprintf(stdout, "\n%s", memMD)
-			if err := writeResults(mode, title, md+"\n"+memMD); err != nil {
+			if err := writeResults(mode, title, summarise(md+"\n"+memMD, summaryOfDatatypes(rows, mem))); err != nil {
 				return err
 			}
 		case "memory":
@@ -444,7 +485,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			}
 			md := memoryMarkdown(rs, opts.memory)
 			fmt.Fprintf(stdout, "\n%s", md)
-			if err := writeResults(mode, "Memory", md); err != nil {
+			if err := writeResults(mode, "Memory", summarise(md, summaryOfMemory(rs))); err != nil {
 				return err
 			}
 		case "cluster":
@@ -456,10 +497,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			}
 			throughput = nil
 			fmt.Fprintf(stdout, "\n== Cluster: %d local Redcell nodes against Redis-Lua (%d rounds, ~%.0f s per run after %.1f s of warm-up)\n", clusterSize, opts.rounds, opts.seconds, opts.warmup)
-			md, err := runClusterMode(ctx, f, opts.servers, runner, opts.rounds, report.info.DataFS, stdout)
+			md, ms, err := runClusterMode(ctx, f, opts.servers, runner, opts.rounds, report.info.DataFS, stdout)
 			if err != nil {
 				return err
 			}
+			if len(opts.variants) > 0 {
+				note := "-variants do not run in the cluster mode: its rows are this commit's cluster with default flags (and the baseline's, with -baseline).\n"
+				fmt.Fprintf(stdout, "\n%s", note)
+				md += "\n*" + strings.TrimSuffix(note, "\n") + "*\n"
+			}
+			md = summarise(md, summaryOfMeasurements(mode, ms))
 			if err := writeResults(mode, fmt.Sprintf("Cluster: %d local nodes", clusterSize), md); err != nil {
 				return err
 			}
