@@ -100,7 +100,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	churnRate := fs.Int("churn-rate", 50000, "memory mode: new one-second keys per second during churn")
 	memFamilies := fs.String("families", "cl,tb,sl", "memory mode: limiter families to load, each on a fresh server (cl, tb, sl or all)")
 	slHits := fs.Int("sl-hits", 10, "memory mode: hits per sliding-log key (limit 10), at distinct instants")
-	baseline := fs.String("baseline", "", "a git revision (commit, tag, HEAD~3) whose Redcell runs as one more server, Redcell-baseline, right after Redcell in every round of compare, limiters, latency, datatypes and memory, and as a second 3-node cluster in cluster (not in pgo): a change measured against the same minutes of the same machine")
+	baseline := fs.String("baseline", "", "a git revision (commit, tag, HEAD~3) whose Redcell runs as one more server, Redcell-baseline, right after Redcell in every round of compare, limiters, scripts, libraries, latency, datatypes and memory, and as a second 3-node cluster in cluster (not in pgo, failover, restart): a change measured against the same minutes of the same machine; each mode, and the run, ends with the rows that fell by more than 5 %")
 	variants := fs.String("variants", "", "named flag combinations of this commit's Redcell, each run as one more server Redcell[name] right after Redcell (and Redcell-baseline) in compare, limiters, scripts, libraries, latency, datatypes and memory (not in cluster, failover, restart, pgo), e.g. 'direct=--direct-wal-sync;procs2=--procs 2'; each mode ends with the default beside each variant")
 	pgoOut := fs.String("pgo-out", "", "pgo mode: where the merged profile goes (default cmd/redcell/default.pgo in the repository)")
 	kills := fs.Int("kills", 20, "failover mode: how many times the leader is killed (3 with -quick); 0 measures one quiet window only")
@@ -377,10 +377,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		fmt.Fprintf(stdout, "\nresults: %s\n", path)
 		return nil
 	}
-	// summarise appends the variants' table to a mode's markdown (and
-	// prints it).
+	// allRows are every mode's rows, for the regression guard of the whole
+	// run at the end.
+	var allRows []summaryRow
+	// summarise appends the variants' table and the regression guard to a
+	// mode's markdown (and prints them) and keeps its rows.
 	summarise := func(md string, rows []summaryRow) string {
-		return withVariants(stdout, md, rows, variantKinds)
+		allRows = append(allRows, rows...)
+		return withRegressions(stdout, withVariants(stdout, md, rows, variantKinds), rows)
 	}
 	for _, mode := range opts.modes {
 		switch mode {
@@ -538,6 +542,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 				return err
 			}
 			if err := writeResults(mode, fmt.Sprintf("Failover: %d local nodes, leader killed %d times", clusterSize, opts.failover.kills), md); err != nil {
+				return err
+			}
+		}
+	}
+	// The guard once more, every mode together: the table release notes
+	// quote. With -md it is the file's last section too.
+	if t := regressionsMarkdown(allRows); t != "" {
+		title := regressionsTitle + ", all modes (this commit against Redcell-baseline)"
+		fmt.Fprintf(stdout, "\n== %s\n%s", title, t)
+		if opts.mdPath != "" && len(opts.modes) > 1 {
+			sections = append(sections, fmt.Sprintf("## %s\n\n%s", title, t))
+			if err := report.writeFile(opts.mdPath, strings.Join(sections, "\n")); err != nil {
 				return err
 			}
 		}
