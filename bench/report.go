@@ -22,6 +22,9 @@ type resultsReport struct {
 	build    string  // how the Redcell binary was compiled ("" when no Redcell ran)
 	baseline string  // the Redcell-baseline's commit and build ("" without -baseline)
 	variants string  // the -variants and their flags ("" without)
+	// slowDiskBuild is how the slowdisk mode's binary was compiled ("" when
+	// it was not built).
+	slowDiskBuild string
 }
 
 // markdown renders the results file of one mode: the run's description,
@@ -48,6 +51,9 @@ func (r *resultsReport) markdown(title, body, loadEnd string) string {
 	}
 	if r.variants != "" {
 		fmt.Fprintf(&b, "| Redcell variants | %s |\n", r.variants)
+	}
+	if r.slowDiskBuild != "" {
+		fmt.Fprintf(&b, "| Redcell slow-disk build | %s |\n", r.slowDiskBuild)
 	}
 	fmt.Fprintf(&b, "| data dirs on | %s |\n", r.info.DataFS)
 	fmt.Fprintf(&b, "| fsync there | %s |\n", r.info.Fsync)

@@ -46,7 +46,8 @@ var allServerKinds = []serverKind{kindRedcell, kindRedcellBaseline, kindRedisLua
 // isRedcell reports whether servers of kind k are Redcell: they take the
 // native commands and have INFO raft. Every Redcell kind's name starts
 // with "Redcell": this commit's, the baseline's, a variant's
-// (Redcell[name], variants.go) and the cluster mode's rows.
+// (Redcell[name], variants.go), the slow-disk mode's (slowdisk.go) and
+// the cluster mode's rows.
 func (k serverKind) isRedcell() bool { return strings.HasPrefix(string(k), string(kindRedcell)) }
 
 // server is one running server process under test, bound to 127.0.0.1.
@@ -61,7 +62,7 @@ type server struct {
 	bin     string        // the program cmd runs, and
 	args    []string      // its arguments: what relaunch starts again
 	readyCh chan struct{} // closed when the log shows the ready line
-	env     []string      // added to bench's environment for the process
+	env     []string      // added to bench's environment for the process (the slow-disk delay)
 	exited  chan struct{} // closed once the process has been reaped
 	waitErr error         // valid after exited is closed
 }
@@ -90,21 +91,26 @@ type fleet struct {
 	// resolveBaseline), and baselineBin that binary once built.
 	baseline    string
 	baselineBin string
+	// slowDiskBin is this commit's Redcell built with -tags
+	// redcell_slowdisk (slowdisk.go), once a kind needs it.
+	slowDiskBin string
 	// buildFlags go to go build before the package (the pgo mode builds
 	// with -pgo=off, so that its profile is of the code without one).
 	buildFlags []string
 	// redcells are the Redcell kinds other than kindRedcell and
-	// kindRedcellBaseline (the variants) and how each is started.
+	// kindRedcellBaseline (the variants, the slow-disk rows) and how each
+	// is started.
 	redcells map[serverKind]redcellSpec
 	servers  []*server
 }
 
 // redcellSpec is how the fleet starts a Redcell kind of this commit other
-// than the default one: what it adds to the default command line and
-// environment.
+// than the default one: which build, and what it adds to the default
+// command line and environment.
 type redcellSpec struct {
-	flags []string // after bench's own --bind, --port, --data-dir
-	env   []string // KEY=value
+	slowDisk bool     // the -tags redcell_slowdisk build
+	flags    []string // after bench's own --bind, --port, --data-dir
+	env      []string // KEY=value
 }
 
 // addRedcell registers kind, started as spec says.
@@ -137,6 +143,24 @@ func (f *fleet) buildRedcell(ctx context.Context) error {
 		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
 	f.redcellBin = bin
+	return nil
+}
+
+// buildSlowDisk compiles ./cmd/redcell with -tags redcell_slowdisk into
+// the fleet's temp dir, once: the binary whose WAL syncs take as much longer
+// as its REDCELL_SLOWDISK_FSYNC says (cmd/redcell/slowdisk.go).
+func (f *fleet) buildSlowDisk(ctx context.Context) error {
+	if f.slowDiskBin != "" {
+		return nil
+	}
+	bin := filepath.Join(f.root, "redcell-slowdisk")
+	args := append(append([]string{"build", "-tags", slowDiskTag}, f.buildFlags...), "-o", bin, "./cmd/redcell")
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = f.repoRoot
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	f.slowDiskBin = bin
 	return nil
 }
 
@@ -267,6 +291,8 @@ func (f *fleet) command(ctx context.Context, kind serverKind, port int, dir stri
 		switch {
 		case kind == kindRedcellBaseline:
 			build, built = f.buildBaseline, &f.baselineBin
+		case spec.slowDisk:
+			build, built = f.buildSlowDisk, &f.slowDiskBin
 		}
 		if err := build(ctx); err != nil {
 			return "", nil, nil, err

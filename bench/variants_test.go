@@ -57,10 +57,12 @@ func TestVariantsFlag(t *testing.T) {
 
 // A variant is Redcell to everything that treats Redcell specially (native
 // commands, INFO raft, no Redis ready line), and starts from this commit's
-// binary with bench's own flags first and its flags after them.
+// binary with bench's own flags first and its flags after them; a
+// slow-disk kind starts from the tagged build with its environment.
 func TestVariantsStartAsRedcell(t *testing.T) {
 	direct := variant{name: "direct", flags: []string{"--direct-wal-sync"}}.kind()
-	for _, k := range []serverKind{kindRedcell, kindRedcellBaseline, direct} {
+	slow := slowDiskServer{base: direct, delay: 1e6}.kind()
+	for _, k := range []serverKind{kindRedcell, kindRedcellBaseline, direct, slow} {
 		if !k.isRedcell() {
 			t.Errorf("%s: not Redcell", k)
 		}
@@ -75,8 +77,9 @@ func TestVariantsStartAsRedcell(t *testing.T) {
 		t.Errorf("a variant's TB decision: %q, want the native command", got)
 	}
 
-	f := &fleet{redcellBin: "/bin/redcell"}
+	f := &fleet{redcellBin: "/bin/redcell", slowDiskBin: "/bin/redcell-slowdisk"}
 	f.addRedcell(direct, redcellSpec{flags: []string{"--direct-wal-sync"}})
+	f.addRedcell(slow, redcellSpec{slowDisk: true, flags: []string{"--direct-wal-sync"}, env: []string{slowDiskEnv + "=1ms"}})
 	ctx := context.Background()
 	for _, c := range []struct {
 		kind serverKind
@@ -86,6 +89,7 @@ func TestVariantsStartAsRedcell(t *testing.T) {
 	}{
 		{kindRedcell, "/bin/redcell", nil, nil},
 		{direct, "/bin/redcell", []string{"--direct-wal-sync"}, nil},
+		{slow, "/bin/redcell-slowdisk", []string{"--direct-wal-sync"}, []string{"REDCELL_SLOWDISK_FSYNC=1ms"}},
 	} {
 		bin, args, env, err := f.command(ctx, c.kind, 7000, "/d", []string{"--procs", "1"})
 		want := append(append([]string{"--bind", "127.0.0.1", "--port", "7000", "--data-dir", "/d/data"}, c.tail...), "--procs", "1")
@@ -96,7 +100,7 @@ func TestVariantsStartAsRedcell(t *testing.T) {
 	if _, _, _, err := f.command(ctx, "Redcell[unknown]", 7000, "/d", nil); err == nil {
 		t.Error("an unregistered kind started")
 	}
-	if got := dirName(string(direct) + " (x +1)"); got != "redcell-direct---x--1-" {
+	if got := dirName(string(slow)); got != "redcell-direct---fsync--1-ms-" {
 		t.Errorf("data dir name %q", got)
 	}
 }
