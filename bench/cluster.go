@@ -328,12 +328,13 @@ var leaderCounterFields = []string{"raft_entries_proposed", "raft_ops_proposed",
 // baseline's cluster (if the baseline is) and a fresh Redis-Lua (if
 // redis-lua is), runs clusterScenarios alternating, stops everything it
 // started (last started first), prints the table and returns the markdown
-// section, with the Redcell-vs-baseline table when a baseline ran.
-func runClusterMode(ctx context.Context, f *fleet, kinds []serverKind, runner benchmarkRunner, rounds int, dataFS string, progress io.Writer) (md string, err error) {
+// section, with the Redcell-vs-baseline table when a baseline ran, and the
+// measurements.
+func runClusterMode(ctx context.Context, f *fleet, kinds []serverKind, runner benchmarkRunner, rounds int, dataFS string, progress io.Writer) (md string, ms []measurement, err error) {
 	wantCluster, wantRedis := slices.Contains(kinds, kindRedcell), slices.Contains(kinds, kindRedisLua)
 	wantBaseline := slices.Contains(kinds, kindRedcellBaseline)
 	if !wantCluster && !wantRedis && !wantBaseline {
-		return "", errors.New("cluster mode needs redcell, redis-lua or -baseline")
+		return "", nil, errors.New("cluster mode needs redcell, redis-lua or -baseline")
 	}
 	var started []*server
 	defer func() {
@@ -348,11 +349,11 @@ func runClusterMode(ctx context.Context, f *fleet, kinds []serverKind, runner be
 	var redisLua *server
 	if wantRedis {
 		if redisLua, err = f.start(ctx, kindRedisLua); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		started = append(started, redisLua)
 		if err := checkThrottle(ctx, redisLua); err != nil {
-			return "", err
+			return "", nil, err
 		}
 		fmt.Fprintf(progress, "started %s pid %d on %s\n", redisLua.kind, redisLua.pid(), redisLua.addr())
 	}
@@ -372,10 +373,10 @@ func runClusterMode(ctx context.Context, f *fleet, kinds []serverKind, runner be
 			}
 		}
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 	}
-	ms, err := runScenarios(ctx, runner, clusterScenarios(c, base, redisLua), rounds, progress)
+	ms, err = runScenarios(ctx, runner, clusterScenarios(c, base, redisLua), rounds, progress)
 	if err != nil {
 		for _, cl := range []*cluster{c, base} {
 			if cl == nil {
@@ -391,7 +392,7 @@ func runClusterMode(ctx context.Context, f *fleet, kinds []serverKind, runner be
 				err = fmt.Errorf("%w\n  %s (%s):%s", err, s.label(), s.addr(), logTail(s.logPath, 8))
 			}
 		}
-		return "", err
+		return "", nil, err
 	}
 	info := clusterRunInfo{size: clusterSize, problems: make(map[string][]string), roles: make(map[string]string)}
 	if c != nil {
@@ -424,7 +425,7 @@ func runClusterMode(ctx context.Context, f *fleet, kinds []serverKind, runner be
 	printMeasurements(progress, ms)
 	notes := clusterNotes(ms, info)
 	fmt.Fprintf(progress, "\n%s", notes)
-	return withBaseline(progress, clusterMarkdown(ms, info, dataFS)+"\n"+notes, ms), nil
+	return withBaseline(progress, clusterMarkdown(ms, info, dataFS)+"\n"+notes, ms), ms, nil
 }
 
 // clusterMarkdown is the cluster section's description and tables.

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -68,6 +70,10 @@ type libraryRow struct {
 	kind   serverKind
 	rates  []float64 // decisions/s per round
 	median float64
+	// cpuUs is the server's CPU µs per decision in each round, and
+	// cpuUsMedian their median.
+	cpuUs       []float64
+	cpuUsMedian float64
 }
 
 // runLibraries measures every library on every server, round by round,
@@ -91,31 +97,34 @@ func runLibraries(ctx context.Context, servers []*server, rounds int, secs, warm
 				if _, err := waitForQuiet(ctx, 0.15, 250*time.Millisecond, 10*time.Second); err != nil {
 					return nil, err
 				}
-				rate, err := measureLibrary(ctx, s, l, secs, warmup)
+				rate, cpuUs, err := measureLibrary(ctx, s, l, secs, warmup)
 				if err != nil {
 					return nil, fmt.Errorf("%s on %s: %w", l.name, s.label(), err)
 				}
 				r.rates = append(r.rates, rate)
-				fmt.Fprintf(progress, "  round %d/%d  %-34s %-10s %9.0f decisions/s\n", round, rounds, l.name, s.kind, rate)
+				r.cpuUs = append(r.cpuUs, cpuUs)
+				fmt.Fprintf(progress, "  round %d/%d  %-34s %-16s %9.0f decisions/s  %5.1f us CPU each\n", round, rounds, l.name, s.kind, rate, cpuUs)
 			}
 		}
 	}
 	out := make([]libraryRow, len(rows))
 	for i, r := range rows {
 		r.median = median(r.rates)
+		r.cpuUsMedian = median(slices.Clone(r.cpuUs))
 		out[i] = *r
 	}
 	return out, nil
 }
 
 // measureLibrary runs libCallers callers of l on s for warmup+secs seconds
-// and returns the decisions a second of the measured part.
-func measureLibrary(ctx context.Context, s *server, l libraryLoad, secs, warmup float64) (float64, error) {
+// and returns the decisions a second of the measured part and the server's
+// CPU µs per decision over it.
+func measureLibrary(ctx context.Context, s *server, l libraryLoad, secs, warmup float64) (rate, cpuUs float64, err error) {
 	rdb := redis.NewClient(&redis.Options{Addr: s.addr(), PoolSize: libCallers})
 	defer rdb.Close()
 	decide, err := l.open(ctx, rdb)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	var done atomic.Int64
 	var failed atomic.Pointer[error]
@@ -141,15 +150,28 @@ func measureLibrary(ctx context.Context, s *server, l libraryLoad, secs, warmup 
 		}()
 	}
 	time.Sleep(seconds(warmup))
+	pids := []int{s.pid()}
+	cpuBefore, cpuErr := takeCPUSnapshot(pids)
 	start, t0 := done.Load(), time.Now()
 	time.Sleep(seconds(secs))
 	n, elapsed := done.Load()-start, time.Since(t0)
+	cpuAfter, cpuErr2 := takeCPUSnapshot(pids)
 	close(stop)
 	wg.Wait()
 	if p := failed.Load(); p != nil {
-		return 0, *p
+		return 0, 0, *p
 	}
-	return float64(n) / elapsed.Seconds(), nil
+	if err := errors.Join(cpuErr, cpuErr2); err != nil {
+		return 0, 0, err
+	}
+	rate = float64(n) / elapsed.Seconds()
+	if rate > 0 {
+		// Only the server's share is wanted: the callers' CPU (this
+		// process's) is nobody's noise here.
+		serverCores, _ := cpuShares(cpuBefore, cpuAfter, pids, 0, elapsed)
+		cpuUs = serverCores / rate * 1e6
+	}
+	return rate, cpuUs, nil
 }
 
 // librariesMarkdown is the mode's table: each library's decisions a second
@@ -159,7 +181,7 @@ func librariesMarkdown(rows []libraryRow) string {
 	b.WriteString("Load: each Go library as an application calls it (`Allow` of `redis_rate.PerMinute`, `limiter.Get` of a `limiter.Rate`), " +
 		strconv.Itoa(libCallers) + " concurrent callers on one go-redis v9 client, " + strconv.Itoa(libKeyspace) + " random identifiers, a limit high enough that calls are admitted (each writes). " +
 		"Redcell runs the library's script in its state machine, durably; Redis-Lua in memory. Rates are decisions per second, medians over the rounds.\n\n")
-	b.WriteString("| library | server | decisions/s | vs Redis-Lua |\n|---|---|---:|---:|\n")
+	b.WriteString("| library | server | decisions/s | vs Redis-Lua | CPU µs/decision |\n|---|---|---:|---:|---:|\n")
 	redis := map[string]float64{}
 	for _, r := range rows {
 		if r.kind == kindRedisLua {
@@ -171,7 +193,8 @@ func librariesMarkdown(rows []libraryRow) string {
 		if base := redis[r.lib]; base > 0 {
 			ratio = fmt.Sprintf("%.2fx", r.median/base)
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.lib, r.kind, formatRPS(r.median), ratio)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s | %s |\n", r.lib, r.kind, formatRPS(r.median), ratio, formatCPU(r.cpuUsMedian))
 	}
+	b.WriteString("\n*CPU µs/decision*: the server's CPU time (all its threads, user + system, from /proc) over the measured seconds, per decision.\n")
 	return b.String()
 }

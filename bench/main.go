@@ -68,9 +68,19 @@ type options struct {
 	restart    restartOptions
 	// baseline is the git revision of a second Redcell (-baseline), "" for none.
 	baseline string
+	// variants are the named flag combinations of -variants; their kinds
+	// are in servers too, right after Redcell (and Redcell-baseline).
+	variants []variant
+	// slowDisk sizes the slowdisk mode.
+	slowDisk slowDiskOptions
 }
 
 var allModes = []string{"compare", "limiters", "scripts", "libraries", "latency", "datatypes", "memory", "cluster"}
+
+// slowDiskMode is not part of "all": it needs a second build of the
+// server, and what it shows depends on the delays it injects, not on the
+// machine.
+const slowDiskMode = "slowdisk"
 
 // failoverMode is not part of "all": it measures availability, not speed,
 // and kills processes on purpose.
@@ -83,7 +93,7 @@ const restartMode = "restart"
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	mode := fs.String("mode", "compare", "compare | limiters | scripts | libraries | latency | datatypes | memory | cluster | all (comma-separated list allowed); failover, restart (not in all); or pgo alone: write cmd/redcell/default.pgo (see bench/pgo.go)")
+	mode := fs.String("mode", "compare", "compare | limiters | scripts | libraries | latency | datatypes | memory | cluster | all (comma-separated list allowed); failover, restart, slowdisk (not in all); or pgo alone: write cmd/redcell/default.pgo (see bench/pgo.go)")
 	servers := fs.String("servers", "all", "servers to run: all, or a comma-separated list of redcell, redis (both Redis servers), redis-lua, redis-lua-fsync")
 	quick := fs.Bool("quick", false, "short runs and 100k keys for a smoke check (results are marked as quick)")
 	results := fs.String("results", "", "directory of the results files: each mode writes <mode>.md there, replacing the last run's (default bench/results in the repository)")
@@ -97,7 +107,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	churnRate := fs.Int("churn-rate", 50000, "memory mode: new one-second keys per second during churn")
 	memFamilies := fs.String("families", "cl,tb,sl", "memory mode: limiter families to load, each on a fresh server (cl, tb, sl or all)")
 	slHits := fs.Int("sl-hits", 10, "memory mode: hits per sliding-log key (limit 10), at distinct instants")
-	baseline := fs.String("baseline", "", "a git revision (commit, tag, HEAD~3) whose Redcell runs as one more server, Redcell-baseline, right after Redcell in every round of compare, limiters, latency, datatypes and memory, and as a second 3-node cluster in cluster (not in pgo): a change measured against the same minutes of the same machine")
+	baseline := fs.String("baseline", "", "a git revision (commit, tag, HEAD~3) whose Redcell runs as one more server, Redcell-baseline, right after Redcell in every round of compare, limiters, scripts, libraries, latency, datatypes and memory, and as a second 3-node cluster in cluster (not in pgo, failover, restart, slowdisk): a change measured against the same minutes of the same machine; each mode, and the run, ends with the rows that fell by more than 5 %")
+	variants := fs.String("variants", "", "named flag combinations of this commit's Redcell, each run as one more server Redcell[name] right after Redcell (and Redcell-baseline) in compare, limiters, scripts, libraries, latency, datatypes, memory and slowdisk (not in cluster, failover, restart, pgo), e.g. 'direct=--direct-wal-sync;procs2=--procs 2'; each mode ends with the default beside each variant")
+	fsyncDelays := fs.String("fsync-delays", "0,500us,1ms,2ms", "slowdisk mode: how much longer each WAL sync takes, one set of Redcell servers per delay (0: the slow-disk build with nothing injected)")
 	pgoOut := fs.String("pgo-out", "", "pgo mode: where the merged profile goes (default cmd/redcell/default.pgo in the repository)")
 	kills := fs.Int("kills", 20, "failover mode: how many times the leader is killed (3 with -quick); 0 measures one quiet window only")
 	foClients := fs.Int("failover-clients", 2, "failover mode: clients per node")
@@ -155,9 +167,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.servers, err = parseServers(*servers); err != nil {
 		return options{}, err
 	}
+	if o.slowDisk.delays, err = parseDelays(*fsyncDelays); err != nil {
+		return options{}, err
+	}
 	if o.baseline != "" {
 		if slices.Equal(o.modes, []string{"pgo"}) {
-			return options{}, fmt.Errorf("-baseline runs in compare, limiters, latency, memory and cluster, not in -mode %s", o.modes[0])
+			return options{}, fmt.Errorf("-baseline runs in compare, limiters, scripts, libraries, latency, datatypes, memory and cluster, not in -mode %s", o.modes[0])
 		}
 		// Right after Redcell, which parseServers puts first when chosen:
 		// the alternation order of allServerKinds.
@@ -166,6 +181,27 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 			at = 1
 		}
 		o.servers = slices.Insert(o.servers, at, kindRedcellBaseline)
+	}
+	if strings.TrimSpace(*variants) != "" {
+		if slices.Equal(o.modes, []string{"pgo"}) {
+			return options{}, fmt.Errorf("-variants runs in compare, limiters, scripts, libraries, latency, datatypes, memory and slowdisk, not in -mode %s", o.modes[0])
+		}
+		if !slices.Contains(o.servers, kindRedcell) {
+			return options{}, errors.New("-variants needs redcell in -servers: each variant is compared with Redcell's defaults")
+		}
+		if o.variants, err = parseVariants(*variants); err != nil {
+			return options{}, err
+		}
+		// Right after Redcell and Redcell-baseline, before the Redis servers.
+		at := slices.IndexFunc(o.servers, func(k serverKind) bool { return !k.isRedcell() })
+		if at < 0 {
+			at = len(o.servers)
+		}
+		kinds := make([]serverKind, len(o.variants))
+		for i, v := range o.variants {
+			kinds[i] = v.kind()
+		}
+		o.servers = slices.Insert(o.servers, at, kinds...)
 	}
 	if o.memory.families, err = parseFamilies(*memFamilies); err != nil {
 		return options{}, err
@@ -199,12 +235,12 @@ func parseModes(s string) ([]string, error) {
 			return []string{"pgo"}, nil
 		case m == "all":
 			return allModes, nil
-		case slices.Contains(allModes, m) || m == failoverMode || m == restartMode:
+		case slices.Contains(allModes, m) || m == failoverMode || m == restartMode || m == slowDiskMode:
 			if !slices.Contains(modes, m) {
 				modes = append(modes, m)
 			}
 		default:
-			return nil, fmt.Errorf("unknown -mode %q (want compare, limiters, scripts, libraries, latency, datatypes, memory, cluster, all, failover or restart)", m)
+			return nil, fmt.Errorf("unknown -mode %q (want compare, limiters, scripts, libraries, latency, datatypes, memory, cluster, all, failover, restart or slowdisk)", m)
 		}
 	}
 	return modes, nil
@@ -266,6 +302,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			return err
 		}
 	}
+	for _, v := range opts.variants {
+		f.addRedcell(v.kind(), redcellSpec{flags: v.flags})
+	}
 	if slices.Equal(opts.modes, []string{"pgo"}) {
 		out := opts.pgoOut
 		if out == "" {
@@ -284,6 +323,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		quick:   opts.quick,
 		seconds: opts.seconds,
 		warmup:  opts.warmup,
+	}
+	if len(opts.variants) > 0 {
+		report.variants = variantsNote(opts.variants)
+	}
+	variantKinds := make([]serverKind, len(opts.variants))
+	for i, v := range opts.variants {
+		variantKinds[i] = v.kind()
 	}
 	fmt.Fprintf(stdout, "machine: %d CPUs, %s; %s; %s; redcell %s; data dirs on %s; load average %s\n",
 		report.info.CPUs, report.info.CPUModel, report.info.GoVersion, report.info.RedisServer, report.info.Commit, report.info.DataFS, report.info.LoadStart)
@@ -328,6 +374,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		if f.baselineBin != "" {
 			report.baseline = fmt.Sprintf("%s (-baseline %s), %s", f.baseline[:min(len(f.baseline), 7)], opts.baseline, buildNote(f.baselineBin))
 		}
+		if f.slowDiskBin != "" {
+			report.slowDiskBuild = buildNote(f.slowDiskBin) + ", -tags " + slowDiskTag
+		}
 		var path string
 		var err error
 		if opts.mdPath != "" {
@@ -341,6 +390,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 		}
 		fmt.Fprintf(stdout, "\nresults: %s\n", path)
 		return nil
+	}
+	// allRows are every mode's rows, for the regression guard of the whole
+	// run at the end.
+	var allRows []summaryRow
+	// summarise appends the variants' table and the regression guard to a
+	// mode's markdown (and prints them) and keeps its rows.
+	summarise := func(md string, rows []summaryRow) string {
+		allRows = append(allRows, rows...)
+		return withRegressions(stdout, withVariants(stdout, md, rows, variantKinds), rows)
 	}
 	for _, mode := range opts.modes {
 		switch mode {
@@ -373,7 +431,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			if st := stagesMarkdown(ms); st != "" {
 				md += "\n" + st
 			}
-			md = withBaseline(stdout, md, ms)
+			md = summarise(withBaseline(stdout, md, ms), summaryOfMeasurements(mode, ms))
 			switch mode {
 			case "limiters":
 				md = "Load: " + scriptsNote(works) + ". Each ratio divides by the same command's script on Redis-Lua.\n\n" + md
@@ -395,6 +453,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			}
 			md := librariesMarkdown(rows)
 			fmt.Fprintf(stdout, "\n%s", md)
+			md = summarise(md, summaryOfLibraries(rows))
 			if err := writeResults(mode, title, md); err != nil {
 				return err
 			}
@@ -426,7 +485,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			}
 			memMD := datatypesMemoryMarkdown(mem, opts.memory.keys, opts.memory.conns)
 			fmt.Fprintf(stdout, "\n%s", memMD)
-			if err := writeResults(mode, title, md+"\n"+memMD); err != nil {
+			if err := writeResults(mode, title, summarise(md+"\n"+memMD, summaryOfDatatypes(rows, mem))); err != nil {
 				return err
 			}
 		case "memory":
@@ -444,7 +503,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			}
 			md := memoryMarkdown(rs, opts.memory)
 			fmt.Fprintf(stdout, "\n%s", md)
-			if err := writeResults(mode, "Memory", md); err != nil {
+			if err := writeResults(mode, "Memory", summarise(md, summaryOfMemory(rs))); err != nil {
 				return err
 			}
 		case "cluster":
@@ -456,11 +515,34 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 			}
 			throughput = nil
 			fmt.Fprintf(stdout, "\n== Cluster: %d local Redcell nodes against Redis-Lua (%d rounds, ~%.0f s per run after %.1f s of warm-up)\n", clusterSize, opts.rounds, opts.seconds, opts.warmup)
-			md, err := runClusterMode(ctx, f, opts.servers, runner, opts.rounds, report.info.DataFS, stdout)
+			md, ms, err := runClusterMode(ctx, f, opts.servers, runner, opts.rounds, report.info.DataFS, stdout)
 			if err != nil {
 				return err
 			}
+			if len(opts.variants) > 0 {
+				note := "-variants do not run in the cluster mode: its rows are this commit's cluster with default flags (and the baseline's, with -baseline).\n"
+				fmt.Fprintf(stdout, "\n%s", note)
+				md += "\n*" + strings.TrimSuffix(note, "\n") + "*\n"
+			}
+			md = summarise(md, summaryOfMeasurements(mode, ms))
 			if err := writeResults(mode, fmt.Sprintf("Cluster: %d local nodes", clusterSize), md); err != nil {
+				return err
+			}
+		case slowDiskMode:
+			for _, s := range throughput {
+				if err := f.stop(s); err != nil {
+					return err
+				}
+			}
+			throughput = nil
+			title := "Slow disk: Redcell with every WAL sync made longer"
+			fmt.Fprintf(stdout, "\n== %s (%d rounds, ~%.0f s per run after %.1f s of warm-up)\n", title, opts.rounds, opts.seconds, opts.warmup)
+			md, rows, err := runSlowDiskMode(ctx, f, opts.servers, opts.variants, opts.slowDisk, runner, opts.rounds, stdout)
+			if err != nil {
+				return err
+			}
+			md = summarise(md, rows)
+			if err := writeResults(mode, title, md); err != nil {
 				return err
 			}
 		case restartMode:
@@ -491,6 +573,18 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 				return err
 			}
 			if err := writeResults(mode, fmt.Sprintf("Failover: %d local nodes, leader killed %d times", clusterSize, opts.failover.kills), md); err != nil {
+				return err
+			}
+		}
+	}
+	// The guard once more, every mode together: the table release notes
+	// quote. With -md it is the file's last section too.
+	if t := regressionsMarkdown(allRows); t != "" {
+		title := regressionsTitle + ", all modes (this commit against Redcell-baseline)"
+		fmt.Fprintf(stdout, "\n== %s\n%s", title, t)
+		if opts.mdPath != "" && len(opts.modes) > 1 {
+			sections = append(sections, fmt.Sprintf("## %s\n\n%s", title, t))
+			if err := report.writeFile(opts.mdPath, strings.Join(sections, "\n")); err != nil {
 				return err
 			}
 		}

@@ -21,6 +21,10 @@ type resultsReport struct {
 	warmup   float64 // unmeasured run of the same load before it
 	build    string  // how the Redcell binary was compiled ("" when no Redcell ran)
 	baseline string  // the Redcell-baseline's commit and build ("" without -baseline)
+	variants string  // the -variants and their flags ("" without)
+	// slowDiskBuild is how the slowdisk mode's binary was compiled ("" when
+	// it was not built).
+	slowDiskBuild string
 }
 
 // markdown renders the results file of one mode: the run's description,
@@ -44,6 +48,12 @@ func (r *resultsReport) markdown(title, body, loadEnd string) string {
 	}
 	if r.baseline != "" {
 		fmt.Fprintf(&b, "| Redcell-baseline | %s |\n", r.baseline)
+	}
+	if r.variants != "" {
+		fmt.Fprintf(&b, "| Redcell variants | %s |\n", r.variants)
+	}
+	if r.slowDiskBuild != "" {
+		fmt.Fprintf(&b, "| Redcell slow-disk build | %s |\n", r.slowDiskBuild)
 	}
 	fmt.Fprintf(&b, "| data dirs on | %s |\n", r.info.DataFS)
 	fmt.Fprintf(&b, "| fsync there | %s |\n", r.info.Fsync)

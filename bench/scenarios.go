@@ -180,8 +180,14 @@ func medianResult(runs []benchResult) benchResult {
 // ratioToRedisLua is m's rps divided by Redis-Lua's rps on the same
 // workload in the same run, or 0 when Redis-Lua was not measured.
 func ratioToRedisLua(all []measurement, m measurement) float64 {
+	return ratioTo(all, m, kindRedisLua)
+}
+
+// ratioTo is m's rps divided by the rps of kind on the same workload in
+// the same run, or 0 when kind was not measured.
+func ratioTo(all []measurement, m measurement, kind serverKind) float64 {
 	for _, o := range all {
-		if o.work == m.work && o.kind == kindRedisLua && o.median.RPS > 0 {
+		if o.work == m.work && o.kind == kind && o.median.RPS > 0 {
 			return m.median.RPS / o.median.RPS
 		}
 	}

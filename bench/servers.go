@@ -39,12 +39,16 @@ const (
 	kindRedisLuaFsync   serverKind = "Redis-Lua-fsync"
 )
 
-// allServerKinds is the order servers run in within a scenario.
+// allServerKinds is the order servers run in within a scenario; the
+// variants of -variants run after Redcell-baseline, before Redis-Lua.
 var allServerKinds = []serverKind{kindRedcell, kindRedcellBaseline, kindRedisLua, kindRedisLuaFsync}
 
-// isRedcell reports whether servers of kind k are Redcell (of this commit
-// or the baseline): they take the native commands and have INFO raft.
-func (k serverKind) isRedcell() bool { return k == kindRedcell || k == kindRedcellBaseline }
+// isRedcell reports whether servers of kind k are Redcell: they take the
+// native commands and have INFO raft. Every Redcell kind's name starts
+// with "Redcell": this commit's, the baseline's, a variant's
+// (Redcell[name], variants.go), the slow-disk mode's (slowdisk.go) and
+// the cluster mode's rows.
+func (k serverKind) isRedcell() bool { return strings.HasPrefix(string(k), string(kindRedcell)) }
 
 // server is one running server process under test, bound to 127.0.0.1.
 type server struct {
@@ -58,6 +62,7 @@ type server struct {
 	bin     string        // the program cmd runs, and
 	args    []string      // its arguments: what relaunch starts again
 	readyCh chan struct{} // closed when the log shows the ready line
+	env     []string      // added to bench's environment for the process (the slow-disk delay)
 	exited  chan struct{} // closed once the process has been reaped
 	waitErr error         // valid after exited is closed
 }
@@ -86,10 +91,34 @@ type fleet struct {
 	// resolveBaseline), and baselineBin that binary once built.
 	baseline    string
 	baselineBin string
+	// slowDiskBin is this commit's Redcell built with -tags
+	// redcell_slowdisk (slowdisk.go), once a kind needs it.
+	slowDiskBin string
 	// buildFlags go to go build before the package (the pgo mode builds
 	// with -pgo=off, so that its profile is of the code without one).
 	buildFlags []string
-	servers    []*server
+	// redcells are the Redcell kinds other than kindRedcell and
+	// kindRedcellBaseline (the variants, the slow-disk rows) and how each
+	// is started.
+	redcells map[serverKind]redcellSpec
+	servers  []*server
+}
+
+// redcellSpec is how the fleet starts a Redcell kind of this commit other
+// than the default one: which build, and what it adds to the default
+// command line and environment.
+type redcellSpec struct {
+	slowDisk bool     // the -tags redcell_slowdisk build
+	flags    []string // after bench's own --bind, --port, --data-dir
+	env      []string // KEY=value
+}
+
+// addRedcell registers kind, started as spec says.
+func (f *fleet) addRedcell(kind serverKind, spec redcellSpec) {
+	if f.redcells == nil {
+		f.redcells = make(map[serverKind]redcellSpec)
+	}
+	f.redcells[kind] = spec
 }
 
 // newFleet creates the temp root under dataParent ("" = os.TempDir()).
@@ -114,6 +143,24 @@ func (f *fleet) buildRedcell(ctx context.Context) error {
 		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
 	f.redcellBin = bin
+	return nil
+}
+
+// buildSlowDisk compiles ./cmd/redcell with -tags redcell_slowdisk into
+// the fleet's temp dir, once: the binary whose WAL syncs take as much longer
+// as its REDCELL_SLOWDISK_FSYNC says (cmd/redcell/slowdisk.go).
+func (f *fleet) buildSlowDisk(ctx context.Context) error {
+	if f.slowDiskBin != "" {
+		return nil
+	}
+	bin := filepath.Join(f.root, "redcell-slowdisk")
+	args := append(append([]string{"build", "-tags", slowDiskTag}, f.buildFlags...), "-o", bin, "./cmd/redcell")
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = f.repoRoot
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
+	}
+	f.slowDiskBin = bin
 	return nil
 }
 
@@ -201,7 +248,7 @@ func (f *fleet) startNode(ctx context.Context, kind serverKind, name string, ext
 	if err != nil {
 		return nil, err
 	}
-	prefix := strings.ToLower(string(kind)) + "-"
+	prefix := dirName(string(kind)) + "-"
 	if name != "" {
 		prefix += name + "-"
 	}
@@ -210,32 +257,11 @@ func (f *fleet) startNode(ctx context.Context, kind serverKind, name string, ext
 		return nil, fmt.Errorf("create data dir: %w", err)
 	}
 	s := &server{kind: kind, name: name, port: port, dataDir: dir, logPath: filepath.Join(dir, "server.log"), exited: make(chan struct{})}
-	var bin string
-	var args []string
-	switch kind {
-	case kindRedcell, kindRedcellBaseline:
-		if kind == kindRedcell {
-			if err := f.buildRedcell(ctx); err != nil {
-				return nil, err
-			}
-			bin = f.redcellBin
-		} else {
-			if err := f.buildBaseline(ctx); err != nil {
-				return nil, err
-			}
-			bin = f.baselineBin
-		}
-		args = []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--data-dir", filepath.Join(dir, "data")}
-		args = append(args, extra...)
-	case kindRedisLua, kindRedisLuaFsync:
-		if len(extra) > 0 {
-			return nil, fmt.Errorf("extra arguments %q are for Redcell only", extra)
-		}
-		bin = "redis-server"
-		args = redisArgs(port, dir, kind == kindRedisLuaFsync)
-	default:
-		return nil, fmt.Errorf("unknown server kind %q", kind)
+	bin, args, env, err := f.command(ctx, kind, port, dir, extra)
+	if err != nil {
+		return nil, err
 	}
+	s.env = env
 	readyLine := ""
 	if !kind.isRedcell() {
 		readyLine = "Ready to accept connections"
@@ -253,6 +279,36 @@ func (f *fleet) startNode(ctx context.Context, kind serverKind, name string, ext
 	return s, nil
 }
 
+// command is how a server of kind starts on port with its files in dir:
+// the program (built first if it is this commit's or the baseline's
+// Redcell and not built yet), its arguments, and what it adds to bench's
+// environment. extra are further Redcell arguments (cluster flags).
+func (f *fleet) command(ctx context.Context, kind serverKind, port int, dir string, extra []string) (bin string, args, env []string, err error) {
+	spec, isSpec := f.redcells[kind]
+	switch {
+	case kind == kindRedcell || kind == kindRedcellBaseline || isSpec:
+		build, built := f.buildRedcell, &f.redcellBin
+		switch {
+		case kind == kindRedcellBaseline:
+			build, built = f.buildBaseline, &f.baselineBin
+		case spec.slowDisk:
+			build, built = f.buildSlowDisk, &f.slowDiskBin
+		}
+		if err := build(ctx); err != nil {
+			return "", nil, nil, err
+		}
+		bin = *built
+		args = []string{"--bind", "127.0.0.1", "--port", strconv.Itoa(port), "--data-dir", filepath.Join(dir, "data")}
+		return bin, append(append(args, spec.flags...), extra...), spec.env, nil
+	case kind == kindRedisLua || kind == kindRedisLuaFsync:
+		if len(extra) > 0 {
+			return "", nil, nil, fmt.Errorf("extra arguments %q are for Redcell only", extra)
+		}
+		return "redis-server", redisArgs(port, dir, kind == kindRedisLuaFsync), nil, nil
+	}
+	return "", nil, nil, fmt.Errorf("unknown server kind %q", kind)
+}
+
 // relaunch starts a Redcell node again after its process ended (the
 // failover mode kills it): the same binary, arguments, port and data dir, a
 // fresh log file beside the first (logName, in the same directory), and
@@ -264,7 +320,7 @@ func (f *fleet) relaunch(ctx context.Context, old *server, logName string) (*ser
 	default:
 		return nil, fmt.Errorf("relaunch %s: pid %d still runs", old.label(), old.pid())
 	}
-	s := &server{kind: old.kind, name: old.name, port: old.port, dataDir: old.dataDir,
+	s := &server{kind: old.kind, name: old.name, port: old.port, dataDir: old.dataDir, env: old.env,
 		logPath: filepath.Join(old.dataDir, logName), exited: make(chan struct{})}
 	// A restart resumes its data dir: --bootstrap (the first node's first
 	// start) would be refused there.
@@ -277,6 +333,21 @@ func (f *fleet) relaunch(ctx context.Context, old *server, logName string) (*ser
 		return nil, err
 	}
 	return s, nil
+}
+
+// dirName is a server kind as a directory name: lower case, every
+// character but letters, digits and '-' a '-' ("Redcell[direct+poll]" →
+// "redcell-direct-poll-").
+func dirName(kind string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '-':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + 'a' - 'A'
+		}
+		return '-'
+	}, kind)
 }
 
 // redisArgs is the redis-server command line: no RDB snapshots, and either
@@ -303,6 +374,9 @@ func (s *server) launch(bin string, args []string, readyLine string) error {
 	pr, pw := io.Pipe()
 	s.bin, s.args = bin, args
 	s.cmd = exec.Command(bin, args...)
+	if len(s.env) > 0 {
+		s.cmd.Env = append(os.Environ(), s.env...)
+	}
 	s.cmd.Stdout, s.cmd.Stderr = pw, pw
 	// Own process group: a terminal Ctrl-C reaches bench only, and bench
 	// stops the servers itself. Pdeathsig covers bench being killed outright.

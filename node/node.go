@@ -104,6 +104,10 @@ type Config struct {
 	// DirectWALSync turns on direct WAL syncs while the node is alone
 	// (group.Config.DirectWALSync; --direct-wal-sync).
 	DirectWALSync bool
+	// AfterWALSync is raftstore.Options.AfterWALSync: run after every WAL
+	// sync, for benchmarks that emulate a slower disk (cmd/redcell's
+	// redcell_slowdisk build); nil, the default, in production.
+	AfterWALSync func(direct bool)
 	// ScriptMaxInstructions and ScriptMaxMemory are a script call's
 	// budgets (fsm.Config.Scripts; --script-max-instructions,
 	// --script-max-memory), which every member must share; 0: the
@@ -254,7 +258,7 @@ func Open(cfg Config) (n *Node, err error) {
 		})
 	}
 
-	n.db, err = raftstore.OpenDB(filepath.Join(cfg.DataDir, raftDir), n.metrics.storeOptions(raftstore.Options{Logger: log, OnFatal: func(err error) {
+	n.db, err = raftstore.OpenDB(filepath.Join(cfg.DataDir, raftDir), n.metrics.storeOptions(raftstore.Options{Logger: log, AfterWALSync: cfg.AfterWALSync, OnFatal: func(err error) {
 		// The storage engine is dead (a failed WAL write or fsync): new
 		// writes get MISCONF at once, and the owner stops the process.
 		if g := n.groupRef.Load(); g != nil {

@@ -44,6 +44,12 @@ type Options struct {
 	// from the goroutine Pebble syncs on, on the append path: it must be
 	// quick and must not block.
 	ObserveWALSync func(took time.Duration)
+	// AfterWALSync, if set, runs after every WAL sync, on the goroutine
+	// (and thread) that made it, before the sync's time is taken: direct
+	// says the sync was a direct one (walsync.go). It is for benchmarks
+	// that emulate a slower disk (cmd/redcell's redcell_slowdisk build
+	// sleeps in it); nil, the default, costs one nil check per sync.
+	AfterWALSync func(direct bool)
 	// ObserveSnapshot, if set, is told each snapshot written to the store
 	// (taken here or installed from the leader): its bytes and the time
 	// from the sink's creation to its durable close. Called from the
@@ -180,6 +186,7 @@ func OpenDB(dir string, opts Options) (*DB, error) {
 		logger.Warn("a direct WAL sync was slow: syncing the ordinary way for a while", "took", took, "for", directSyncBackoff)
 	}
 	ws.observe = opts.ObserveWALSync
+	ws.afterSync = opts.AfterWALSync
 	ws.onPrefillError = func(err error) {
 		logger.Warn("could not zero-fill a new WAL: its appends sync the file's size too", "error", err)
 	}

@@ -71,6 +71,7 @@ type walSync struct {
 	onSlow                   func(took time.Duration) // reports a suspension (logging); may be nil
 	onPrefillError           func(err error)          // reports a failed zero-fill (logging); may be nil
 	observe                  func(took time.Duration) // Options.ObserveWALSync; may be nil
+	afterSync                func(direct bool)        // Options.AfterWALSync; may be nil
 	syncDirect               func(fd uintptr, full bool) error
 }
 
@@ -186,11 +187,17 @@ func (f *walFile) sync(full bool) error {
 		} else {
 			err = f.File.SyncData()
 		}
+		if ws.afterSync != nil {
+			ws.afterSync(false)
+		}
 		ws.ordinary.Add(1)
 		ws.addSyncTime(ws.now().Sub(start))
 		return err
 	}
 	err := ws.syncDirect(fd, full)
+	if ws.afterSync != nil {
+		ws.afterSync(true)
+	}
 	ws.direct.Add(1)
 	took := ws.now().Sub(start)
 	ws.addSyncTime(took)

@@ -60,6 +60,7 @@ func startNode(cfg config, log *slog.Logger, level *slog.LevelVar) (*node.Node, 
 		MaxInflight:           cfg.maxInflight,
 		MaxInflightWithPeers:  cfg.maxInflightPeers,
 		DirectWALSync:         cfg.directSync,
+		AfterWALSync:          afterWALSync,
 		ScriptMaxInstructions: cfg.scriptMaxInstr,
 		ScriptMaxMemory:       mustMemory(cfg.scriptMaxMemory),
 		BusyPoll:              time.Duration(cfg.busyPollUsec) * time.Microsecond,
@@ -79,6 +80,11 @@ func startNode(cfg config, log *slog.Logger, level *slog.LevelVar) (*node.Node, 
 		Logger:                log,
 	})
 }
+
+// afterWALSync is node.Config.AfterWALSync: nil, except in a binary built
+// with -tags redcell_slowdisk, where slowdisk.go sets it to stretch every
+// WAL sync for the bench's slow-disk mode.
+var afterWALSync func(direct bool)
 
 // minFreeDiskFlag maps --min-free-disk (0 = off) to node.Config's
 // convention (negative = off).
