@@ -58,6 +58,24 @@ import (
 //     after pipelines, a quarter after single requests (a straggler is then
 //     one decision, and the node mostly idles while it waits), never more
 //     than maxLinger. A lone client never waits.
+//
+//     Merging cohorts, on a slow disk. There the clients settle into two
+//     cohorts: one comes back while the other's entry is synced, each
+//     client waits for two syncs per request, and an entry carries half of
+//     them. When a cohort comes back in less than a sync, waiting for it
+//     makes the two one: every client per sync and round trip, N / (F +
+//     round trip) instead of N / 2F. On a fast disk the round trip is the
+//     longer, and the wait, an idle node woken by each client that comes
+//     back, costs more than it saves. So the batcher measures it: while
+//     merging, the cut waits until the queue holds every client in play,
+//     at most a mean append (and maxMergeWait), and it goes on merging
+//     while they are all back within a mean append; once a wait runs out
+//     or takes longer, it stops, and tries again after mergeRetryCuts
+//     entries. The clients in play are the recent high-water mark of the
+//     batches in the group (queued, or in entries not yet answered): in a
+//     closed loop of N clients they reach N whenever nobody is between an
+//     answer and the next request; a merge that runs out lowers it to what
+//     is in the group then, a batch that finds more raises it.
 //  5. A free in-flight slot (MaxInflight alone, MaxInflightWithPeers with
 //     peers): the completer asks again when one frees.
 //  6. Otherwise: cut now.
@@ -94,7 +112,9 @@ type cutInputs struct {
 	expect        int   // batches the last answered entry carried: clients likely to return
 	pipelined     bool  // ... holding two or more requests each, on average
 	appendNanos   int64 // recent mean duration of a durable append of this group's log
-	lingerUntil   int64 // when the wait for stragglers that began ends; 0: none began
+	lingerSince   int64 // when the wait for stragglers under way began; 0: none
+	merge         bool  // waiting for every client in play (rule 4's merge of cohorts)
+	inPlay        int   // clients in play: the recent high-water mark of batches in the group
 	now           int64
 }
 
@@ -104,13 +124,29 @@ type cutDecision struct {
 	until  int64 // monoNanos
 }
 
-// cutPolicy holds the decision's one tunable.
+// cutPolicy holds the decision's tunables.
 type cutPolicy struct {
-	maxLinger time.Duration // the longest wait for stragglers, whatever the disk
+	maxLinger    time.Duration // the longest wait for stragglers, whatever the disk
+	maxMergeWait time.Duration // the longest wait for every client in play
 }
 
 // defaultMaxLinger bounds the wait for stragglers whatever the disk's speed.
 const defaultMaxLinger = 500 * time.Microsecond
+
+// defaultMaxMergeWait bounds a merge's wait whatever the mean append says:
+// a slow disk's append (cloud block storage: 0.5-2 ms) with room for a
+// slower one, not a stall that inflated the mean.
+const defaultMaxMergeWait = 10 * time.Millisecond
+
+// Merge retries: after a merge ends, the batcher cuts minMergeRetry
+// entries without merging before it tries again, twice as many after each
+// try that fails, up to maxMergeRetry (a failed try costs at most one mean
+// append, so a fast disk ends up paying a fraction of a per cent for
+// noticing that it has become slow, or that the clients now return sooner).
+const (
+	minMergeRetry = 16
+	maxMergeRetry = 1024
+)
 
 // decideCut applies the rules above. Pure: same inputs, same answer.
 func (p cutPolicy) decideCut(in cutInputs) cutDecision {
@@ -135,17 +171,25 @@ func (p cutPolicy) decideCut(in cutInputs) cutDecision {
 // stragglerWait reports whether the queue should wait for more batches, and
 // until when.
 func (p cutPolicy) stragglerWait(in cutInputs) (until int64, wait bool) {
-	if in.expect <= 1 || in.queued >= in.expect {
-		return 0, false // a lone client, or everyone expected is here
+	if in.expect <= 1 || in.appendNanos <= 0 {
+		return 0, false // a lone client, or no append measured yet: no wait worth making
 	}
-	if in.lingerUntil != 0 {
-		return in.lingerUntil, in.now < in.lingerUntil
+	start := in.lingerSince
+	if start == 0 {
+		start = in.now
 	}
-	d := p.linger(in.appendNanos, in.pipelined)
-	if d <= 0 {
-		return 0, false // no append measured yet: no wait worth making
+	if in.merge {
+		if in.queued >= in.inPlay {
+			return 0, false // everyone in play is here
+		}
+		until = start + min(in.appendNanos, int64(p.maxMergeWait))
+		return until, in.now < until
 	}
-	return in.now + int64(d), true
+	if in.queued >= in.expect {
+		return 0, false // everyone expected is here
+	}
+	until = start + int64(p.linger(in.appendNanos, in.pipelined))
+	return until, in.now < until
 }
 
 // linger is how long a free log waits for stragglers: half an append after
@@ -178,13 +222,27 @@ type batcher struct {
 	expect      atomic.Int64 // batches the last answered entry carried
 	pipelined   atomic.Bool  // they held two or more requests each, on average
 	appendNanos atomic.Int64 // moving average of a durable append's duration
-	lingerUntil atomic.Int64 // monoNanos the wait for stragglers ends; 0: none
+	lingerSince atomic.Int64 // monoNanos the wait for stragglers began; 0: none
+	lingerUntil atomic.Int64 // monoNanos the linger timer is armed for; 0: not armed
 	timer       *time.Timer  // fires at lingerUntil
+
+	// The merge of cohorts (rule 4): whether it is on, the cuts since it
+	// went off, batches ever queued and ever answered (their difference is
+	// the batches in the group), and the recent high-water mark of that
+	// difference, the clients in play.
+	merging             atomic.Bool
+	cutsUnmerged        atomic.Int64
+	retryAfter          atomic.Int64  // cuts without merging before the next try
+	missed              atomic.Bool   // the last merge ran out
+	mergedCuts          atomic.Uint64 // cuts that gathered every client in play within an append
+	mergeEnds           atomic.Uint64 // merges that ran out or took longer than an append
+	enqueued, answeredN atomic.Uint64
+	inPlay              atomic.Int64
 }
 
 // init readies b; onLinger runs when a wait for stragglers is over.
 func (b *batcher) init(inflightLimit int, onLinger func()) {
-	b.policy = cutPolicy{maxLinger: defaultMaxLinger}
+	b.policy = cutPolicy{maxLinger: defaultMaxLinger, maxMergeWait: defaultMaxMergeWait}
 	b.wake = make(chan struct{}, 1)
 	b.inflightLimit.Store(int32(inflightLimit))
 	b.timer = time.AfterFunc(time.Hour, onLinger)
@@ -204,23 +262,40 @@ func (b *batcher) inputs(queued int, yield bool) cutInputs {
 		expect:        int(b.expect.Load()),
 		pipelined:     b.pipelined.Load(),
 		appendNanos:   b.appendNanos.Load(),
-		lingerUntil:   b.lingerUntil.Load(),
+		lingerSince:   b.lingerSince.Load(),
+		merge:         b.merging.Load(),
+		inPlay:        int(b.inPlay.Load()),
 		now:           monoNanos(),
 	}
 }
 
-// waitUntil arms the linger timer for a wait that ends at until (monoNanos,
-// taken before this call, so the timer never fires before it), unless a
-// wait is already armed.
-func (b *batcher) waitUntil(until int64) {
-	if b.lingerUntil.CompareAndSwap(0, until) {
-		b.timer.Reset(time.Duration(until - monoNanos()))
+// waitUntil notes that a wait for stragglers is under way (from now, if
+// it is the first decision of this wait) and arms the linger timer for
+// until, unless it is armed for an earlier instant already: the timer
+// firing early only makes the decision again (lingerOver), which re-arms
+// it for the wait's new end. until is monoNanos, taken before this call,
+// so the timer never fires before it.
+func (b *batcher) waitUntil(until, now int64) {
+	b.lingerSince.CompareAndSwap(0, now)
+	for {
+		cur := b.lingerUntil.Load()
+		if cur != 0 && cur <= until {
+			return
+		}
+		if b.lingerUntil.CompareAndSwap(cur, until) {
+			b.timer.Reset(time.Duration(until - monoNanos()))
+			return
+		}
 	}
 }
 
+// timerFired is the linger timer's: it is armed no more.
+func (b *batcher) timerFired() { b.lingerUntil.Store(0) }
+
 // cutting ends a wait for stragglers: the entry being cut takes what
 // queued. Called under proposeMu before the queue is taken.
-func (b *batcher) cutting() {
+func (b *batcher) cutting(queued int) {
+	b.judgeMerge(queued, b.lingerSince.Swap(0), monoNanos())
 	if b.lingerUntil.Swap(0) != 0 {
 		b.timer.Stop()
 	}
@@ -231,6 +306,59 @@ func (b *batcher) cutting() {
 func (b *batcher) answered(batches, ops int) {
 	b.expect.Store(int64(batches))
 	b.pipelined.Store(ops >= 2*batches)
+}
+
+// queuedOne counts a batch that joined the queue and raises the clients in
+// play to the batches now in the group if they are more. Any goroutine.
+func (b *batcher) queuedOne() {
+	in := int64(b.enqueued.Add(1) - b.answeredN.Load())
+	for {
+		cur := b.inPlay.Load()
+		if in <= cur || b.inPlay.CompareAndSwap(cur, in) {
+			return
+		}
+	}
+}
+
+// done counts batches answered, whatever their outcome (the completer).
+func (b *batcher) done(batches int) { b.answeredN.Add(uint64(batches)) }
+
+// judgeMerge keeps or ends the merge of cohorts at a cut of queued batches,
+// whose wait for stragglers began at since (0: none). A merge goes on while
+// every client in play is back within a mean append; it ends after two
+// misses in a row: waits that ran out with some missing, or that took
+// longer than an append (where waiting costs more than the sync it saves;
+// one miss may be a client's hiccup). A wait that runs out lowers the
+// clients in play to the batches in the group then (some did not come
+// back: they left, or the load is not a closed loop; a batch that finds
+// more raises it again). Without a merge, the batcher tries one again
+// after retryAfter cuts, and doubles retryAfter if that try ends. Under
+// proposeMu.
+func (b *batcher) judgeMerge(queued int, since, now int64) {
+	if !b.merging.Load() {
+		if b.cutsUnmerged.Add(1) >= max(b.retryAfter.Load(), minMergeRetry) {
+			b.cutsUnmerged.Store(0)
+			b.merging.Store(true)
+		}
+		return
+	}
+	ranOut := int64(queued) < b.inPlay.Load()
+	if ranOut {
+		b.inPlay.Store(max(1, int64(b.enqueued.Load()-b.answeredN.Load())))
+	}
+	if !ranOut && (since == 0 || now-since <= b.appendNanos.Load()) {
+		b.missed.Store(false)
+		b.retryAfter.Store(minMergeRetry)
+		b.mergedCuts.Add(1)
+		return
+	}
+	if !b.missed.Swap(true) {
+		return // one miss
+	}
+	b.missed.Store(false)
+	b.merging.Store(false)
+	b.mergeEnds.Add(1)
+	b.retryAfter.Store(min(2*max(b.retryAfter.Load(), minMergeRetry), maxMergeRetry))
 }
 
 // takeSlot takes one of the in-flight slots if fewer than the limit are
@@ -325,7 +453,8 @@ func (g *Group) yieldToRunnable() {
 func (g *Group) proposeQueued() {
 	yielded := false
 	for !g.stopping.Load() {
-		d := g.batcher.policy.decideCut(g.batcher.inputs(g.queued(), !yielded))
+		in := g.batcher.inputs(g.queued(), !yielded)
+		d := g.batcher.policy.decideCut(in)
 		switch d.action {
 		case cutNothing, waitForLog, waitForSlot:
 			return
@@ -333,7 +462,7 @@ func (g *Group) proposeQueued() {
 			yielded = true
 			g.yieldToRunnable()
 		case waitForStragglers:
-			g.batcher.waitUntil(d.until)
+			g.batcher.waitUntil(d.until, in.now)
 			return
 		case cutNow:
 			if !g.batcher.takeSlot() {
@@ -346,6 +475,10 @@ func (g *Group) proposeQueued() {
 	}
 }
 
-// lingerOver is the linger timer's function: the wait for stragglers is
-// over (decideCut sees its end has passed), so cut what queued.
-func (g *Group) lingerOver() { g.proposeQueued() }
+// lingerOver is the linger timer's function: the wait for stragglers may
+// be over (decideCut sees whether its end has passed, and waits on if
+// batches came meanwhile), so decide again.
+func (g *Group) lingerOver() {
+	g.batcher.timerFired()
+	g.proposeQueued()
+}

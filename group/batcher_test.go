@@ -183,8 +183,7 @@ func Test_Batcher_StragglersJoinOneEntry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A wait that only the fifth client (not the timer) can end.
-	n.g.batcher.policy.maxLinger = time.Hour
+	n.g.batcher.policy.maxLinger = time.Hour // only the fifth client can end the wait
 	n.g.batcher.appendNanos.Store(int64(2 * time.Hour))
 	n.g.batcher.expect.Store(5)
 	before := n.g.Stats()

@@ -630,6 +630,13 @@ type Stats struct {
 	EntryOps [EntryOpsBuckets]uint64
 	Reads    uint64 // linearizable reads served
 	Voters   int
+	// The batcher's merge of cohorts (batcher.go, rule 4): whether it is
+	// on, the cuts that gathered every client in play within an append, the
+	// merges that ended (ran out, or slower than an append), and the
+	// clients in play.
+	Merging               bool
+	MergedCuts, MergeEnds uint64
+	ClientsInPlay         int64
 }
 
 // EntryOpsBuckets is the number of power-of-two buckets of Stats.EntryOps:
@@ -661,6 +668,10 @@ func (g *Group) Stats() Stats {
 		LastEntryOps:    g.stats.lastEntry.Load(),
 		MaxEntryOps:     g.stats.maxEntryOps.Load(),
 		Reads:           g.stats.reads.Load(),
+		Merging:         g.batcher.merging.Load(),
+		MergedCuts:      g.batcher.mergedCuts.Load(),
+		MergeEnds:       g.batcher.mergeEnds.Load(),
+		ClientsInPlay:   g.batcher.inPlay.Load(),
 	}
 	for i := range st.EntryOps {
 		st.EntryOps[i] = g.stats.entryOps[i].Load()

@@ -120,6 +120,7 @@ func (g *Group) enqueue(b *Batch) error {
 	b.queued = monoNanos()
 	g.queue = append(g.queue, b)
 	g.qmu.Unlock()
+	g.batcher.queuedOne()
 	g.proposeQueued()
 	return nil
 }
@@ -139,7 +140,7 @@ func (g *Group) proposeOne() bool {
 	if g.stopping.Load() {
 		return false
 	}
-	g.batcher.cutting()
+	g.batcher.cutting(g.queued())
 	enc := <-g.encoders
 	batches := g.take(enc)
 	if len(batches) == 0 {
@@ -292,6 +293,9 @@ func (g *Group) runCompleter() {
 			g.batcher.answered(len(e.batches), e.enc.Count())
 			g.times.noteAnswered(e, monoNanos())
 		}
+		// Counted before they are woken, so that their next batches never
+		// look like more clients in play (batcher.queuedOne).
+		g.batcher.done(len(e.batches))
 		// A Shutdown that found raft stopped may have answered them
 		// (answerUnknown): each batch is answered once.
 		if e.answered.CompareAndSwap(false, true) {

@@ -119,10 +119,16 @@ type Raft struct {
 	EntryOps                                                []uint64
 	BatchesTimed                                            uint64
 	BatchQueueUsec, BatchLocalLogUsec, BatchQuorumApplyUsec int64
-	Reads                                                   uint64
-	LogCacheHits, LogCacheMisses                            uint64
-	FSMEntriesApplied, FSMOpsApplied                        uint64
-	FSMClockNS                                              int64
+	// The batcher's merge of cohorts (group/batcher.go, rule 4): on or
+	// off, cuts that gathered every client in play, merges that ended,
+	// and the clients in play it waits for.
+	BatchMerging                     bool
+	BatchMergedCuts, BatchMergeEnds  uint64
+	ClientsInPlay                    int64
+	Reads                            uint64
+	LogCacheHits, LogCacheMisses     uint64
+	FSMEntriesApplied, FSMOpsApplied uint64
+	FSMClockNS                       int64
 	// FeatureLevel is the cluster's active feature level (replicated);
 	// FeatureLevelSupported the highest this build can apply
 	// (request/featurelevel.go).
@@ -155,6 +161,10 @@ func (r Raft) Fields(f Field) {
 	f("raft_batch_queue_usec_total", r.BatchQueueUsec)
 	f("raft_batch_local_log_usec_total", r.BatchLocalLogUsec)
 	f("raft_batch_quorum_apply_usec_total", r.BatchQuorumApplyUsec)
+	f("raft_batch_merging", boolInt(r.BatchMerging))
+	f("raft_batch_merged_cuts", r.BatchMergedCuts)
+	f("raft_batch_merge_ends", r.BatchMergeEnds)
+	f("raft_clients_in_play", r.ClientsInPlay)
 	f("raft_reads", r.Reads)
 	f("raft_log_cache_hits", r.LogCacheHits)
 	f("raft_log_cache_misses", r.LogCacheMisses)
