@@ -84,6 +84,11 @@ type Engine struct {
 // script is one compiled script.
 type script struct {
 	proto *lua.FunctionProto
+	// setsGlobals: some function of the script assigns a global
+	// (OP_SETGLOBAL). A script that does not runs with the real globals
+	// as its environment (vm.run): its reads then cost one lookup, not a
+	// miss on the read-only proxy, its metatable and the real table.
+	setsGlobals bool
 	Flags
 }
 
@@ -204,7 +209,26 @@ func compile(body []byte) (s *script, errText string) {
 	// not built (a map allocated per call otherwise).
 	proto.IsVarArg &^= lua.VarArgNeedsArg
 	s.proto = proto
+	s.setsGlobals = setsGlobals(proto)
 	return s, ""
+}
+
+// setsGlobals reports whether proto or any function nested in it assigns a
+// global: the one instruction that writes to a function's environment (its
+// closures inherit that environment; a chunk that loadstring compiles
+// gets the read-only proxy, whatever the script's).
+func setsGlobals(proto *lua.FunctionProto) bool {
+	for _, inst := range proto.Code {
+		if int(inst>>26) == lua.OP_SETGLOBAL { // gopher-lua's opGetOpCode
+			return true
+		}
+	}
+	for _, p := range proto.FunctionPrototypes {
+		if setsGlobals(p) {
+			return true
+		}
+	}
+	return false
 }
 
 // syntaxError words a parse error as C Lua does: "user_script:LINE: msg".

@@ -221,6 +221,51 @@ func TestNothingLeaks(t *testing.T) {
 	expect(t, e, f, "return type(os.clock)", "$8\r\nfunction\r\n")
 }
 
+// A script that assigns no global runs with the real globals as its
+// environment (vm.run); nothing it can run may write to them: _G is the
+// read-only proxy, a chunk loadstring compiles gets the proxy too, and
+// reading a global that does not exist raises Redis's error as through the
+// proxy. A script that assigns one anywhere, even in a function it never
+// calls, runs on the proxy.
+func TestGlobalsOfAScriptThatAssignsNone(t *testing.T) {
+	e := NewEngine(Config{})
+	f := newFake()
+	for _, c := range []struct{ body, sets string }{
+		{"return 1", ""},
+		{"local function g() x = 1 end return 1", "yes"},
+		{"return function() return function() y = 2 end end", "yes"},
+		{"local t = {} t.x = 1 return 1", ""},
+	} {
+		s, errText := e.compiled([]byte(c.body), SHA1Hex([]byte(c.body)))
+		if s == nil {
+			t.Fatalf("%s: %s", c.body, errText)
+		}
+		if s.setsGlobals != (c.sets != "") {
+			t.Errorf("%q: setsGlobals %v", c.body, s.setsGlobals)
+		}
+	}
+	for _, body := range []string{
+		"_G.leak = 1",
+		"_G.tostring = nil",
+		"rawset(_G, 'redis', nil)",
+		"loadstring('leak = 1')()",
+		"loadstring('tostring = nil')()",
+		"local f = loadstring('return function() leak = 1 end')() f()",
+		"local co = coroutine.create(function() _G.leak = 1 end) local ok, err = coroutine.resume(co) if not ok then error(err) end",
+	} {
+		runScript(t, e, f, body, nil, nil)
+		expect(t, e, f, "return rawget(_G, 'leak')", "_\r\n")
+		expect(t, e, f, "return type(tostring)", "$8\r\nfunction\r\n")
+		expect(t, e, f, "return type(redis)", "$5\r\ntable\r\n")
+	}
+	expectPrefix(t, e, f, "loadstring('leak = 1')()", "-ERR <string>:1: Attempt to modify a readonly table")
+	expectPrefix(t, e, f, "return nothere", "-ERR user_script:1: Script attempted to access nonexistent global variable 'nothere'")
+	expectPrefix(t, e, f, "local function f() return nothere end return f()", "-ERR user_script:1: Script attempted to access nonexistent global variable 'nothere'")
+	if got := runScript(t, e, f, "return tonumber(ARGV[1]) + #KEYS", []string{"k"}, []string{"41"}); got != ":42\r\n" {
+		t.Errorf("KEYS and ARGV read directly: %q", got)
+	}
+}
+
 func TestKeysAndArgs(t *testing.T) {
 	e := NewEngine(Config{})
 	got := runScript(t, e, newFake(), "return {#KEYS, #ARGV, KEYS[1], KEYS[2], ARGV[1]}", []string{"a", "b"}, []string{"x\x00y"})

@@ -110,7 +110,16 @@ func (v *vm) run(dst []byte, s *script, c *Call, x Executor) []byte {
 	if s.NoWrites {
 		v.readOnly = true
 	}
+	// The environment: the read-only proxy of the globals, whose writes
+	// raise Redis's error; or, for a script that assigns no global, the
+	// globals themselves, since nothing it runs can write to its
+	// environment (setsGlobals): writes through _G still meet the proxy,
+	// a read of a global that does not exist still meets the globals'
+	// metatable, and a chunk that loadstring compiles gets the proxy.
 	fn.Env = v.env
+	if !s.setsGlobals {
+		fn.Env = v.globals
+	}
 	L.Push(fn)
 	err := L.PCall(0, 1, v.onError)
 	switch {
