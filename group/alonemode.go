@@ -14,7 +14,7 @@ import (
 // configuration:
 //
 // Direct WAL syncs (when Config.DirectWALSync is set; the redcell
-// binary's --direct-wal-sync, off by default). raftstore can fsync the log
+// binary sets it unless --direct-wal-sync=false). raftstore can fsync the log
 // without handing its thread to Go's scheduler (raftstore/walsync.go), but
 // the sleeping thread keeps its P, so nothing else runs on it until the disk
 // answers. A node alone loses little by that (none of its waiting requests

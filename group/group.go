@@ -99,8 +99,8 @@ type Config struct {
 	// FreeDiskSpace(DataDir)).
 	FreeSpace func() (uint64, error)
 	// DirectWALSync lets the log's fsyncs bypass Go's scheduler while this
-	// node is alone (alonemode.go, raftstore/walsync.go); by default they
-	// are ordinary blocking system calls. Only with a *raftstore.Store
+	// node is alone (alonemode.go, raftstore/walsync.go); unset, they are
+	// ordinary blocking system calls. Only with a *raftstore.Store
 	// LogStore.
 	DirectWALSync bool
 	// MaxMemory is maxmemory in bytes (0: none), shared with whoever sets

@@ -12,16 +12,18 @@ import (
 )
 
 // Direct WAL syncs: the log's fsync without handing the thread to Go's
-// scheduler. Off unless the node asks for it (--direct-wal-sync); see
-// DESIGN.md, "Direct WAL syncs", for what it gains, what it risks and the
-// measurements behind the default.
+// scheduler, while the node is alone (the binary's default; off with
+// --direct-wal-sync=false); see DESIGN.md, "Direct WAL syncs", for what it
+// gains, what it risks and the measurements behind the default.
 //
 // Every append waits for one fdatasync of Pebble's WAL. Go makes that a
 // blocking system call (syscall.Syscall): the P stays with the blocked
 // thread until sysmon takes it away and wakes another thread to run it;
-// when the sync returns, the thread finds its P gone, queues its goroutine
-// and parks. Where context switches are costly (a paravirtualised VM) those
-// handoffs cost more CPU than the work of the requests the sync carries.
+// when the sync returns, the thread finds its P gone, puts its goroutine on
+// the global run queue and parks, and the goroutine that heads the whole
+// entry's answer waits there behind every connection that became runnable
+// during the sync. On a VM those handoffs, and that wait, cost more than
+// the work of the requests the sync carries.
 //
 // A direct sync calls fdatasync with syscall.RawSyscall, which tells the
 // scheduler nothing: the thread keeps its P and sleeps in the kernel. While

@@ -117,8 +117,8 @@ func defineFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.metricsAddr, "metrics-addr", "", "host:port for plain HTTP: /metrics (Prometheus), /healthz (200 while alive) and /readyz (200 when a leader is known,\nthis node is caught up and not loading; else 503 with the reason); off by default. Bind it where only your monitoring reaches")
 	fs.StringVar(&c.logFormat, "log-format", "text", "log line format on stderr: text (key=value) or json (one object a line, with time, level and msg)")
 	fs.StringVar(&c.pprofAddr, "pprof", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060) for profiling; off by default")
-	fs.BoolVar(&c.directSync, "direct-wal-sync", false, "while the node is the only member of its cluster, fsync the log without handing the thread to Go's scheduler (tuning; off by default):\n"+
-		"fewer context switches per fsync, but the runtime cannot preempt that thread during the sync; off for a while after a sync slower than 20 ms, and never with peers")
+	fs.BoolVar(&c.directSync, "direct-wal-sync", true, "while the node is the only member of its cluster, fsync the log without handing the thread to Go's scheduler (tuning; on by default,\n"+
+		"--direct-wal-sync=false for the ordinary call): no thread handoff per fsync; off for a while after a sync slower than 20 ms, and never with peers")
 	fs.IntVar(&c.busyPollUsec, "busy-poll-usec", 0, "while the node is alone and idle, how long (µs) a connection that has just answered may spin for its client's next request before it parks (tuning; 0, the default: never):\n"+
 		"a lone waiting client may then skip a halted vCPU's wake-up, for CPU that other processes on a busy host may need (Linux)")
 	fs.IntVar(&c.maxInflight, "max-inflight", group.DefaultMaxInflight, "log entries the proposer keeps in Raft at once while the node is alone (tuning): at most one of them is waiting for the local disk, the rest for apply")
