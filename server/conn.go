@@ -31,7 +31,7 @@ type conn struct {
 	libVer  string
 
 	proto      atomic.Int32
-	lastActive atomic.Int64 // Unix ns of the last command
+	lastActive atomic.Int64 // monoNow of the last pipeline read (or the connection's creation)
 	lastCmd    atomic.Pointer[commands.Spec]
 	readAt     int64 // monoNow of the pipeline's read (serve's goroutine only)
 
@@ -74,7 +74,7 @@ func (s *Server) newConn(nc net.Conn) *conn {
 	}
 	c.w.Proto = 2
 	c.proto.Store(2)
-	c.lastActive.Store(c.created.UnixNano())
+	c.lastActive.Store(monoNow())
 	c.rd.limits = s.params.reader
 	c.initAuth()
 	if s.busy != nil {
@@ -129,8 +129,8 @@ func (c *conn) serve() {
 		}
 		if len(cmds) > 0 {
 			c.s.stats.commands.Add(int64(len(cmds)))
-			c.lastActive.Store(time.Now().UnixNano())
 			c.readAt = monoNow() // metrics.go: latency on the monotonic clock
+			c.lastActive.Store(c.readAt)
 			c.stat.clock = c.readAt
 		}
 		for i := range cmds {

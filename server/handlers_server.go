@@ -97,5 +97,5 @@ func (c *conn) infoLine() string {
 	flags, sub, multi, redir := c.listFields() // tracking.go
 	return fmt.Sprintf("id=%d addr=%s laddr=%s fd=-1 name=%s age=%d idle=%d flags=%s db=0 sub=%d psub=0 ssub=0 multi=%d qbuf=0 qbuf-free=0 argv-mem=0 multi-mem=0 rbs=0 rbp=0 obl=0 oll=0 omem=0 tot-mem=0 events=r cmd=%s user=default redir=%d resp=%d lib-name=%s lib-ver=%s",
 		c.id, c.addr, c.laddr, name, int(now.Sub(c.created).Seconds()),
-		int(now.Sub(time.Unix(0, c.lastActive.Load())).Seconds()), flags, sub, multi, cmd, redir, c.proto.Load(), lib, ver)
+		int(time.Duration(monoNow()-c.lastActive.Load()).Seconds()), flags, sub, multi, cmd, redir, c.proto.Load(), lib, ver)
 }

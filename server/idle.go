@@ -44,14 +44,14 @@ func (ic *idleCloser) close() {
 }
 
 // closeIdle closes the clients whose last command is more than the timeout
-// before now.
+// ago (on the monotonic clock; now is only the deadline their reads get).
 func (s *Server) closeIdle(now time.Time) {
 	timeout := time.Duration(s.params.idleTimeout.Load()) * time.Second
 	if timeout <= 0 {
 		return
 	}
 	s.forEachConn(func(c *conn) {
-		if now.Sub(time.Unix(0, c.lastActive.Load())) > timeout {
+		if time.Duration(monoNow()-c.lastActive.Load()) > timeout {
 			s.log.Debug("closing an idle client", "id", c.id, "addr", c.addr, "timeout", timeout)
 			_ = c.nc.SetReadDeadline(now)
 		}

@@ -72,7 +72,7 @@ func TestMetricsPipelineDoesNotAllocate(t *testing.T) {
 		if err != nil || len(cmds) != 32 {
 			t.Fatalf("next = %d commands, %v", len(cmds), err)
 		}
-		c.lastActive.Store(c.created.UnixNano()) // as serve does on a read
+		c.lastActive.Store(monoNow()) // as serve does on a read
 		for i := range cmds {
 			c.exec(cmds[i].args)
 		}
