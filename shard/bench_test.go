@@ -33,13 +33,24 @@ func heapPerKeyWithValue(stripes, n, valLen int) (heap, table float64) {
 	}
 	for i := range n {
 		key = appendUserKey(key[:0], i)
-		s.Update(key, 0, putState(State{Kind: kind, Expire: 1 << 60, A: int64(i), Val: val}))
+		s.Update(key, 0, putState(memoryState(kind, i, val)))
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	st := s.Stats()
 	runtime.KeepAlive(s)
 	return float64(after.HeapAlloc-before.HeapAlloc) / float64(n), float64(st.TotalBytes) / float64(n)
+}
+
+// memoryState is key i's state in the memory benchmarks: without a value a
+// CL key's shape (A its TAT, Expire the millisecond after the TAT's: the
+// TAT form, record.go), with one a sliding log's or a string's (A = B = 0).
+func memoryState(kind Kind, i int, val []byte) State {
+	if len(val) > 0 {
+		return State{Kind: kind, Expire: 1 << 60, Val: val}
+	}
+	tat := int64(1)<<60 + int64(i)*1_000
+	return State{Kind: kind, Expire: (tat/nsPerMs + 1) * nsPerMs, A: tat}
 }
 
 // The table must cost ~60 bytes per key or less at a million keys like
