@@ -85,9 +85,9 @@ func (pf *Prefetcher) fetch(record bool, addr unsafe.Pointer) {
 }
 
 // prefetchReach is the offset into a record of the byte the second
-// prefetch asks for: the last byte of a CL record (a 14-byte prefix, record.go)
-// whose key, with its header, takes up to 17 bytes, as typical rate-limit
-// keys ("user:12345678") do.
+// prefetch asks for: the last byte of a CL record (15 bytes before its key:
+// layout byte, key header, TAT, change marker; record.go) whose key takes
+// up to 16 bytes, as typical rate-limit keys ("user:12345678") do.
 const prefetchReach = 30
 
 // homeSlot is the position of the home slot of hash h; false when the table

@@ -3,7 +3,6 @@ package shard
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
 
 	"github.com/redcell/redcell/internal/varint"
 )
@@ -14,14 +13,14 @@ import (
 // which:
 //
 //	+0   layout byte: Kind (bits 0-3) | form (bits 4-5) | wideMark (bit 6) | hasValue (bit 7)
-//	+1   Mark: 5 bytes little-endian, or 8 with wideMark (marks from 2^40 on)
+//	+1   uvarint(len(key)<<1 | dead): 1 byte for keys shorter than 64 bytes
 //	     the fixed fields, by form (little-endian int64s):
 //	       formFull:    Expire | A | B                     24 bytes
 //	       formExpire:  Expire            (A = B = 0)        8 bytes
 //	       formTATNext: A    (B = 0, Expire = the first ns of the ms after A's)
 //	       formTATSame: A    (B = 0, Expire = the first ns of A's own ms)
-//	     uvarint(len(key)<<1 | dead)
-//	     key bytes (the header is 1 byte for keys shorter than 64 bytes)
+//	     Mark: 5 bytes little-endian, or 8 with wideMark (marks from 2^40 on)
+//	     key bytes
 //	     only with hasValue, a value region:
 //	     uvarint(cap), then cap bytes: uvarint(len(value)), value, slack
 //
@@ -32,21 +31,24 @@ import (
 // and B at 0 and store Expire alone. The store chooses the smallest form
 // that holds a state exactly, whatever its kind: the forms are an encoding,
 // and readState gives back the State that was written, bit for bit. A
-// record "user:0000012345" of a CL key costs 1+5+8+1+15 = 30 bytes.
+// record "user:0000012345" of a CL key costs 1+1+8+5+15 = 30 bytes.
 //
 // A record is rewritten in place only when the new state fits its layout
-// (fitsInPlace): the same field bytes (a full record takes any state; an
+// (writeInPlace): the same field bytes (a full record takes any state; an
 // 8-byte one a state of either small form), a mark its width holds, a value
 // its region holds. A state that does not fit moves the record (Store.put),
 // as a value that outgrew its region does. A record does not shrink in
 // place: a key that once needed the full form keeps it while it is written.
 //
-// The state, the mark and the key sit side by side, so an update touches one
-// cache line of the arena (two when the record straddles a line) after the
-// index probe. The dead bit is bit 0 of the key header's first byte (uvarint
+// The layout byte and the key header come first, at fixed offsets: a
+// sequential scan (Sweep, Snapshot, Len, compaction, index rebuilds) finds
+// the next record from two loads it can issue together, not from a chain
+// of them. The dead bit is bit 0 of the key header's first byte (uvarint
 // stores the low 7 bits of the value first), so marking a record dead is a
-// single byte write that leaves its length readable: sequential scans
-// (Sweep, Snapshot, Len, index rebuilds) step over dead records.
+// single byte write that leaves its length readable: sequential scans step
+// over dead records. The state, the mark and the key sit side by side, so
+// an update touches one cache line of the arena (two when the record
+// straddles a line) after the index probe.
 const (
 	kindMask  = 1<<4 - 1
 	formShift = 4
@@ -60,14 +62,12 @@ const (
 	formTATNext = 2 << formShift
 	formTATSame = 3 << formShift
 
-	recMark         = 1 // the mark's offset in a record
+	recHeader       = 1 // the key header's offset in a record
 	narrowMarkBytes = 5
 	maxNarrowMark   = 1<<(8*narrowMarkBytes) - 1
 	wideMarkBytes   = 8
 	fullFieldBytes  = 24
 	smallFieldBytes = 8
-	// maxPrefix is the largest prefix (layout byte, mark, fixed fields).
-	maxPrefix = 1 + wideMarkBytes + fullFieldBytes
 
 	deadBit = 1
 
@@ -77,52 +77,55 @@ const (
 // MaxKind is the largest Kind a record holds (4 bits of its layout byte).
 const MaxKind Kind = kindMask
 
-// prefixLen is the bytes before a record's key header, by layout byte >> 4
-// (form and mark width; hasValue changes nothing).
-var prefixLen = func() (t [16]uint8) {
-	for i := range t {
-		fields, mark := smallFieldBytes, narrowMarkBytes
-		if byte(i<<formShift)&formMask == formFull {
-			fields = fullFieldBytes
-		}
-		if byte(i<<formShift)&wideMark != 0 {
-			mark = wideMarkBytes
-		}
-		t[i] = uint8(1 + mark + fields)
-	}
-	return t
-}()
+// fixedLen is the length of a record's fixed part, its layout byte, fixed
+// fields and mark (1 + 8 or 24 + 5 or 8), without the key header.
+func fixedLen(layout byte) int { return 1 + fieldsLen(layout) + markLen(layout) }
 
-// prefix is the length of the record's layout byte, mark and fixed fields.
-func prefix(layout byte) int { return int(prefixLen[layout>>formShift]) }
-
-// fieldsAt is the offset of the fixed fields of the record at off.
-func fieldsAt(layout byte, off int) int {
-	if layout&wideMark != 0 {
-		return off + recMark + wideMarkBytes
-	}
-	return off + recMark + narrowMarkBytes
+// fieldsLen and markLen are the lengths of the fixed fields and the mark,
+// computed without a branch or a table (they sit on the path of every
+// lookup and scan): form 0, formFull, is the one whose bits plus 3 stay
+// below 4.
+func fieldsLen(layout byte) int {
+	return smallFieldBytes + (int((layout>>formShift&3+3)>>2)^1)*(fullFieldBytes-smallFieldBytes)
 }
 
-// tatExpire is the Expire a TAT form derives from A: the first ns of the
-// millisecond after A's (formTATNext) or of A's own (formTATSame); false
-// when that instant is outside int64.
-func tatExpire(a int64, form byte) (int64, bool) {
-	ms := a / nsPerMs
-	if a%nsPerMs < 0 {
-		ms-- // floor
+func markLen(layout byte) int {
+	return narrowMarkBytes + int(layout>>6&1)*(wideMarkBytes-narrowMarkBytes)
+}
+
+// fieldsAt is the offset of the fixed fields of the record at off: after
+// its key header, one byte unless the key is 64 bytes or longer.
+func fieldsAt(a []byte, off int) int {
+	if a[off+recHeader] < 0x80 {
+		return off + recHeader + 1
+	}
+	_, n := binary.Uvarint(a[off+recHeader:])
+	return off + recHeader + n
+}
+
+// tatExpire is the Expire a TAT form derives from A: the first ns of A's
+// millisecond (formTATSame) or of the next one (formTATNext). Only for a
+// record smallForm gave that form, where the result is in range (so the
+// int64 arithmetic below does not wrap): A − (A mod 1 ms), floored.
+func tatExpire(a int64, form byte) int64 {
+	r := int64(uint64(a) % nsPerMs) // unsigned: cheaper, and right for a ≥ 0
+	if a < 0 {
+		if r = a % nsPerMs; r < 0 {
+			r += nsPerMs
+		}
 	}
 	if form == formTATNext {
-		ms++
+		return a + (nsPerMs - r)
 	}
-	if ms > math.MaxInt64/nsPerMs || ms < math.MinInt64/nsPerMs {
-		return 0, false
-	}
-	return ms * nsPerMs, true
+	return a - r
 }
 
 // smallForm is the 8-byte form that holds st's fixed fields exactly, or
-// formFull when none does.
+// formFull when none does. A TAT form needs Expire on a millisecond
+// boundary and within (A − 1 ms, A + 1 ms]: then it is A's millisecond's
+// start (Expire ≤ A) or the next one's (Expire > A), and tatExpire gives it
+// back. A and Expire of opposite signs (whose difference could wrap) take
+// the full form; no CL key has them.
 func smallForm(st State) byte {
 	if st.B != 0 {
 		return formFull
@@ -130,9 +133,12 @@ func smallForm(st State) byte {
 	if st.A == 0 {
 		return formExpire
 	}
-	for _, f := range [2]byte{formTATNext, formTATSame} {
-		if e, ok := tatExpire(st.A, f); ok && e == st.Expire {
-			return f
+	if st.A^st.Expire >= 0 && (st.Expire >= 0 && uint64(st.Expire)%nsPerMs == 0 || st.Expire < 0 && st.Expire%nsPerMs == 0) {
+		switch d := st.Expire - st.A; {
+		case d > 0 && d <= nsPerMs:
+			return formTATNext
+		case d <= 0 && d > -nsPerMs:
+			return formTATSame
 		}
 	}
 	return formFull
@@ -165,7 +171,7 @@ func checkKind(k Kind) {
 // recordSize is the arena footprint of a new record holding st under a key
 // of keyLen bytes (a value region only when st has a value).
 func recordSize(keyLen int, st State) int {
-	n := prefix(layoutOf(st, false)) + varint.UvarintLen(uint64(keyLen)<<1) + keyLen
+	n := fixedLen(layoutOf(st, false)) + varint.UvarintLen(uint64(keyLen)<<1) + keyLen
 	if len(st.Val) > 0 {
 		c := valueCap(len(st.Val))
 		n += varint.UvarintLen(uint64(c)) + c
@@ -187,10 +193,10 @@ func valueCap(valLen int) int {
 func appendRecord(a []byte, key []byte, st State) []byte {
 	l := layoutOf(st, len(st.Val) > 0)
 	off := len(a)
-	a = append(a, make([]byte, prefix(l))...)
-	a[off] = l
-	putFields(a, off, l, st)
+	a = append(a, l)
 	a = binary.AppendUvarint(a, uint64(len(key))<<1)
+	a = append(a, make([]byte, fieldsLen(l)+markLen(l))...)
+	putFields(a, off, l, st)
 	a = append(a, key...)
 	if len(st.Val) > 0 {
 		c := valueCap(len(st.Val))
@@ -203,58 +209,68 @@ func appendRecord(a []byte, key []byte, st State) []byte {
 	return a
 }
 
-// putFields writes st's mark and fixed fields into the record at off,
+// putFields writes st's fixed fields and mark into the record at off,
 // whose layout byte is l (already chosen to hold them).
-func putFields(a []byte, off int, l byte, st State) {
-	if l&wideMark != 0 {
-		binary.LittleEndian.PutUint64(a[off+recMark:], st.Mark)
-	} else {
-		putNarrowMark(a[off+recMark:], st.Mark)
-	}
-	p := fieldsAt(l, off)
+func putFields(a []byte, off int, l byte, st State) { putFieldsAt(a, fieldsAt(a, off), l, st) }
+
+// putFieldsAt is putFields given where the fields start (fieldsAt).
+func putFieldsAt(a []byte, p int, l byte, st State) {
+	f := a[p:]
 	switch l & formMask {
 	case formFull:
-		binary.LittleEndian.PutUint64(a[p:], uint64(st.Expire))
-		binary.LittleEndian.PutUint64(a[p+8:], uint64(st.A))
-		binary.LittleEndian.PutUint64(a[p+16:], uint64(st.B))
+		binary.LittleEndian.PutUint64(f, uint64(st.Expire))
+		binary.LittleEndian.PutUint64(f[8:], uint64(st.A))
+		binary.LittleEndian.PutUint64(f[16:], uint64(st.B))
 	case formExpire:
-		binary.LittleEndian.PutUint64(a[p:], uint64(st.Expire))
+		binary.LittleEndian.PutUint64(f, uint64(st.Expire))
 	default:
-		binary.LittleEndian.PutUint64(a[p:], uint64(st.A))
+		binary.LittleEndian.PutUint64(f, uint64(st.A))
 	}
+	putMark(a, p+fieldsLen(l), l, st.Mark)
 }
 
-func putNarrowMark(b []byte, m uint64) {
-	binary.LittleEndian.PutUint32(b, uint32(m))
-	b[4] = byte(m >> 32)
-}
-
-// readState decodes the fixed part of the record at off, without its value
-// (Val nil).
-func readState(a []byte, off int) State {
-	l := a[off]
-	st := State{Kind: Kind(l & kindMask)}
-	var p int
+// putMark writes mark at m, in the width layout l gives it (which holds it).
+func putMark(a []byte, m int, l byte, mark uint64) {
 	if l&wideMark != 0 {
-		st.Mark = binary.LittleEndian.Uint64(a[off+recMark:])
-		p = off + recMark + wideMarkBytes
-	} else {
-		// The fields follow the 5 bytes of mark: 8 bytes load safely.
-		st.Mark = binary.LittleEndian.Uint64(a[off+recMark:]) & maxNarrowMark
-		p = off + recMark + narrowMarkBytes
+		binary.LittleEndian.PutUint64(a[m:], mark)
+		return
 	}
-	switch f := l & formMask; f {
-	case formFull:
-		st.Expire = int64(binary.LittleEndian.Uint64(a[p:]))
-		st.A = int64(binary.LittleEndian.Uint64(a[p+8:]))
-		st.B = int64(binary.LittleEndian.Uint64(a[p+16:]))
-	case formExpire:
-		st.Expire = int64(binary.LittleEndian.Uint64(a[p:]))
-	default:
-		st.A = int64(binary.LittleEndian.Uint64(a[p:]))
-		st.Expire, _ = tatExpire(st.A, f) // in range: checked when written
-	}
+	binary.LittleEndian.PutUint32(a[m:], uint32(mark))
+	a[m+4] = byte(mark >> 32)
+}
+
+// readState decodes the fixed part of the record at off and its mark,
+// without its value (Val nil).
+func readState(a []byte, off int) State {
+	var st State
+	readFieldsInto(a, off, &st)
+	st.Mark = readMark(a, off)
 	return st
+}
+
+// readFieldsInto sets st's Kind, Expire, A and B from the record at off
+// (Mark and Val untouched): what Update hands its callback, which never
+// reads the mark. Through a pointer, because a State returned by a call
+// that is not inlined is assembled on the stack and copied back in wider
+// loads than it was stored with, which stalls store forwarding (~15 ns a
+// call in BenchmarkUpdateHot).
+func readFieldsInto(a []byte, off int, st *State) {
+	l := a[off]
+	f := a[fieldsAt(a, off):]
+	st.Kind = Kind(l & kindMask)
+	switch form := l & formMask; form {
+	case formFull:
+		st.Expire = int64(binary.LittleEndian.Uint64(f))
+		st.A = int64(binary.LittleEndian.Uint64(f[8:]))
+		st.B = int64(binary.LittleEndian.Uint64(f[16:]))
+	case formExpire:
+		st.Expire = int64(binary.LittleEndian.Uint64(f))
+		st.A, st.B = 0, 0
+	default:
+		v := int64(binary.LittleEndian.Uint64(f))
+		st.Expire = tatExpire(v, form)
+		st.A, st.B = v, 0
+	}
 }
 
 // readFullState decodes the record at off with its value: Val aliases a
@@ -289,46 +305,48 @@ func valueRegion(a []byte, off int) []byte {
 	return a[start : start+int(c) : start+int(c)]
 }
 
-// fitsInPlace reports whether st (its Mark included) can be written over
-// the record at off: its fixed fields in the record's field bytes, its mark
-// in the record's mark width, and its value within the value region (or no
-// value where the record has no region).
-func fitsInPlace(a []byte, off int, st State) bool {
+// writeInPlace overwrites the record at off with st (its Mark included)
+// when st fits the record, and reports whether it did; it changes nothing
+// when st does not fit. st fits when its fixed fields fit the record's
+// field bytes (a full record takes any state, an 8-byte one a state of
+// either small form, which it switches to), its mark the record's mark
+// width, and its value the value region (or no value where the record has
+// no region). The value may alias the record's own value (an unchanged one
+// is copied onto itself).
+func writeInPlace(a []byte, off int, st State) bool {
 	l := a[off]
 	if l&wideMark == 0 && st.Mark > maxNarrowMark {
 		return false
 	}
-	if l&formMask != formFull && smallForm(st) == formFull {
+	var region []byte
+	if l&hasValue != 0 {
+		region = valueRegion(a, off)
+		if varint.UvarintLen(uint64(len(st.Val)))+len(st.Val) > len(region) {
+			return false
+		}
+	} else if len(st.Val) != 0 {
 		return false
 	}
-	region := valueRegion(a, off)
-	if region == nil {
-		return len(st.Val) == 0
-	}
-	return varint.UvarintLen(uint64(len(st.Val)))+len(st.Val) <= len(region)
-}
-
-// writeState overwrites the record at off in place with st, which must fit
-// it (fitsInPlace): its layout keeps its size (a full record stays full, an
-// 8-byte one takes whichever small form holds st) and its mark width. The
-// value may alias the record's own value (an unchanged one is copied onto
-// itself).
-func writeState(a []byte, off int, st State) {
-	checkKind(st.Kind)
-	l := a[off]
 	if l&formMask != formFull {
-		l = l&^formMask | smallForm(st)
+		f := smallForm(st)
+		if f == formFull {
+			return false
+		}
+		l = l&^formMask | f
 	}
-	l = l&^kindMask | byte(st.Kind)
-	a[off] = l
-	putFields(a, off, l, st)
-	if region := valueRegion(a, off); region != nil {
+	checkKind(st.Kind)
+	if l = l&^kindMask | byte(st.Kind); l != a[off] {
+		a[off] = l
+	}
+	putFieldsAt(a, fieldsAt(a, off), l, st)
+	if region != nil {
 		// The value first (copy is a memmove, so a value aliasing the
 		// region is moved intact), then its length header before it.
 		w := varint.UvarintLen(uint64(len(st.Val)))
 		copy(region[w:], st.Val)
 		binary.PutUvarint(region, uint64(len(st.Val)))
 	}
+	return true
 }
 
 // recordKey returns the key of the record at off (aliasing a, capacity
@@ -347,7 +365,8 @@ func recordKey(a []byte, off int) (key []byte, end int, dead bool) {
 // recordKeyOnly is recordKey with end just past the key (where a value
 // starts, if the record has one).
 func recordKeyOnly(a []byte, off int) (key []byte, end int, dead bool) {
-	p := off + prefix(a[off])
+	l := a[off]
+	p := off + recHeader
 	h := uint64(a[p])
 	if h < 0x80 {
 		p++ // fast path: one header byte, keys shorter than 64 bytes
@@ -356,18 +375,27 @@ func recordKeyOnly(a []byte, off int) (key []byte, end int, dead bool) {
 		h, n = binary.Uvarint(a[p:])
 		p += n
 	}
+	p += fieldsLen(l) + markLen(l)
 	end = p + int(h>>1)
 	return a[p:end:end], end, h&deadBit != 0
 }
 
-// keyEqual reports whether the record at off holds key.
+// keyEqual reports whether the record at off holds key. Every lookup
+// compares a key or two, so a key shorter than 64 bytes (a one-byte header)
+// takes a path without the value region's bounds.
 func keyEqual(a []byte, off int, key []byte) bool {
-	k, _, _ := recordKey(a, off)
-	return string(k) == string(key) // compiles to memequal, no allocation
+	if h := a[off+recHeader]; h < 0x80 {
+		l := a[off]
+		p := off + recHeader + 1 + fieldsLen(l) + markLen(l)
+		n := int(h >> 1)
+		return n == len(key) && string(a[p:p+n]) == string(key) // memequal, no allocation
+	}
+	k, _, _ := recordKeyOnly(a, off)
+	return string(k) == string(key)
 }
 
 // markDead flags the record at off as garbage; its length stays readable.
-func markDead(a []byte, off int) { a[off+prefix(a[off])] |= deadBit }
+func markDead(a []byte, off int) { a[off+recHeader] |= deadBit }
 
 // bury makes the record at off a tombstone (see Store.Delete): gone from
 // now on, its change marker mark. Its key and kind stay until the record is
@@ -384,33 +412,65 @@ func bury(a []byte, off int, now int64, mark uint64) bool {
 		l = l&^formMask | formExpire
 		a[off] = l
 	}
-	if l&wideMark != 0 {
-		binary.LittleEndian.PutUint64(a[off+recMark:], mark)
-	} else {
-		putNarrowMark(a[off+recMark:], mark)
-	}
-	binary.LittleEndian.PutUint64(a[fieldsAt(l, off):], uint64(now))
+	p := fieldsAt(a, off)
+	binary.LittleEndian.PutUint64(a[p:], uint64(now))
+	putMark(a, p+fieldsLen(l), l, mark)
 	return true
 }
 
 // readMark decodes only the change marker of the record at off.
 func readMark(a []byte, off int) uint64 {
-	m := binary.LittleEndian.Uint64(a[off+recMark:])
-	if a[off]&wideMark == 0 {
-		m &= maxNarrowMark
+	l := a[off]
+	m := fieldsAt(a, off) + fieldsLen(l)
+	if l&wideMark != 0 {
+		return binary.LittleEndian.Uint64(a[m:])
 	}
-	return m
+	return uint64(binary.LittleEndian.Uint32(a[m:])) | uint64(a[m+4])<<32
+}
+
+// scanRecord is what the sequential scans that drop gone records (Sweep,
+// Snapshot) ask of the record at off, in one call: the offset just past it,
+// whether it is dead, and whether it may be dropped at now
+// (droppable(readExpire(a, off), now), judged only when it is not dead).
+// A TAT form's Expire is within a millisecond of its A (above A − 1 ms), so
+// a record whose A is a millisecond or more after now is not gone, let
+// alone droppable, and needs no division: the common case of a scan over
+// live CL keys.
+func scanRecord(a []byte, off int, now int64) (end int, dead, drop bool) {
+	l := a[off]
+	p := off + recHeader
+	h := uint64(a[p])
+	if h < 0x80 {
+		p++
+	} else {
+		var n int
+		h, n = binary.Uvarint(a[p:])
+		p += n
+	}
+	fields := p
+	end = p + fieldsLen(l) + markLen(l) + int(h>>1)
+	if l&hasValue != 0 {
+		c, w := binary.Uvarint(a[end:])
+		end += w + int(c)
+	}
+	if h&deadBit != 0 {
+		return end, true, false
+	}
+	v := int64(binary.LittleEndian.Uint64(a[fields:]))
+	if f := l & formMask; f >= formTATNext {
+		if now < v && uint64(v)-uint64(now) >= nsPerMs {
+			return end, false, false
+		}
+		v = tatExpire(v, f)
+	}
+	return end, false, droppable(v, now)
 }
 
 // readExpire decodes only the Expire field of the record at off.
 func readExpire(a []byte, off int) int64 {
-	l := a[off]
-	p := fieldsAt(l, off)
-	switch f := l & formMask; f {
-	case formFull, formExpire:
-		return int64(binary.LittleEndian.Uint64(a[p:]))
-	default:
-		e, _ := tatExpire(int64(binary.LittleEndian.Uint64(a[p:])), f)
-		return e
+	v := int64(binary.LittleEndian.Uint64(a[fieldsAt(a, off):]))
+	if f := a[off] & formMask; f >= formTATNext {
+		v = tatExpire(v, f)
 	}
+	return v
 }

@@ -33,8 +33,9 @@ type State struct {
 	// Mark is the key's change marker: the stamp (Store.SetStamp, the
 	// raft index of the entry being applied) of the last write that
 	// changed the key, its deletion included. The store sets it on every
-	// write; Update and Put ignore what the caller gives. Only Load (the
-	// restore path) stores a given one. WATCH compares it (fsm).
+	// write; Update and Put ignore what the caller gives, and Update's
+	// callback is handed 0. Only Load (the restore path) stores a given
+	// one. WATCH compares it (fsm).
 	Mark uint64
 }
 

@@ -105,8 +105,8 @@ func (s *Store) locate(key []byte) (uint64, *stripe) {
 // command changes nothing must return Keep.
 //
 // cur.Val aliases the stripe's memory: fn may read it, and may return it as
-// next.Val, but must not keep it. next (its Val included) is copied; its
-// Mark is ignored.
+// next.Val, but must not keep it. cur.Mark is 0 (Watch and Record read
+// markers). next (its Val included) is copied; its Mark is ignored.
 //
 // Writer goroutine only. fn runs with the key's stripe locked exclusively: it
 // must be quick and must not call back into the Store. The key bytes are
@@ -122,7 +122,7 @@ func (s *Store) Update(key []byte, now int64, fn func(cur State, live bool) (nex
 	live := false
 	if found {
 		off := st.offsetAt(p)
-		cur = readState(st.arena, off)
+		readFieldsInto(st.arena, off, &cur)
 		if live = cur.live(now); !live {
 			cur = State{}
 		} else if st.arena[off]&hasValue != 0 {
@@ -161,16 +161,14 @@ func (s *Store) bury(st *stripe, h uint64, key []byte, p uint64, now int64) {
 
 // put stores next under key in stripe st, where a find left p, want and
 // found. A record that next fits (its fixed fields, mark and value:
-// fitsInPlace) is overwritten in place, as a fixed-size family's always is
+// writeInPlace) is overwritten in place, as a fixed-size family's always is
 // while the key lives; otherwise the record moves: the old one dies and a
 // new one is appended, with the value copied aside first, since it may
 // alias the old record, which compaction could overwrite. Caller holds
 // st.mu exclusively; writer goroutine only.
 func (s *Store) put(st *stripe, h uint64, key []byte, next State, p, want uint64, found bool) {
 	if found {
-		off := st.offsetAt(p)
-		if fitsInPlace(st.arena, off, next) {
-			writeState(st.arena, off, next)
+		if writeInPlace(st.arena, st.offsetAt(p), next) {
 			return
 		}
 		s.moves.Add(1)

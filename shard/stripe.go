@@ -71,7 +71,7 @@ func (st *stripe) insert(h uint64, key []byte, s State, p, want uint64) {
 	}
 	off := len(st.arena)
 	st.arena = appendRecord(st.arena, key, s) // fits: no allocation
-	st.fixed += prefix(st.arena[off])
+	st.fixed += fixedLen(st.arena[off])
 	if !st.idx.insertAt(p, want, off) {
 		// A cluster would grow past maxDist: rebuild a larger index. The
 		// rebuild scans the arena, which already holds the new record.
@@ -86,7 +86,7 @@ func (st *stripe) remove(p uint64) {
 	_, end, _ := recordKey(st.arena, off)
 	markDead(st.arena, off)
 	st.garbage += end - off
-	st.fixed -= prefix(st.arena[off])
+	st.fixed -= fixedLen(st.arena[off])
 	st.idx.removeAt(p)
 	st.reclaim()
 }
