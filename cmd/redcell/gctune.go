@@ -37,6 +37,9 @@ const (
 	scanHeadroomPercent = 100
 	// maxGCPercent bounds the percentage for a nearly empty heap.
 	maxGCPercent = 800
+	// startGCPercent is Go's default, until the first collection has
+	// measured the heap (and for good, should the runtime not report it).
+	startGCPercent = 100
 )
 
 // gcTuner keeps GOGC where the next collection comes after the headroom
@@ -48,7 +51,7 @@ type gcTuner struct {
 	sample  []metrics.Sample
 }
 
-// startGCTuner sets GOGC for an empty heap and keeps it tuned from the next
+// startGCTuner sets GOGC to startGCPercent and keeps it tuned from the next
 // collection on. Call it once, from main, when GOGC is not in the
 // environment.
 func startGCTuner() {
@@ -56,7 +59,7 @@ func startGCTuner() {
 		{Name: "/gc/heap/live:bytes"},
 		{Name: "/gc/scan/total:bytes"},
 	}}
-	t.percent = maxGCPercent
+	t.percent = startGCPercent
 	debug.SetGCPercent(t.percent)
 	t.arm()
 }
