@@ -77,6 +77,9 @@ func init() {
 	for _, fam := range families {
 		register(fam.ops, fam.desc)
 		for _, k := range fam.desc.Kinds {
+			if shard.Kind(k) > shard.MaxKind {
+				panic(fmt.Sprintf("fsm: key kind %d past the %d a keyspace record holds", k, shard.MaxKind))
+			}
 			if byKind[k] != nil {
 				panic(fmt.Sprintf("fsm: two families claim key kind %d", k))
 			}

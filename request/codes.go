@@ -6,7 +6,8 @@ import "github.com/redcell/redcell/internal/arg"
 // once: the keyspace's own codes first, then one descriptor per limiter
 // family. The numbers are part of the log format, the snapshot format and
 // the forwarding protocol: never renumber, only append (a write code below
-// 64, a read code from 64, a key kind below 128).
+// 64, a read code from 64, a key kind below 16: the keyspace keeps it in 4
+// bits of a record, shard.MaxKind, which fsm checks at init).
 //
 // Every code here is at BaseFeatureLevel (featurelevel.go): a code added
 // later says in its descriptor's Level the feature level that introduces

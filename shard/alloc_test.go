@@ -10,7 +10,7 @@ func filledStore(stripes, n int) (*Store, [][]byte) {
 	keys := make([][]byte, n)
 	for i := range keys {
 		keys[i] = appendUserKey(nil, i)
-		s.Put(keys[i], State{Kind: kindA, Expire: 1 << 60})
+		s.Put(keys[i], clShaped(i))
 	}
 	return s, keys
 }
@@ -89,6 +89,21 @@ func Test_Store_ChurnAllocatesRarely(t *testing.T) {
 }
 
 // appendUserKey appends "user:%010d" without fmt, which allocates.
+// clShaped is key i's state in a filled store: a CL key's shape, A its TAT
+// (from 2^60 ns, far past any instant the tests use) and Expire the start
+// of the millisecond after the TAT's, as fsm's gcraExpire leaves it.
+func clShaped(i int) State {
+	tat := int64(1)<<60 + int64(i)*1_000
+	return State{Kind: kindA, Expire: (tat/1_000_000 + 1) * 1_000_000, A: tat}
+}
+
+// clThrottled is st after a CL.THROTTLE that moved its TAT on by 1 µs.
+func clThrottled(st State) State {
+	st.A += 1_000
+	st.Expire = (st.A/1_000_000 + 1) * 1_000_000
+	return st
+}
+
 func appendUserKey(b []byte, n int) []byte {
 	b = append(b, "user:"...)
 	for div := 1_000_000_000; div > 0; div /= 10 {

@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"fmt"
 	"hash/maphash"
 	"testing"
 )
@@ -21,7 +22,7 @@ func (st *stripe) check(s *Store, i int) string {
 	// The arena: record boundaries, dead bytes, which records are live.
 	liveRecords := map[int]bool{}
 	boundaries := map[int]bool{0: true}
-	garbage := 0
+	garbage, fixed := 0, 0
 	a := st.arena
 	for off := 0; off < len(a); {
 		key, end, dead := recordKey(a, off)
@@ -32,8 +33,12 @@ func (st *stripe) check(s *Store, i int) string {
 			garbage += end - off
 		} else {
 			liveRecords[off] = true
+			fixed += fixedLen(a[off])
 			if _, sp := s.locate(key); sp != st {
 				return "key " + string(key) + " stored in the wrong stripe"
+			}
+			if why := checkLayout(a, off); why != "" {
+				return "key " + string(key) + ": " + why
 			}
 		}
 		off = end
@@ -41,6 +46,9 @@ func (st *stripe) check(s *Store, i int) string {
 	}
 	if garbage != st.garbage {
 		return "garbage accounting off"
+	}
+	if fixed != st.fixed {
+		return "prefix accounting off"
 	}
 	if st.sweepPos != 0 && !boundaries[st.sweepPos] {
 		return "sweepPos not on a record boundary"
@@ -108,6 +116,35 @@ func (st *stripe) check(s *Store, i int) string {
 	}
 	if len(liveRecords) != 0 {
 		return "live records missing from the index"
+	}
+	return ""
+}
+
+// checkLayout verifies the layout byte of the record at off against what it
+// holds (record.go): an 8-byte form is the one smallForm picks for the
+// state it decodes to (formExpire for A = B = 0, a TAT form only for an
+// Expire on the millisecond A gives), and the state re-encodes to the same bytes in a new
+// record (a full record or a wide mark only where the state needs them, or
+// where a record kept its layout in place).
+func checkLayout(a []byte, off int) string {
+	l := a[off]
+	st := readState(a, off)
+	if f := l & formMask; f != formFull {
+		if smallForm(st) != f {
+			// A TAT form whose A gives an Expire smallForm would not
+			// derive (one that wrapped) fails here too.
+			return fmt.Sprintf("form %#x holds a state smallForm encodes as %#x", f, smallForm(st))
+		}
+	}
+	st.Val = recordValue(a, off)
+	key, _, _ := recordKey(a, off)
+	fresh := appendRecord(nil, key, st)
+	if got := readFullState(fresh, 0); !got.Equal(st) || got.Mark != st.Mark {
+		return fmt.Sprintf("state %+v re-encodes as %+v", st, got)
+	}
+	// (A region may hold an empty value, which a new record has no region for.)
+	if fresh[0]&kindMask != l&kindMask || fixedLen(fresh[0]) > fixedLen(l) {
+		return fmt.Sprintf("layout %#x where a new record takes %#x", l, fresh[0])
 	}
 	return ""
 }

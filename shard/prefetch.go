@@ -68,9 +68,9 @@ func (pf *Prefetcher) Feed(key []byte) {
 		if j := m % Lead; pf.valid[j] {
 			pf.valid[j] = false
 			if st, off, ok := pf.s.recordAt(pf.hashes[j]); ok {
-				// A record of a short key (~40 bytes) often spans two lines.
+				// A record of a short key (~30 bytes) often spans two lines.
 				pf.fetch(true, unsafe.Pointer(&st.arena[off]))
-				pf.fetch(true, unsafe.Pointer(&st.arena[off+recFixed+prefetchKeyBytes]))
+				pf.fetch(true, unsafe.Pointer(&st.arena[off+prefetchReach]))
 			}
 		}
 	}
@@ -84,9 +84,11 @@ func (pf *Prefetcher) fetch(record bool, addr unsafe.Pointer) {
 	prefetch(addr)
 }
 
-// prefetchKeyBytes is how much of a key (with its header) the record's
-// second prefetch covers: typical rate-limit keys ("user:12345678") fit.
-const prefetchKeyBytes = 16
+// prefetchReach is the offset into a record of the byte the second
+// prefetch asks for: the last byte of a CL record (15 bytes before its key:
+// layout byte, key header, TAT, change marker; record.go) whose key takes
+// up to 16 bytes, as typical rate-limit keys ("user:12345678") do.
+const prefetchReach = 30
 
 // homeSlot is the position of the home slot of hash h; false when the table
 // is empty.
@@ -115,7 +117,7 @@ func (s *Store) recordAt(h uint64) (*stripe, int, bool) {
 		}
 		if v&metaMask == want {
 			off := int(v >> offShift)
-			if off+recFixed+prefetchKeyBytes >= len(st.arena) {
+			if off+prefetchReach >= len(st.arena) {
 				return nil, 0, false
 			}
 			return st, off, true

@@ -35,7 +35,7 @@ func TestRecordAt_IsTheKeysOwnRecord(t *testing.T) {
 		h, _ := s.locate(key)
 		st, off, ok := s.recordAt(h)
 		if !ok {
-			if wantOff+recFixed+prefetchKeyBytes < len(wantSt.arena) {
+			if wantOff+prefetchReach < len(wantSt.arena) {
 				t.Fatalf("%s: recordAt found nothing for a present key", key)
 			}
 			continue // the arena's last record: left out on purpose
@@ -108,7 +108,7 @@ func TestPrefetcher_SlotThenRecordDistanceLater(t *testing.T) {
 			if st, off, ok := s.recordAt(h); ok {
 				want = append(want,
 					fetch{true, unsafe.Pointer(&st.arena[off])},
-					fetch{true, unsafe.Pointer(&st.arena[off+recFixed+prefetchKeyBytes])})
+					fetch{true, unsafe.Pointer(&st.arena[off+prefetchReach])})
 			}
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {

@@ -63,8 +63,8 @@ func (s *Store) Snapshot(now int64) *Snapshot {
 func appendKeptRecords(dst []byte, n int, a []byte, now int64) ([]byte, int) {
 	run := 0 // start of the current run of kept records
 	for off := 0; off < len(a); {
-		_, end, dead := recordKey(a, off)
-		if dead || droppable(readExpire(a, off), now) {
+		end, dead, drop := scanRecord(a, off, now)
+		if dead || drop {
 			dst = append(dst, a[run:off]...)
 			run = end
 		} else {

@@ -4,12 +4,15 @@ package shard
 // one kind at a time; the shard stores it and never interprets it. The
 // numbers are request.KeyKind's, described with their families in package
 // request (the families' fsm files say what A, B and Val hold); the shard
-// only needs them below 128. 0 is no kind (the zero State).
+// needs them at most MaxKind (4 bits of a record's layout byte). 0 is no
+// kind (the zero State).
 type Kind uint8
 
-// State is one key's limiter state: 25 fixed bytes and, for families whose
-// state has no fixed size, a variable-length value; and the store's change
-// marker of the key (Mark), which families never set.
+// State is one key's limiter state: a Kind, three int64s and, for families
+// whose state has no fixed size, a variable-length value; and the store's
+// change marker of the key (Mark), which families never set. A record keeps
+// only the fields its state needs (record.go): a CL key its TAT, a string
+// its Expire.
 //
 // The key exists iff now < Expire. At or after Expire the key is equivalent to
 // a fresh one: every method of Store behaves as if it were absent (Update
@@ -21,7 +24,7 @@ type Kind uint8
 // cost no byte for it). In a State that the Store hands out (Update's cur,
 // Snapshot.Range) Val aliases the Store's memory and is valid only during
 // the callback; a State given to the Store (Update's next, Put) is copied,
-// Val included. A Kind is below 128.
+// Val included. A Kind is at most MaxKind.
 type State struct {
 	Kind   Kind
 	Expire int64 // Unix ns at which the key becomes equivalent to fresh
@@ -30,8 +33,9 @@ type State struct {
 	// Mark is the key's change marker: the stamp (Store.SetStamp, the
 	// raft index of the entry being applied) of the last write that
 	// changed the key, its deletion included. The store sets it on every
-	// write; Update and Put ignore what the caller gives. Only Load (the
-	// restore path) stores a given one. WATCH compares it (fsm).
+	// write; Update and Put ignore what the caller gives, and Update's
+	// callback is handed 0. Only Load (the restore path) stores a given
+	// one. WATCH compares it (fsm).
 	Mark uint64
 }
 

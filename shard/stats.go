@@ -15,14 +15,17 @@ type Stats struct {
 	ArenaGarbage int
 	// IndexBytes is the memory of the hash indexes.
 	IndexBytes int
-	// EntryBytes is the part of ArenaBytes holding the fixed-size states of
-	// Entries (33 bytes each: the state and the change marker); keys and
-	// key headers are the rest. In this
-	// layout states live inside the arena: do not add it to ArenaBytes.
+	// EntryBytes is the part of ArenaBytes holding the fixed parts of
+	// Entries (layout byte, change marker and the fixed fields their form
+	// keeps: 14 to 33 bytes each, record.go); keys, key headers and values
+	// are the rest. In this layout states live inside the arena: do not
+	// add it to ArenaBytes.
 	EntryBytes int
 	Stripes    int
 	// ValueMoves counts the records moved since the Store was made because
-	// their value outgrew its region (see DESIGN.md, "Values").
+	// their value outgrew its region (see DESIGN.md, "Values") or their
+	// state no longer fit the record's layout (a B or a change marker
+	// wider than it keeps, "Layout").
 	ValueMoves uint64
 
 	// ArenaCap is the memory allocated for arenas (ArenaBytes plus the
@@ -44,9 +47,9 @@ func (s *Store) Stats() Stats {
 		out.ArenaGarbage += st.garbage
 		out.ArenaCap += cap(st.arena)
 		out.IndexBytes += cap(st.idx.slots)
+		out.EntryBytes += st.fixed
 		st.mu.RUnlock()
 	}
-	out.EntryBytes = out.Entries * recFixed
 	out.TotalBytes = out.ArenaCap + out.IndexBytes
 	return out
 }

@@ -105,8 +105,8 @@ func (s *Store) locate(key []byte) (uint64, *stripe) {
 // command changes nothing must return Keep.
 //
 // cur.Val aliases the stripe's memory: fn may read it, and may return it as
-// next.Val, but must not keep it. next (its Val included) is copied; its
-// Mark is ignored.
+// next.Val, but must not keep it. cur.Mark is 0 (Watch and Record read
+// markers). next (its Val included) is copied; its Mark is ignored.
 //
 // Writer goroutine only. fn runs with the key's stripe locked exclusively: it
 // must be quick and must not call back into the Store. The key bytes are
@@ -122,10 +122,10 @@ func (s *Store) Update(key []byte, now int64, fn func(cur State, live bool) (nex
 	live := false
 	if found {
 		off := st.offsetAt(p)
-		cur = readState(st.arena, off)
+		readFieldsInto(st.arena, off, &cur)
 		if live = cur.live(now); !live {
 			cur = State{}
-		} else if st.arena[off+recKind]&hasValue != 0 {
+		} else if st.arena[off]&hasValue != 0 {
 			cur.Val = recordValue(st.arena, off)
 		}
 	}
@@ -135,24 +135,40 @@ func (s *Store) Update(key []byte, now int64, fn func(cur State, live bool) (nex
 		next.Mark = s.stamp
 		s.put(st, h, key, next, p, want, found)
 	case act == Put && found, act == Delete && live:
-		bury(st.arena, st.offsetAt(p), now, s.stamp)
+		s.bury(st, h, key, p, now)
 	case act == Put:
 		// Gone at once, but written: a tombstone remembers the write.
-		st.insert(h, key, State{Expire: now, Mark: s.stamp}, p, want)
+		st.insert(h, key, s.tombstone(now), p, want)
 	}
 }
 
+// tombstone is the state of a record inserted gone at now (the kind and the
+// fields of a gone record are never read).
+func (s *Store) tombstone(now int64) State { return State{Expire: now, Mark: s.stamp} }
+
+// bury makes the record of key in slot p of stripe st a tombstone at now,
+// stamped: in place, unless the stamp is wider than the record's mark (from
+// 2^40 on), when a tombstone record replaces it. Caller holds st.mu
+// exclusively; writer goroutine only.
+func (s *Store) bury(st *stripe, h uint64, key []byte, p uint64, now int64) {
+	if bury(st.arena, st.offsetAt(p), now, s.stamp) {
+		return
+	}
+	st.remove(p)
+	p, want, _ := st.find(h, key) // remove may have rebuilt the index
+	st.insert(h, key, s.tombstone(now), p, want)
+}
+
 // put stores next under key in stripe st, where a find left p, want and
-// found. A record whose value keeps its length is overwritten in place (the
-// fixed-size families always are); otherwise the record moves: the old one
-// dies and a new one is appended, with the value copied aside first, since
-// it may alias the old record, which compaction could overwrite. Caller
-// holds st.mu exclusively; writer goroutine only.
+// found. A record that next fits (its fixed fields, mark and value:
+// writeInPlace) is overwritten in place, as a fixed-size family's always is
+// while the key lives; otherwise the record moves: the old one dies and a
+// new one is appended, with the value copied aside first, since it may
+// alias the old record, which compaction could overwrite. Caller holds
+// st.mu exclusively; writer goroutine only.
 func (s *Store) put(st *stripe, h uint64, key []byte, next State, p, want uint64, found bool) {
 	if found {
-		off := st.offsetAt(p)
-		if valueFits(st.arena, off, next) {
-			writeState(st.arena, off, next)
+		if writeInPlace(st.arena, st.offsetAt(p), next) {
 			return
 		}
 		s.moves.Add(1)
@@ -267,11 +283,10 @@ func (s *Store) Delete(key []byte, now int64) bool {
 	if !found {
 		return false
 	}
-	off := st.offsetAt(p)
-	if readExpire(st.arena, off) <= now {
+	if readExpire(st.arena, st.offsetAt(p)) <= now {
 		return false
 	}
-	bury(st.arena, off, now, s.stamp)
+	s.bury(st, h, key, p, now)
 	return true
 }
 
@@ -302,17 +317,26 @@ func (s *Store) Len(now int64) int {
 // sweeper drops the tombstones, Linger later. A sequential pass over the
 // arenas, one stripe's lock at a time. Writer goroutine only.
 func (s *Store) BuryAll(now int64) {
+	var wider [][]byte // keys whose records cannot hold the stamp's width
 	for i := range s.stripes {
 		st := &s.stripes[i]
 		st.mu.Lock()
 		a := st.arena
 		for off := 0; off < len(a); {
-			_, end, dead := recordKey(a, off)
-			if !dead && readExpire(a, off) > now {
-				bury(a, off, now, s.stamp)
+			key, end, dead := recordKey(a, off)
+			if !dead && readExpire(a, off) > now && !bury(a, off, now, s.stamp) {
+				wider = append(wider, append([]byte(nil), key...))
 			}
 			off = end
 		}
+		// Replacing a record appends to the arena: after the scan.
+		for _, key := range wider {
+			h := maphash.Bytes(s.seed, key)
+			if p, _, found := st.find(h, key); found {
+				s.bury(st, h, key, p, now)
+			}
+		}
+		wider = wider[:0]
 		st.mu.Unlock()
 	}
 }

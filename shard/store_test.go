@@ -13,7 +13,7 @@ import (
 // Liveness is decided at read time from Expire, as the contract says.
 type model map[string]State
 
-// Kinds the tests store: any numbers below 128 do, the shard never
+// Kinds the tests store: any numbers up to MaxKind do, the shard never
 // interprets them.
 const (
 	kindA Kind = 1
@@ -47,25 +47,48 @@ type differential struct {
 	rng      *rand.Rand
 	stores   []*Store
 	m        model
-	keys     [][]byte // universe of keys operations draw from
+	marks    markModel // the change marker and Expire of every record a store may hold
+	stamp    uint64    // the stores' stamp (SetStamp)
+	keys     [][]byte  // universe of keys operations draw from
 	now      int64
 	steps    int
 	fullScan int    // compare every key of the universe every fullScan steps
-	ttl      int64  // states expire within ~ttl of being written
+	ttl      int64  // states expire within ~ttl ticks of being written
+	tick     int64  // ns the clock moves per unit: with 1e6 and more, Linger passes and the sweeper drops records
 	clearOdd int    // Clear happens on 1 in 100*clearOdd steps
 	buf      []byte // GetValue's buffer, reused
 }
+
+// markRec is what the model knows of a key's record: its change marker and
+// its Expire (a gone record's is the instant it went).
+type markRec struct {
+	mark   uint64
+	expire int64
+}
+
+// markModel is every record a store holds or may hold, gone ones included:
+// a store may have dropped one once it is droppable, never before.
+type markModel map[string]markRec
 
 func newDifferential(t *testing.T, seed uint64, stripes []int, keys [][]byte, fullScan int) *differential {
 	d := &differential{
 		t:        t,
 		rng:      rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		m:        model{},
+		marks:    markModel{},
 		keys:     keys,
 		now:      1_000,
 		fullScan: fullScan,
 		ttl:      400,
+		tick:     1,
 		clearOdd: 1,
+	}
+	// Marks start small or just below the width of a narrow mark, so that
+	// records are written with 5-byte marks, 8-byte ones, and both over
+	// the same key.
+	d.stamp = 1
+	if seed%2 == 0 {
+		d.stamp = maxNarrowMark - 1_000
 	}
 	for _, n := range stripes {
 		d.stores = append(d.stores, New(n))
@@ -73,16 +96,39 @@ func newDifferential(t *testing.T, seed uint64, stripes []int, keys [][]byte, fu
 	return d
 }
 
+// withTick sets the clock's unit: now and the states' lifetimes scale by
+// tick (and a state's Expire gets a random sub-tick part).
+func (d *differential) withTick(tick int64) *differential {
+	d.tick = tick
+	d.now = 1_000 * tick
+	return d
+}
+
 // randomState returns a state whose Expire is near now: some already
-// expired, most live for a short while, so time advancing expires them.
-// A third carry a value of random length (0 to 300 bytes), so records grow,
-// shrink, move and compact.
+// expired, most live for a short while, so time advancing expires them. Its
+// fixed fields take every layout a record has (record.go): A and B zero,
+// B zero, the expiry a CL key's TAT gives (either of the two TAT forms),
+// or anything. A third carry a value of random length (0 to 300 bytes),
+// so records grow, shrink, move and compact.
 func (d *differential) randomState() State {
 	st := State{
-		Kind:   Kind(d.rng.IntN(128)),
-		Expire: d.now + d.rng.Int64N(d.ttl) - d.ttl/10,
+		Kind:   Kind(d.rng.IntN(int(MaxKind) + 1)),
+		Expire: d.now + (d.rng.Int64N(d.ttl)-d.ttl/10)*d.tick + d.rng.Int64N(d.tick),
 		A:      int64(d.rng.Uint64()),
 		B:      int64(d.rng.Uint64()),
+	}
+	switch d.rng.IntN(5) {
+	case 0: // formExpire
+		st.A, st.B = 0, 0
+	case 1: // formFull with B = 0
+		st.B = 0
+	case 2: // a TAT form: Expire on a millisecond, A in the ms before it or in its own
+		st.B = 0
+		st.Expire -= st.Expire % nsPerMs
+		st.A = st.Expire - nsPerMs + d.rng.Int64N(nsPerMs)
+		if d.rng.IntN(2) == 0 {
+			st.A += nsPerMs
+		}
 	}
 	if d.rng.IntN(3) == 0 {
 		st.Val = make([]byte, d.rng.IntN(301))
@@ -105,6 +151,12 @@ func (d *differential) key() []byte { return d.keys[d.rng.IntN(len(d.keys))] }
 func (d *differential) step() {
 	d.steps++
 	key := d.key()
+	if d.rng.IntN(4) == 0 {
+		d.stamp += uint64(d.rng.IntN(3))
+	}
+	for _, s := range d.stores {
+		s.SetStamp(d.stamp)
+	}
 	switch r := d.rng.IntN(100); {
 	case r < 55:
 		d.update(key)
@@ -112,6 +164,7 @@ func (d *differential) step() {
 		want := false
 		if _, ok := d.m.get(string(key), d.now); ok {
 			want = true
+			d.marks[string(key)] = markRec{d.stamp, d.now}
 		}
 		delete(d.m, string(key))
 		for i, s := range d.stores {
@@ -119,14 +172,25 @@ func (d *differential) step() {
 				d.t.Fatalf("step %d store %d: Delete(%q) = %v, want %v", d.steps, i, key, got, want)
 			}
 		}
-	case r < 72:
+	case r < 70:
 		st := d.randomState()
 		d.m[string(key)] = st
+		d.marks[string(key)] = markRec{d.stamp, st.Expire}
 		for _, s := range d.stores {
 			s.Put(bytes.Clone(key), st)
 		}
+	case r < 72:
+		// Load keeps the marker it is given (restore, a script's undo):
+		// any width, older or newer than the stamp.
+		st := d.randomState()
+		st.Mark = d.rng.Uint64N(4 * maxNarrowMark)
+		d.m[string(key)] = st
+		d.marks[string(key)] = markRec{st.Mark, st.Expire}
+		for _, s := range d.stores {
+			s.Load(bytes.Clone(key), st)
+		}
 	case r < 85:
-		d.now += int64(d.rng.IntN(30))
+		d.now += int64(d.rng.IntN(30)) * d.tick
 	case r < 99:
 		budget := d.rng.IntN(50)
 		for i, s := range d.stores {
@@ -135,10 +199,24 @@ func (d *differential) step() {
 			}
 		}
 	default:
+		if d.rng.IntN(2) == 0 {
+			// FLUSHALL: every live key becomes a tombstone.
+			for k, st := range d.m {
+				if d.now < st.Expire {
+					d.marks[k] = markRec{d.stamp, d.now}
+					delete(d.m, k)
+				}
+			}
+			for _, s := range d.stores {
+				s.BuryAll(d.now)
+			}
+			break
+		}
 		if d.rng.IntN(d.clearOdd) != 0 {
 			break
 		}
 		clear(d.m)
+		clear(d.marks)
 		for _, s := range d.stores {
 			s.Clear()
 		}
@@ -165,8 +243,16 @@ func (d *differential) update(key []byte) {
 	switch act {
 	case Put:
 		d.m[string(key)] = next
+		if next.live(d.now) {
+			d.marks[string(key)] = markRec{d.stamp, next.Expire}
+		} else {
+			d.marks[string(key)] = markRec{d.stamp, d.now} // a tombstone
+		}
 	case Delete:
 		delete(d.m, string(key))
+		if wantLive {
+			d.marks[string(key)] = markRec{d.stamp, d.now}
+		}
 	}
 	// The caller's buffer is reused: the store must have copied the key.
 	buf := bytes.Clone(key)
@@ -212,11 +298,26 @@ func (d *differential) check(key []byte) {
 
 func (d *differential) checkKey(key []byte, now int64) {
 	want, wantLive := d.m.get(string(key), now)
+	rec, hasRec := d.marks[string(key)]
 	for i, s := range d.stores {
 		got, live := s.Get(key, now)
-		if !got.Equal(fixed(want)) || live != wantLive {
-			d.t.Fatalf("step %d store %d: Get(%q, %d) = (%+v, %v), want (%+v, %v)",
-				d.steps, i, key, now, got, live, want, wantLive)
+		if !got.Equal(fixed(want)) || live != wantLive || live && got.Mark != rec.mark {
+			d.t.Fatalf("step %d store %d: Get(%q, %d) = (%+v, %v), want (%+v, %v) marked %d",
+				d.steps, i, key, now, got, live, want, wantLive, rec.mark)
+		}
+		// Watch sees the record, live or gone, until the sweeper may drop it.
+		wl, wm := s.Watch(key, now)
+		switch {
+		case !hasRec:
+			if wl || wm != 0 {
+				d.t.Fatalf("step %d store %d: Watch(%q, %d) = %v %d for a key never written", d.steps, i, key, now, wl, wm)
+			}
+		case droppable(rec.expire, now):
+			if wl || wm != 0 && wm != rec.mark {
+				d.t.Fatalf("step %d store %d: Watch(%q, %d) = %v %d, want false and %d or 0", d.steps, i, key, now, wl, wm, rec.mark)
+			}
+		case wl != (now < rec.expire) || wm != rec.mark:
+			d.t.Fatalf("step %d store %d: Watch(%q, %d) = %v %d, want %v %d", d.steps, i, key, now, wl, wm, now < rec.expire, rec.mark)
 		}
 		got, live = s.GetValue(key, now, d.buf)
 		if !got.Equal(want) || live != wantLive {
@@ -236,6 +337,14 @@ func (d *differential) checkSnapshots() {
 	for i, k := range keys {
 		states[i] = d.m[k]
 	}
+	// The records a snapshot keeps: every one not droppable at now, live
+	// or gone, with its marker (Snapshot's rule, whatever the sweeper did).
+	kept := markModel{}
+	for k, rec := range d.marks {
+		if !droppable(rec.expire, d.now) {
+			kept[k] = rec
+		}
+	}
 	snaps := make([]*Snapshot, len(d.stores))
 	for i, s := range d.stores {
 		snaps[i] = s.Snapshot(d.now)
@@ -244,8 +353,13 @@ func (d *differential) checkSnapshots() {
 		d.update(d.key())
 	}
 	for i, sn := range snaps {
-		j := 0
+		j, n := 0, 0
 		sn.Range(func(key []byte, st State) bool {
+			n++
+			if rec, ok := kept[string(key)]; !ok || st.Mark != rec.mark || st.Expire <= sn.Now() && st.Expire != rec.expire {
+				d.t.Fatalf("step %d store %d: snapshot holds %q with marker %d, Expire %d; want %+v (kept: %v)",
+					d.steps, i, key, st.Mark, st.Expire, rec, ok)
+			}
 			if st.Expire <= sn.Now() {
 				return true // gone: kept for WATCH's markers, not a key
 			}
@@ -256,8 +370,8 @@ func (d *differential) checkSnapshots() {
 			j++
 			return true
 		})
-		if j != len(keys) {
-			d.t.Fatalf("step %d store %d: snapshot ranged %d entries, want %d", d.steps, i, j, len(keys))
+		if j != len(keys) || n != len(kept) {
+			d.t.Fatalf("step %d store %d: snapshot ranged %d entries (%d records), want %d (%d)", d.steps, i, j, n, len(keys), len(kept))
 		}
 	}
 }
@@ -296,11 +410,17 @@ func testKeys(rng *rand.Rand, n int) [][]byte {
 	return keys
 }
 
+// Seeds 1 to 4 run the clock in ns (no record lives out its Linger), 5 to
+// 8 in tenths of a second (the sweeper drops gone records Linger after
+// they went, and Watch and snapshots must still agree with the model).
 func Test_Store_DifferentialSmallUniverse(t *testing.T) {
 	for seed := uint64(1); seed <= 8; seed++ {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 7))
 			d := newDifferential(t, seed, []int{1, 3, 64}, testKeys(rng, 60), 50)
+			if seed > 4 {
+				d.withTick(100e6)
+			}
 			for range 8_000 {
 				d.step()
 			}
@@ -311,7 +431,7 @@ func Test_Store_DifferentialSmallUniverse(t *testing.T) {
 // The large universe makes stripes grow, compact and shrink many times.
 func Test_Store_DifferentialLargeUniverse(t *testing.T) {
 	rng := rand.New(rand.NewPCG(99, 7))
-	d := newDifferential(t, 99, []int{1, 16}, testKeys(rng, 4_000), 2_000)
+	d := newDifferential(t, 98, []int{1, 16}, testKeys(rng, 4_000), 2_000).withTick(1e6)
 	d.ttl = 30_000
 	d.clearOdd = 20
 	for range 150_000 {

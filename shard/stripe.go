@@ -13,6 +13,7 @@ import (
 //   - every slot of idx points at a record that is not dead, and every record
 //     of arena that is not dead is pointed at by exactly one slot;
 //   - garbage is the total size of the dead records;
+//   - fixed is the total prefix size of the records that are not dead;
 //   - sweepPos is 0 or the offset of a record boundary in arena;
 //   - after a removal the index is not sparse (reclaim shrank it).
 //
@@ -23,6 +24,7 @@ type stripeState struct {
 	idx      index
 	arena    []byte // records; len = bytes in use (live + dead)
 	garbage  int    // bytes of dead records in arena
+	fixed    int    // bytes of the live records' prefixes (layout byte, mark, fixed fields)
 	sweepPos int    // where Sweep resumes in arena
 	seed     maphash.Seed
 }
@@ -31,7 +33,7 @@ type stripeState struct {
 // different stripes' read locks do not contend on a shared line.
 type stripe struct {
 	stripeState
-	_ [128 - unsafe.Sizeof(stripeState{})%128]byte
+	_ [(128 - unsafe.Sizeof(stripeState{})%128) % 128]byte
 }
 
 const (
@@ -55,7 +57,7 @@ func (st *stripe) offsetAt(p uint64) int { return int(st.idx.load(p) >> offShift
 // the key absent, with no change to the stripe since. Caller holds mu
 // exclusively.
 func (st *stripe) insert(h uint64, key []byte, s State, p, want uint64) {
-	need := recordSize(len(key), len(s.Val))
+	need := recordSize(len(key), s)
 	rebuilt := false
 	if len(st.arena)+need > cap(st.arena) {
 		rebuilt = st.makeRoom(need)
@@ -69,6 +71,7 @@ func (st *stripe) insert(h uint64, key []byte, s State, p, want uint64) {
 	}
 	off := len(st.arena)
 	st.arena = appendRecord(st.arena, key, s) // fits: no allocation
+	st.fixed += fixedLen(st.arena[off])
 	if !st.idx.insertAt(p, want, off) {
 		// A cluster would grow past maxDist: rebuild a larger index. The
 		// rebuild scans the arena, which already holds the new record.
@@ -83,6 +86,7 @@ func (st *stripe) remove(p uint64) {
 	_, end, _ := recordKey(st.arena, off)
 	markDead(st.arena, off)
 	st.garbage += end - off
+	st.fixed -= fixedLen(st.arena[off])
 	st.idx.removeAt(p)
 	st.reclaim()
 }
@@ -205,5 +209,6 @@ func (st *stripe) clear() {
 	st.idx.release()
 	st.arena = nil
 	st.garbage = 0
+	st.fixed = 0
 	st.sweepPos = 0
 }

@@ -60,12 +60,13 @@ func (st *stripe) sweep(now int64, span int) (removed, examined int, done bool) 
 			st.sweepPos = 0
 			return removed, examined, true
 		}
-		key, end, dead := recordKey(st.arena, off)
+		end, _, drop := scanRecord(st.arena, off, now)
 		st.sweepPos = end
 		examined++
-		if dead || !droppable(readExpire(st.arena, off), now) {
+		if !drop {
 			continue
 		}
+		key, _, _ := recordKey(st.arena, off)
 		p, ok := st.idx.findOffset(maphash.Bytes(st.seed, key), off)
 		if !ok {
 			continue // unreachable while the invariants hold

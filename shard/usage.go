@@ -6,7 +6,8 @@ package shard
 const indexSlotBytes = 8
 
 // Usage is the memory a live key takes in the store: its record in the
-// arena (fixed fields, key, value region with its slack: recordSize) and
+// arena (the fixed part its layout keeps, key, value region with its
+// slack: record.go) and
 // its index slot; false when the key is not live at now. It is MEMORY
 // USAGE's figure (fsm/memory.go): what deleting the key would give back
 // once the sweeper reclaims it, not counting the arena's fragmentation.
@@ -20,8 +21,9 @@ func (s *Store) Usage(key []byte, now int64) (int, bool) {
 		return 0, false
 	}
 	off := st.offsetAt(p)
-	if !readState(st.arena, off).live(now) {
+	if readExpire(st.arena, off) <= now {
 		return 0, false
 	}
-	return recordSize(len(key), len(recordValue(st.arena, off))) + indexSlotBytes, true
+	_, end, _ := recordKey(st.arena, off)
+	return end - off + indexSlotBytes, true
 }
