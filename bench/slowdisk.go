@@ -151,9 +151,18 @@ func runSlowDiskMode(ctx context.Context, f *fleet, kinds []serverKind, variants
 		return "", nil, err
 	}
 	md = slowDiskMarkdown(ms, servers)
+	if st := stagesMarkdown(ms); st != "" {
+		md += "\n" + st + "\n\n" + slowDiskStagesNote
+	}
 	fmt.Fprintf(progress, "\n%s", md)
 	return md, summaryOfSlowDisk(ms, servers), nil
 }
+
+// slowDiskStagesNote says what the stages table shows of the bound.
+const slowDiskStagesNote = "At -P 1 the *leader's log* is the sync a request waits for and the rest of the cycle is the clients' round trip between two of its syncs: " +
+	"the node answering the entry, the clients turning their replies into their next requests, the node reading them (and, with two cohorts, the other cohort's sync). " +
+	"clients ÷ sync is reached only when that round trip costs nothing; with the load generator on the same cores it does not, and what a row can reach is clients ÷ (sync + round trip), " +
+	"with one cohort of clients per sync (req/fsync near the number of clients), which is what the batcher's merge of cohorts gives on a slow disk (group/DESIGN.md, rule 4).\n"
 
 // slowDiskBound is what closed-loop clients that do not pipeline can reach
 // at most, in requests a second, for a mean WAL sync of syncMs: each has
