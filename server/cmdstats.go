@@ -177,13 +177,32 @@ func statSpec(spec *commands.Spec, args [][]byte, rejected bool) (*commands.Spec
 
 // recordRun records the commands of the pending run answered now with
 // res (err: the whole run failed) (conn.answer).
+//
+// Commands of one pipeline that share their spec, dispatch and outcome (a
+// pipeline of CL.THROTTLE) took the same time, and are counted with one
+// add to each figure (countN), not one per command; the slow log, which
+// needs each one's arguments, sees them one by one only if that time is
+// slow enough for it.
 func (c *conn) recordRun(res []request.Result, err error) {
 	now := c.tick()
 	pend := c.stat.pend
-	for i := range pend {
+	failedAt := func(i int) bool { return err != nil || i >= len(res) || res[i].Kind == request.KindError }
+	for i := 0; i < len(pend); {
 		p := &pend[i]
-		failed := err != nil || i >= len(res) || res[i].Kind == request.KindError
-		c.s.diag.record(c, p.spec, p.args, now-p.start, failed)
+		failed := failedAt(i)
+		j := i + 1
+		for j < len(pend) && pend[j].spec == p.spec && pend[j].start == p.start && failedAt(j) == failed {
+			j++
+		}
+		ns := now - p.start
+		c.s.diag.countN(p.spec, ns, failed, j-i)
+		if c.s.diag.slow.slow(p.spec, ns) {
+			for k := i; k < j; k++ {
+				c.s.diag.slow.add(c, slowArgs(p.spec, pend[k].args), ns)
+			}
+		}
+		c.s.diag.lat.offer(p.spec, ns) // one sample: the monitor keeps a second's highest
+		i = j
 	}
 	clear(pend)
 	c.stat.pend = pend[:0]
@@ -235,11 +254,16 @@ func (d *diagnostics) record(c *conn, spec *commands.Spec, args [][]byte, ns int
 
 // count adds one call of spec that took ns to its figures.
 func (d *diagnostics) count(spec *commands.Spec, ns int64, failed bool) {
+	d.countN(spec, ns, failed, 1)
+}
+
+// countN adds n calls of spec that each took ns to its figures.
+func (d *diagnostics) countN(spec *commands.Spec, ns int64, failed bool, n int) {
 	st := &d.cmds[spec.ID]
-	st.calls.Add(1)
-	st.ns.Add(ns)
+	st.calls.Add(int64(n))
+	st.ns.Add(ns * int64(n))
 	if failed {
-		st.failed.Add(1)
+		st.failed.Add(int64(n))
 	}
 	if !d.tracking.Load() {
 		return
@@ -249,7 +273,7 @@ func (d *diagnostics) count(spec *commands.Spec, ns int64, failed bool) {
 		st.hist.CompareAndSwap(nil, new(latencyHistogram))
 		h = st.hist.Load()
 	}
-	h.record(ns)
+	h.recordN(ns, n)
 }
 
 // forEachSpec calls fn for every command and subcommand, sorted by name

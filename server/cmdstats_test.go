@@ -328,3 +328,53 @@ func TestErrorStatsLimit(t *testing.T) {
 		t.Errorf("after reset: %v", e.counts)
 	}
 }
+
+// TestCommandStatsOfAPipeline: commands of one pipeline that share their
+// spec, dispatch and outcome are counted together (recordRun), and still
+// count one call each; a failure in the middle splits them; the slow log
+// keeps every one of them with its own arguments.
+func TestCommandStatsOfAPipeline(t *testing.T) {
+	n := startTestNode(t)
+	c := n.dial()
+	if got := c.do("CONFIG", "SET", "slowlog-log-slower-than", "0"); got != "+OK" {
+		t.Fatalf("CONFIG SET = %s", got)
+	}
+	c.do("SET", "s", "text")
+	c.do("SLOWLOG", "RESET")
+	var sb strings.Builder
+	var want []string
+	for i := range 16 {
+		key := "n" + strconv.Itoa(i)
+		if i == 10 {
+			key = "s"
+		}
+		sb.WriteString(encodeCmd("INCR", key))
+		if i == 10 {
+			want = append(want, "-ERR value is not an integer or out of range")
+		} else {
+			want = append(want, ":1")
+		}
+	}
+	c.send(sb.String())
+	c.expectReplies(want...)
+	calls, rejected, failed := cmdstat(t, infoLines(c, "commandstats"), "incr")
+	if calls != 16 || rejected != 0 || failed != 1 {
+		t.Errorf("cmdstat_incr: calls %d rejected %d failed %d, want 16 0 1", calls, rejected, failed)
+	}
+	logged := map[string]bool{}
+	for _, e := range c.replyTreeOf("SLOWLOG", "GET", "100").elems {
+		logged[e.elems[3].String()] = true
+	}
+	for i := range 16 {
+		key := "n" + strconv.Itoa(i)
+		if i == 10 {
+			key = "s"
+		}
+		if !logged["*[$INCR $"+key+"]"] {
+			t.Errorf("the slow log lacks INCR %s: %v", key, logged)
+		}
+	}
+	if n := c.do("SLOWLOG", "LEN"); n != ":19" { // the 16 INCR, SLOWLOG RESET, INFO, SLOWLOG GET
+		t.Errorf("SLOWLOG LEN = %s, want :19", n)
+	}
+}

@@ -55,7 +55,10 @@ func histBucketHigh(i int) int64 {
 }
 
 // record counts one latency of ns nanoseconds. Any goroutine.
-func (h *latencyHistogram) record(ns int64) { h.counts[histBucket(ns)].Add(1) }
+func (h *latencyHistogram) record(ns int64) { h.recordN(ns, 1) }
+
+// recordN records n latencies of ns each.
+func (h *latencyHistogram) recordN(ns int64, n int) { h.counts[histBucket(ns)].Add(uint64(n)) }
 
 // snapshot copies the counts, for the readers that walk them more than once.
 func (h *latencyHistogram) snapshot() (counts [histBuckets]uint64, total uint64) {
