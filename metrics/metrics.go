@@ -132,6 +132,9 @@ var (
 	peerLagDesc     = desc("redcell_raft_peer_lag_entries", "On the leader: entries each other member has yet to apply (its applied index against the leader's last log index, sampled every second).", "peer")
 	peerContactDesc = desc("redcell_raft_peer_last_contact_seconds", "On the leader: time since each other member last answered the leader's status poll.", "peer")
 	batchDesc       = desc("redcell_batch_requests", "Requests per log entry this node proposed as leader (the buckets are powers of two).")
+	mergingDesc     = desc("redcell_batch_merging", "1 while the batcher waits for every client in play before it cuts an entry (the merge of cohorts on a slow disk).")
+	inPlayDesc      = desc("redcell_batch_clients_in_play", "The clients in play the batcher's merge waits for: the recent high-water mark of the batches in the group.")
+	walDirectDesc   = desc("redcell_wal_sync_direct", "1 when the log's next WAL sync is direct (the node alone, no slow sync has suspended them), 0 when ordinary.")
 	snapBytesDesc   = desc("redcell_snapshot_last_bytes", "Size of the newest snapshot's data.")
 	snapIndexDesc   = desc("redcell_snapshot_last_index", "Log index of the newest snapshot.")
 	logBytesDesc    = desc("redcell_log_bytes_since_snapshot", "Log bytes appended since the newest snapshot: what a restart replays.")
@@ -151,7 +154,7 @@ var roles = [...]string{"leader", "follower", "candidate", "shutdown"}
 // Describe implements prometheus.Collector.
 func (nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{roleDesc, termDesc, commitDesc, appliedDesc, lastLogDesc, leaderDesc, votersDesc,
-		peerLagDesc, peerContactDesc, batchDesc, snapBytesDesc, snapIndexDesc, logBytesDesc, keysDesc, expiresDesc,
+		peerLagDesc, peerContactDesc, batchDesc, mergingDesc, inPlayDesc, walDirectDesc, snapBytesDesc, snapIndexDesc, logBytesDesc, keysDesc, expiresDesc,
 		usedMemDesc, sysMemDesc, keyspaceMemDesc, maxMemDesc, clientsDesc, loadingDesc, readyDesc} {
 		ch <- d
 	}
@@ -176,6 +179,8 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(votersDesc, float64(r.Voters))
 	gauge(snapIndexDesc, float64(r.LastSnapshotIndex))
 	ch <- batchHistogram(r)
+	gauge(mergingDesc, boolFloat(r.BatchMerging))
+	gauge(inPlayDesc, float64(r.ClientsInPlay))
 	if rep := cfg.Status.Replication(); rep != nil && rep.Leading {
 		for _, mb := range rep.Members {
 			if mb.Self || mb.Contact == nil || mb.Contact.Lag < 0 {
@@ -188,6 +193,7 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	if p := cfg.Status.Persistence(); p.Log != nil {
 		gauge(snapBytesDesc, float64(p.Log.LastSnapshotBytes))
 		gauge(logBytesDesc, float64(p.Log.BytesSinceSnapshot))
+		gauge(walDirectDesc, boolFloat(p.Log.WALSyncDirect))
 	}
 	ks := cfg.Status.Keyspace()
 	gauge(keysDesc, float64(ks.Keys))
