@@ -72,15 +72,38 @@ func (n *node) addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa
 // pid is the current process id.
 func (n *node) pid() int { return n.cmd.Process.Pid }
 
-// freePort asks the kernel for a free loopback port. Another process may take
-// it before redcell binds it; start retries with a new port then.
+// handedOut holds every port freePort has returned in this test process.
+// The kernel may give a just-closed port again to the next listen on :0, so
+// two calls in a row (a node's client port and its --metrics-addr) could
+// name the same port and the node would fail to bind its own second
+// listener, on every retry, since a cluster node keeps its client port.
+var handedOut struct {
+	sync.Mutex
+	ports map[int]bool
+}
+
+// freePort asks the kernel for a free loopback port that no earlier call in
+// this process returned. Another process may take it before redcell binds
+// it; start retries with a new port then.
 func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	if handedOut.ports == nil {
+		handedOut.ports = make(map[int]bool)
 	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
+	for range 100 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return 0, err
+		}
+		port := ln.Addr().(*net.TCPAddr).Port
+		ln.Close()
+		if !handedOut.ports[port] {
+			handedOut.ports[port] = true
+			return port, nil
+		}
+	}
+	return 0, fmt.Errorf("no loopback port that was not handed out already after 100 tries")
 }
 
 // newNode prepares a node that has not started yet.
