@@ -40,6 +40,9 @@ type Config struct {
 	// Clients is the number of connected clients (INFO's
 	// connected_clients).
 	Clients func() int
+	// BusyPolling is server.Server.BusyPolling: whether answered
+	// connections may spin for their clients' next requests.
+	BusyPolling func() bool
 	// MaxMemory is maxmemory in bytes (0: none).
 	MaxMemory func() int64
 	// ReadyLag is how far this node's applied index may be behind the
@@ -134,6 +137,7 @@ var (
 	batchDesc       = desc("redcell_batch_requests", "Requests per log entry this node proposed as leader (the buckets are powers of two).")
 	mergingDesc     = desc("redcell_batch_merging", "1 while the batcher waits for every client in play before it cuts an entry (the merge of cohorts on a slow disk).")
 	inPlayDesc      = desc("redcell_batch_clients_in_play", "The clients in play the batcher's merge waits for: the recent high-water mark of the batches in the group.")
+	busyPollDesc    = desc("redcell_busy_poll_active", "1 when a connection that has answered may spin for its client's next request (a budget, more than one CPU, and the last spins paid), 0 when it parks at once.")
 	walDirectDesc   = desc("redcell_wal_sync_direct", "1 when the log's next WAL sync is direct (the node alone, no slow sync has suspended them), 0 when ordinary.")
 	snapBytesDesc   = desc("redcell_snapshot_last_bytes", "Size of the newest snapshot's data.")
 	snapIndexDesc   = desc("redcell_snapshot_last_index", "Log index of the newest snapshot.")
@@ -154,7 +158,7 @@ var roles = [...]string{"leader", "follower", "candidate", "shutdown"}
 // Describe implements prometheus.Collector.
 func (nodeCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{roleDesc, termDesc, commitDesc, appliedDesc, lastLogDesc, leaderDesc, votersDesc,
-		peerLagDesc, peerContactDesc, batchDesc, mergingDesc, inPlayDesc, walDirectDesc, snapBytesDesc, snapIndexDesc, logBytesDesc, keysDesc, expiresDesc,
+		peerLagDesc, peerContactDesc, batchDesc, mergingDesc, inPlayDesc, walDirectDesc, busyPollDesc, snapBytesDesc, snapIndexDesc, logBytesDesc, keysDesc, expiresDesc,
 		usedMemDesc, sysMemDesc, keyspaceMemDesc, maxMemDesc, clientsDesc, loadingDesc, readyDesc} {
 		ch <- d
 	}
@@ -211,6 +215,9 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	if cfg.Clients != nil {
 		gauge(clientsDesc, float64(cfg.Clients()))
+	}
+	if cfg.BusyPolling != nil {
+		gauge(busyPollDesc, boolFloat(cfg.BusyPolling()))
 	}
 	gauge(loadingDesc, boolFloat(loading))
 	ready, _ := Readiness(loading, r, cfg.ReadyLag)

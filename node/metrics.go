@@ -34,9 +34,10 @@ func openMetrics(n *Node, addr string) (*nodeMetrics, error) {
 	}
 	cmds := metrics.NewCommands()
 	m := metrics.New(metrics.Config{
-		Status:    nodeStatus{n},
-		Clients:   func() int { return n.srv.ConnectedClients() },
-		MaxMemory: n.maxMemory.Load,
+		Status:      nodeStatus{n},
+		Clients:     func() int { return n.srv.ConnectedClients() },
+		BusyPolling: func() bool { return n.srv.BusyPolling() },
+		MaxMemory:   n.maxMemory.Load,
 	}, cmds)
 	return &nodeMetrics{m: m, commands: cmds, ln: ln}, nil
 }

@@ -10,9 +10,9 @@ import (
 	"unsafe"
 )
 
-// Busy polling for a client's next request (--busy-poll-usec; 0, the
-// default: never). See DESIGN.md, "Busy polling for the next request", for
-// what it gains, what it risks and the measurements behind the default.
+// Busy polling for a client's next request (--busy-poll-usec; 50 µs by
+// default, 0: never). See DESIGN.md, "Busy polling for the next request",
+// for what it gains, what it risks and the measurements behind the default.
 //
 // A client that waits for each answer before it sends its next request
 // leaves the node idle between the two: the connection's goroutine parks on
@@ -43,8 +43,25 @@ import (
 //
 // What it risks is the host's CPU: the spin burns up to the budget per
 // answered request of CPU that other processes on the machine (the client
-// itself, on a small host) may need. TLS connections are not polled (their
-// input is records, not requests).
+// itself, on a small host) may need. So it never runs on a machine with one
+// CPU (the spinner holds the core the client needs to send), and it judges
+// itself while it runs (judge): a spin pays when the client's next request
+// comes within the budget; when fewer than half of a window's spins did,
+// spinning stops for a while, longer each time it still does not pay. TLS
+// connections are not polled (their input is records, not requests).
+
+// The judge's constants: a verdict per judgeWindow spins that ended either
+// with the connection's own input or with the budget spent (a spin that
+// another client's input or the node's work cut short says nothing about
+// the client's round trip); spinning pays when at least half of them ended
+// with the input. After a window that did not pay, the next pauseMin awaits
+// that could have spun park at once, doubling up to pauseMax while the
+// windows between pauses still do not pay; a paying window resets it.
+const (
+	judgeWindow = 256
+	pauseMin    = 1024
+	pauseMax    = 64 * 1024
+)
 
 // busyPoll is the node's one epoll instance of client sockets and the
 // spinning switch. Connection goroutines call watch, unwatch and await;
@@ -59,12 +76,21 @@ type busyPoll struct {
 	spinner atomic.Bool   // a connection is spinning
 	spins   atomic.Uint64 // awaits that spun
 	hits    atomic.Uint64 // spins that ended with the connection's own input
+	paused  atomic.Bool   // the judge found that spinning does not pay: awaits park at once
+	pauses  atomic.Uint64 // windows that did not pay
+
+	// The judge's state, touched only by the connection that holds
+	// spinner.
+	windowSpins, windowHits int // spins that ended with input or the budget, and the first
+	skip                    int // awaits left to park at once
+	pause                   int // the last pause's length
 }
 
 // newBusyPoll makes the epoll instance; nil (no busy polling) when budget
-// is zero or quiet nil, or the instance cannot be made.
+// is zero, quiet nil or the machine has a single CPU, or the instance
+// cannot be made.
 func newBusyPoll(budget time.Duration, quiet func() bool, closing *atomic.Bool) (*busyPoll, error) {
-	if budget <= 0 || quiet == nil {
+	if budget <= 0 || quiet == nil || runtime.NumCPU() < 2 {
 		return nil, nil
 	}
 	fd, err := syscall.EpollCreate1(syscall.EPOLL_CLOEXEC)
@@ -112,6 +138,13 @@ func (b *busyPoll) await(id int64) bool {
 		return false
 	}
 	defer b.spinner.Store(false)
+	if b.skip > 0 {
+		b.skip--
+		if b.skip == 0 {
+			b.paused.Store(false)
+		}
+		return false
+	}
 	b.spins.Add(1)
 	var evs [8]syscall.EpollEvent
 	deadline := time.Now().Add(b.budget)
@@ -124,6 +157,7 @@ func (b *busyPoll) await(id int64) bool {
 			for i := range int(n) {
 				if int64(uint32(evs[i].Fd))|int64(evs[i].Pad)<<32 == id {
 					b.hits.Add(1)
+					b.judge(true)
 					return true
 				}
 			}
@@ -132,9 +166,38 @@ func (b *busyPoll) await(id int64) bool {
 		if errno != 0 && errno != syscall.EINTR {
 			return false
 		}
-		if b.closing.Load() || b.active.Load() != 0 || !b.quiet() || !time.Now().Before(deadline) {
+		if b.closing.Load() || b.active.Load() != 0 || !b.quiet() {
+			return false
+		}
+		if !time.Now().Before(deadline) {
+			b.judge(false)
 			return false
 		}
 		runtime.Gosched()
 	}
+}
+
+// judge counts a spin that ended with the connection's own input (hit) or
+// with its budget spent, and at the end of a window decides whether
+// spinning paid: if fewer than half of the window's spins ended with the
+// input, the next awaits park at once for a pause, twice the last one's
+// length (pauseMin to pauseMax); a window that paid forgets the pauses.
+// Called by the connection that holds spinner.
+func (b *busyPoll) judge(hit bool) {
+	b.windowSpins++
+	if hit {
+		b.windowHits++
+	}
+	if b.windowSpins < judgeWindow {
+		return
+	}
+	if 2*b.windowHits < b.windowSpins {
+		b.pause = min(max(2*b.pause, pauseMin), pauseMax)
+		b.skip = b.pause
+		b.paused.Store(true)
+		b.pauses.Add(1)
+	} else {
+		b.pause = 0
+	}
+	b.windowSpins, b.windowHits = 0, 0
 }

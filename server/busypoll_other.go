@@ -11,8 +11,9 @@ import (
 // busyPoll is Linux's (busypoll_linux.go): elsewhere newBusyPoll makes
 // none, and connections park as they would with --busy-poll-usec 0.
 type busyPoll struct {
-	active      atomic.Int64
-	spins, hits atomic.Uint64
+	active              atomic.Int64
+	spins, hits, pauses atomic.Uint64
+	paused              atomic.Bool
 }
 
 func newBusyPoll(time.Duration, func() bool, *atomic.Bool) (*busyPoll, error) { return nil, nil }

@@ -170,7 +170,7 @@ func TestBusyPoll_Server(t *testing.T) {
 		}
 	}
 	info := c.do("INFO", "stats")
-	for _, want := range []string{"busy_poll_usec:1000000", "busy_polls:", "busy_poll_hits:"} {
+	for _, want := range []string{"busy_poll_usec:1000000", "busy_poll_active:1\r", "busy_polls:", "busy_poll_hits:", "busy_poll_pauses:0\r"} {
 		if !strings.Contains(info, want) {
 			t.Fatalf("INFO stats lacks %q:\n%s", want, info)
 		}
@@ -182,7 +182,94 @@ func TestBusyPoll_Server(t *testing.T) {
 	_, addr = n.serveConfig(Config{})
 	c = dialAddr(t, addr)
 	c.do("PING")
-	if info := c.do("INFO", "stats"); !strings.Contains(info, "busy_poll_usec:0\r") || !strings.Contains(info, "busy_polls:0\r") {
+	if info := c.do("INFO", "stats"); !strings.Contains(info, "busy_poll_usec:0\r") || !strings.Contains(info, "busy_polls:0\r") ||
+		!strings.Contains(info, "busy_poll_active:0\r") {
 		t.Fatalf("without a budget:\n%s", info)
+	}
+}
+
+// The judge: a window of spins that ran out of budget pauses spinning for
+// pauseMin awaits (which park at once and are not spins), the next such
+// window for twice as many, and a window in which the input came within
+// the budget ends the doubling: the pause after it is pauseMin again.
+func TestBusyPoll_JudgePausesSpinsThatDoNotPay(t *testing.T) {
+	b := newTestBusyPoll(t, time.Microsecond, quietSwitch(true))
+	p := newPolledPair(t, b, 1)
+	misses := func() {
+		t.Helper()
+		for i := range judgeWindow {
+			if b.paused.Load() {
+				t.Fatalf("paused after %d of a window's misses", i)
+			}
+			if b.await(1) {
+				t.Fatal("await without input: true")
+			}
+		}
+	}
+	hits := func() {
+		t.Helper()
+		buf := make([]byte, 1)
+		for range judgeWindow {
+			if _, err := p.client.Write([]byte("x")); err != nil {
+				t.Fatal(err)
+			}
+			if !b.await(1) {
+				t.Fatal("await with input pending: false")
+			}
+			if _, err := p.server.Read(buf); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// parks counts the awaits of a pause: each parks at once, spins none.
+	parks := func() int {
+		t.Helper()
+		spins, n := b.spins.Load(), 0
+		for b.paused.Load() {
+			if b.await(1) {
+				t.Fatal("a paused await: true")
+			}
+			n++
+		}
+		if b.spins.Load() != spins {
+			t.Fatalf("%d spins during a pause", b.spins.Load()-spins)
+		}
+		return n
+	}
+
+	misses()
+	if !b.paused.Load() || b.pauses.Load() != 1 {
+		t.Fatalf("after a window of misses: paused %v, pauses %d", b.paused.Load(), b.pauses.Load())
+	}
+	if n := parks(); n != pauseMin {
+		t.Fatalf("first pause: %d awaits, want %d", n, pauseMin)
+	}
+	misses()
+	if n := parks(); n != 2*pauseMin {
+		t.Fatalf("second pause in a row: %d awaits, want %d", n, 2*pauseMin)
+	}
+	hits()
+	if b.paused.Load() || b.pauses.Load() != 2 {
+		t.Fatalf("after a paying window: paused %v, pauses %d", b.paused.Load(), b.pauses.Load())
+	}
+	misses()
+	if n := parks(); n != pauseMin {
+		t.Fatalf("pause after a paying window: %d awaits, want %d", n, pauseMin)
+	}
+	// Half the window is enough to pay.
+	buf := make([]byte, 1)
+	for i := range judgeWindow {
+		if i%2 == 0 {
+			p.client.Write([]byte("x"))
+			if !b.await(1) {
+				t.Fatal("await with input pending: false")
+			}
+			p.server.Read(buf)
+		} else if b.await(1) {
+			t.Fatal("await without input: true")
+		}
+	}
+	if b.paused.Load() {
+		t.Fatal("a window with half of its spins finding the input paused spinning")
 	}
 }

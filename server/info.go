@@ -139,13 +139,15 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 		kv("tracking_total_prefixes", tprefixes)
 		// Redcell's: the busy poll for lone clients' next requests
 		// (busypoll_linux.go).
-		var spins, hits uint64
+		var spins, hits, pauses uint64
 		if s.busy != nil {
-			spins, hits = s.busy.spins.Load(), s.busy.hits.Load()
+			spins, hits, pauses = s.busy.spins.Load(), s.busy.hits.Load(), s.busy.pauses.Load()
 		}
 		kv("busy_poll_usec", s.cfg.BusyPoll.Microseconds())
+		kv("busy_poll_active", boolInt(s.BusyPolling()))
 		kv("busy_polls", spins)
 		kv("busy_poll_hits", hits)
+		kv("busy_poll_pauses", pauses)
 		if s.cfg.PeerStats != nil {
 			ps := s.cfg.PeerStats()
 			kv("peer_connections_accepted", ps.PeersAccepted)

@@ -59,3 +59,10 @@ func (c *conn) countDecisions(reqs []request.Request, res []request.Result, err 
 
 // ConnectedClients is INFO's connected_clients, for the metrics.
 func (s *Server) ConnectedClients() int { return s.clientCount() }
+
+// BusyPolling reports whether a connection that has answered may spin for
+// its client's next request now (INFO busy_poll_active, the metrics): a
+// budget, a machine with more than one CPU, and the judge has not paused it
+// (busypoll_linux.go). It says nothing of whether the node is quiet enough
+// at this moment.
+func (s *Server) BusyPolling() bool { return s.busy != nil && !s.busy.paused.Load() }

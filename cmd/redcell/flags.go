@@ -119,8 +119,8 @@ func defineFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.StringVar(&c.pprofAddr, "pprof", "", "serve Go's /debug/pprof on this address (e.g. 127.0.0.1:6060) for profiling; off by default")
 	fs.BoolVar(&c.directSync, "direct-wal-sync", true, "while the node is the only member of its cluster, fsync the log without handing the thread to Go's scheduler (tuning; on by default,\n"+
 		"--direct-wal-sync=false for the ordinary call): no thread handoff per fsync; off for a while after a sync slower than 20 ms, and never with peers")
-	fs.IntVar(&c.busyPollUsec, "busy-poll-usec", 0, "while the node is alone and idle, how long (µs) a connection that has just answered may spin for its client's next request before it parks (tuning; 0, the default: never):\n"+
-		"a lone waiting client may then skip a halted vCPU's wake-up, for CPU that other processes on a busy host may need (Linux)")
+	fs.IntVar(&c.busyPollUsec, "busy-poll-usec", 50, "while the node is alone and idle, how long (µs) a connection that has just answered may spin for its client's next request before it parks (tuning; 0: never):\n"+
+		"a waiting client may then skip a halted vCPU's wake-up; never on one CPU, and paused while fewer than half of the spins find the request (INFO busy_poll_active; Linux)")
 	fs.IntVar(&c.maxInflight, "max-inflight", group.DefaultMaxInflight, "log entries the proposer keeps in Raft at once while the node is alone (tuning): at most one of them is waiting for the local disk, the rest for apply")
 	fs.IntVar(&c.maxInflightPeers, "max-inflight-with-peers", group.DefaultMaxInflightWithPeers, "log entries the proposer keeps in Raft at once while the node has peers (tuning; at most --max-inflight): each costs an fsync on every node, so fewer, larger entries are faster")
 	fs.IntVar(&c.maxAppend, "max-append-entries", 64, "Raft MaxAppendEntries: entries per append RPC and per apply batch (tuning)")
