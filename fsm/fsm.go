@@ -65,13 +65,11 @@ type FSM struct {
 	applyMu sync.RWMutex
 	store   *shard.Store
 
-	clock atomic.Int64 // replicated clock: now of the last applied command entry
-	// applyBusy is the nanoseconds spent in ApplyBatch (ApplyBusy).
-	applyBusy atomic.Int64
-	applied   atomic.Uint64 // index of the last entry ApplyBatch has seen
-	term      atomic.Uint64 // term of that entry (WatchMark)
-	level     atomic.Uint32 // the active feature level (featurelevel.go)
-	failed    atomic.Bool
+	clock   atomic.Int64  // replicated clock: now of the last applied command entry
+	applied atomic.Uint64 // index of the last entry ApplyBatch has seen
+	term    atomic.Uint64 // term of that entry (WatchMark)
+	level   atomic.Uint32 // the active feature level (featurelevel.go)
+	failed  atomic.Bool
 
 	// Owned by the FSM goroutine.
 	dec   Decoder
@@ -195,7 +193,10 @@ func (f *FSM) Apply(l *raft.Log) interface{} {
 // types yield nil.
 func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	f.waitStartup()
-	began := time.Now()
+	var began time.Time
+	if f.cfg.ObserveApply != nil {
+		began = time.Now()
+	}
 	out := make([]interface{}, len(logs))
 	f.applyMu.Lock()
 	for i, l := range logs {
@@ -209,18 +210,11 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 	}
 	f.applyMu.Unlock()
 	f.notifyApplied()
-	took := time.Since(began)
-	f.applyBusy.Add(int64(took))
 	if f.cfg.ObserveApply != nil {
-		f.cfg.ObserveApply(took)
+		f.cfg.ObserveApply(time.Since(began))
 	}
 	return out
 }
-
-// ApplyBusy is the time spent in ApplyBatch since the state machine was
-// made: how busy the goroutine that applies the log is, for whoever samples
-// it (cmd/redcell's processor tuner). Safe from any goroutine.
-func (f *FSM) ApplyBusy() time.Duration { return time.Duration(f.applyBusy.Load()) }
 
 // errStopped answers entries after a fatal apply error.
 var errStopped = fmt.Errorf("fsm: stopped after a fatal apply error")

@@ -497,10 +497,6 @@ type ShutdownRequest struct{ HandOver bool }
 // taken the snapshot the client asked for).
 func (n *Node) ShutdownRequested() <-chan ShutdownRequest { return n.shutdown }
 
-// ApplyBusy is the time the node's state machine has spent applying log
-// entries since it was made (fsm.FSM.ApplyBusy). Safe from any goroutine.
-func (n *Node) ApplyBusy() time.Duration { return n.fsm.ApplyBusy() }
-
 // saveSchedule is CONFIG GET save: Raft's snapshot schedule in Redis's
 // "<seconds> <changes>" form (every SnapshotInterval, if at least
 // SnapshotThreshold entries were logged since the last snapshot).

@@ -35,19 +35,13 @@ import (
 // -c 1 -P 16 51-52k -> 80-82k, -c 200 -P 1 79k -> 97k; only the CPU-bound
 // -c 200 -P 64 lost (1.29-1.31M -> 1.16-1.25M). Half the CPUs keeps that
 // trade on larger machines, where it has not been measured.
-//
-// It reports whether the number is the node's to choose (neither --procs
-// nor GOMAXPROCS set it): then the processor tuner may take one more P
-// while applying the log is most of the work (procstuner.go).
-func setProcs(flagProcs int) (auto bool) {
+func setProcs(flagProcs int) {
 	switch {
 	case flagProcs > 0:
 		runtime.GOMAXPROCS(flagProcs)
 	case os.Getenv("GOMAXPROCS") == "":
 		runtime.GOMAXPROCS(max(1, runtime.GOMAXPROCS(0)/2))
-		return true
 	}
-	return false
 }
 
 // fatalCloseBound is how long a node stopping after a fatal error waits
@@ -76,7 +70,7 @@ func main() {
 		fmt.Println(versionLine())
 		os.Exit(0)
 	}
-	autoProcs := setProcs(cfg.procs)
+	setProcs(cfg.procs)
 	level, err := cfg.slogLevel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "redcell: --log-level:", err)
@@ -94,10 +88,6 @@ func main() {
 	if err != nil {
 		log.Error("cannot start", "err", err)
 		os.Exit(1)
-	}
-	stopTuner := make(chan struct{})
-	if autoProcs {
-		go runProcsTuner(n.ApplyBusy, log, stopTuner)
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
@@ -144,7 +134,6 @@ wait:
 			os.Exit(1)
 		}
 	}
-	close(stopTuner)
 	if err := n.Shutdown(handOver); err != nil {
 		log.Error("shutdown", "err", err)
 		os.Exit(1)
