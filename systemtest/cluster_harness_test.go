@@ -182,6 +182,26 @@ func (c *cluster) addNode(id string, join bool) *clusterNode {
 	if join {
 		n.readyWhen = serving
 	}
+	cn := &clusterNode{node: n, id: id, advertise: adv, metricsAddr: metricsAddr}
+	// Its first start may find the port taken: the node binds another one,
+	// and its proxy (or, direct, its advertised address) and metrics
+	// address follow.
+	n.repick = func(port int) error {
+		real := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		if c.direct {
+			cn.advertise = real
+			setFlag(n.extra, "--advertise", real)
+		} else {
+			c.net.retarget(id, real)
+		}
+		mp, err := freePort()
+		if err != nil {
+			return err
+		}
+		cn.metricsAddr = net.JoinHostPort("127.0.0.1", strconv.Itoa(mp))
+		setFlag(n.extra, "--metrics-addr", cn.metricsAddr)
+		return nil
+	}
 	registerNodeCleanup(t, n, 0)
 	if err := n.start(); err != nil {
 		t.Fatal(err)
@@ -189,9 +209,17 @@ func (c *cluster) addNode(id string, join bool) *clusterNode {
 	// Once the node holds data it restarts as any member: ready when
 	// serving, whoever leads.
 	n.readyWhen = serving
-	cn := &clusterNode{node: n, id: id, advertise: adv, metricsAddr: metricsAddr}
 	c.nodes = append(c.nodes, cn)
 	return cn
+}
+
+// setFlag replaces the value after flag name in flags, in place.
+func setFlag(flags []string, name, value string) {
+	for i := 0; i+1 < len(flags); i++ {
+		if flags[i] == name {
+			flags[i+1] = value
+		}
+	}
 }
 
 // serving is readiness for a cluster member: its server answers INFO (the

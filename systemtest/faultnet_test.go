@@ -66,7 +66,7 @@ type faultNet struct {
 type faultProxy struct {
 	net     *faultNet
 	dstID   string
-	dstAddr string
+	dstAddr string // guarded by net.mu (retarget)
 	ln      net.Listener
 	ctx     context.Context // cancelled when the proxy closes
 	cancel  context.CancelFunc
@@ -115,6 +115,26 @@ func (f *faultNet) proxy(t testing.TB, dstID, dstAddr string) (addr string) {
 	go p.acceptLoop()
 	t.Cleanup(p.close)
 	return ln.Addr().String()
+}
+
+// retarget points node dstID's proxy at a new real address: the node's
+// first start found its port taken and it bound another one (node.repick);
+// the address the others dial, the proxy's, stays.
+func (f *faultNet) retarget(dstID, dstAddr string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, p := range f.proxies {
+		if p.dstID == dstID {
+			p.dstAddr = dstAddr
+		}
+	}
+}
+
+// target is the real address the proxy forwards to now.
+func (p *faultProxy) target() string {
+	p.net.mu.Lock()
+	defer p.net.mu.Unlock()
+	return p.dstAddr
 }
 
 // partition cuts every link between the nodes in side and the others, both
@@ -294,7 +314,7 @@ func (pc *proxyConn) run() {
 	defer pc.close()
 
 	d := net.Dialer{Timeout: faultDialTimeout}
-	out, err := d.DialContext(p.ctx, "tcp", p.dstAddr)
+	out, err := d.DialContext(p.ctx, "tcp", p.target())
 	if err != nil {
 		return
 	}

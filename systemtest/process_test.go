@@ -46,6 +46,11 @@ type node struct {
 	// be for a data dir that holds Raft state).
 	firstStart []string
 	everReady  bool
+	// repick, when set, lets a node whose port was given before its first
+	// start (a cluster node: its proxy forwards there) take another one
+	// when that port turns out to be taken: start calls it with the new
+	// port before retrying, to point whatever names the old one at it.
+	repick func(port int) error
 	// password, when the node requires one (--requirepass-file), is what
 	// the readiness probe authenticates with.
 	password string
@@ -169,12 +174,21 @@ func (n *node) start() error {
 	firstStart := n.port == 0
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		if firstStart {
+		// A port picked by freePort may be taken before the node binds it,
+		// by a listener or by an outgoing connection's local port that lives
+		// as long as the test: retry on another one until the node has once
+		// been ready (after that the Raft configuration holds its address).
+		if firstStart || (attempt > 0 && n.repick != nil && !n.everReady) {
 			p, err := freePort()
 			if err != nil {
 				return err
 			}
 			n.port = p
+			if n.repick != nil && !firstStart {
+				if err := n.repick(p); err != nil {
+					return err
+				}
+			}
 		}
 		if err := n.launch(); err != nil {
 			return err
