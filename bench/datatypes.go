@@ -407,13 +407,13 @@ func datatypesMarkdown(rows []dtRow) string {
 		if r.median.DPS > 0 {
 			cycle = float64(r.spec.clients*r.spec.pipeline) / r.median.DPS * 1000
 		}
-		if cells, ok := stageCells(cycle, r.median.Batching); ok {
+		if cells, ok := stageCells(cycle, r.median.DPS*float64(r.spec.commandsPerDecision()), r.median.Batching); ok {
 			fmt.Fprintf(&stages, "| %s, -c %d -P %d | %s | %s |\n", r.spec.shape.spec().name, r.spec.clients, r.spec.pipeline, dtServerName(r.kind), cells)
 		}
 	}
 	if stages.Len() > 0 {
 		b.WriteString("\n" + strings.Replace(stagesIntro, "clients × pipeline ÷ rps", "clients × P ÷ decisions/s", 1) + "\n\n")
-		b.WriteString("| load | server | client cycle | queued | leader's log | of it, one WAL sync | quorum + apply | outside the log |\n|---|---|---:|---:|---:|---:|---:|---:|\n")
+		b.WriteString("| load | server | client cycle | queued | leader's log | of it, one WAL sync | quorum + apply | outside the log | apply per request, busy |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		b.WriteString(stages.String())
 	}
 

@@ -30,6 +30,11 @@ import (
 type stageSums struct {
 	batches, queueUs, logUs, quorumUs uint64
 	syncUs, syncs                     uint64
+	// applyUs is the time the leader's state machine spent applying
+	// entries (INFO fsm_apply_usec_total), applied the requests it
+	// applied (fsm_ops_applied): one goroutine does all of it, so its
+	// busy share is the ceiling of a load whose apply is heavy (scripts).
+	applyUs, applied uint64
 }
 
 // parseStageSums reads them from INFO's raft and persistence sections (zero
@@ -42,6 +47,8 @@ func parseStageSums(info map[string]string) stageSums {
 		quorumUs: parseUintField(info["raft_batch_quorum_apply_usec_total"]),
 		syncUs:   parseUintField(info["log_wal_sync_usec_total"]),
 		syncs:    parseUintField(info["log_wal_syncs_direct"]) + parseUintField(info["log_wal_syncs_ordinary"]),
+		applyUs:  parseUintField(info["fsm_apply_usec_total"]),
+		applied:  parseUintField(info["fsm_ops_applied"]),
 	}
 }
 
@@ -51,16 +58,27 @@ func parseStageSums(info map[string]string) stageSums {
 // zero, shown as unknown.
 func (s stageSums) since(before stageSums) stageSums {
 	if s.batches < before.batches || s.queueUs < before.queueUs || s.logUs < before.logUs || s.quorumUs < before.quorumUs ||
-		s.syncUs < before.syncUs || s.syncs < before.syncs {
+		s.syncUs < before.syncUs || s.syncs < before.syncs || s.applyUs < before.applyUs || s.applied < before.applied {
 		return stageSums{}
 	}
 	return stageSums{s.batches - before.batches, s.queueUs - before.queueUs, s.logUs - before.logUs, s.quorumUs - before.quorumUs,
-		s.syncUs - before.syncUs, s.syncs - before.syncs}
+		s.syncUs - before.syncUs, s.syncs - before.syncs, s.applyUs - before.applyUs, s.applied - before.applied}
 }
 
 func (s stageSums) plus(o stageSums) stageSums {
 	return stageSums{s.batches + o.batches, s.queueUs + o.queueUs, s.logUs + o.logUs, s.quorumUs + o.quorumUs,
-		s.syncUs + o.syncUs, s.syncs + o.syncs}
+		s.syncUs + o.syncUs, s.syncs + o.syncs, s.applyUs + o.applyUs, s.applied + o.applied}
+}
+
+// applyCell is the state machine's apply per request in µs and, at rps
+// requests a second, the share of the run its goroutine was applying:
+// "5.70 µs, 60 %". "-" when the server did not count it (an older one).
+func (s stageSums) applyCell(rps float64) string {
+	if s.applied == 0 || s.applyUs == 0 {
+		return "-"
+	}
+	per := float64(s.applyUs) / float64(s.applied)
+	return fmt.Sprintf("%.2f µs, %.0f %%", per, per*rps/1e4)
 }
 
 // syncMs is one WAL sync's mean time in ms; ok is false when none was
@@ -96,7 +114,7 @@ func clientCycleMs(w workload, rps float64) float64 {
 func stagesMarkdown(ms []measurement) string {
 	var rows strings.Builder
 	for _, m := range ms {
-		cells, ok := stageCells(clientCycleMs(m.work, m.median.RPS), m.median.Batching)
+		cells, ok := stageCells(clientCycleMs(m.work, m.median.RPS), m.median.RPS, m.median.Batching)
 		if !ok {
 			continue
 		}
@@ -106,18 +124,20 @@ func stagesMarkdown(ms []measurement) string {
 		return ""
 	}
 	return stagesIntro + "\n\n" +
-		"| scenario | server | client cycle | queued | leader's log | of it, one WAL sync | quorum + apply | outside the log |\n|---|---|---:|---:|---:|---:|---:|---:|\n" + rows.String()
+		"| scenario | server | client cycle | queued | leader's log | of it, one WAL sync | quorum + apply | outside the log | apply per request, busy |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n" + rows.String()
 }
 
 // stagesIntro says what the columns of a stages table are.
 const stagesIntro = "Where a client's cycle went (ms; a cycle is clients × pipeline ÷ rps, the stages are the leader's INFO per-batch sums over the run, `group/committime.go`): " +
 	"*queued* for the disk gate or a slot, the *leader's log* append with its fsync (*of it, one WAL sync*: the mean time of the leader's WAL syncs, the disk's share), *quorum + apply* (a follower's append in a cluster, the commit, the apply), " +
-	"and *outside the log*: the replies' writes, the network, the client, and reading its next requests."
+	"and *outside the log*: the replies' writes, the network, the client, and reading its next requests. " +
+	"*apply per request, busy*: the leader's state machine's time per request (INFO fsm_apply_usec_total ÷ fsm_ops_applied), and the share of the run its one goroutine spent applying: near 100 % it, not the disk or the clients, bounds the row."
 
-// stageCells are the six stage columns of one row (client cycle, queued,
-// leader's log, one WAL sync, quorum + apply, outside the log) for a client
-// cycle of cycleMs; ok is false when b timed no batch.
-func stageCells(cycleMs float64, b *batching) (string, bool) {
+// stageCells are the seven stage columns of one row (client cycle, queued,
+// leader's log, one WAL sync, quorum + apply, outside the log, apply) for a
+// client cycle of cycleMs at rps requests a second; ok is false when b
+// timed no batch.
+func stageCells(cycleMs, rps float64, b *batching) (string, bool) {
 	if b == nil {
 		return "", false
 	}
@@ -129,5 +149,5 @@ func stageCells(cycleMs float64, b *batching) (string, bool) {
 	if ms, ok := b.stages.syncMs(); ok {
 		sync = fmt.Sprintf("%.3f", ms)
 	}
-	return fmt.Sprintf("%.3f | %.3f | %.3f | %s | %.3f | %.3f", cycleMs, q, l, sync, c, max(cycleMs-q-l-c, 0)), true
+	return fmt.Sprintf("%.3f | %.3f | %.3f | %s | %.3f | %.3f | %s", cycleMs, q, l, sync, c, max(cycleMs-q-l-c, 0), b.stages.applyCell(rps)), true
 }

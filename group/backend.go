@@ -207,6 +207,7 @@ func (l *Local) Raft() nodeinfo.Raft {
 		LogCacheMisses:       l.g.recent.misses.Load(),
 		FSMEntriesApplied:    fs.Entries,
 		FSMOpsApplied:        fs.Ops,
+		FSMApplyUsec:         fs.ApplyNanos / 1000,
 		FSMClockNS:           fs.Clock,
 
 		FeatureLevel:          uint32(fs.FeatureLevel),

@@ -128,6 +128,7 @@ type Raft struct {
 	Reads                            uint64
 	LogCacheHits, LogCacheMisses     uint64
 	FSMEntriesApplied, FSMOpsApplied uint64
+	FSMApplyUsec                     int64 // time the state machine spent applying entries
 	FSMClockNS                       int64
 	// FeatureLevel is the cluster's active feature level (replicated);
 	// FeatureLevelSupported the highest this build can apply
@@ -170,6 +171,7 @@ func (r Raft) Fields(f Field) {
 	f("raft_log_cache_misses", r.LogCacheMisses)
 	f("fsm_entries_applied", r.FSMEntriesApplied)
 	f("fsm_ops_applied", r.FSMOpsApplied)
+	f("fsm_apply_usec_total", r.FSMApplyUsec)
 	f("fsm_clock_ns", r.FSMClockNS)
 	f("feature_level", r.FeatureLevel)
 	f("feature_level_supported", r.FeatureLevelSupported)
