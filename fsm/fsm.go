@@ -105,7 +105,7 @@ type FSM struct {
 
 	entries    atomic.Uint64
 	ops        atomic.Uint64
-	applyNanos atomic.Int64 // time spent in ApplyBatch (ApplyLoad)
+	applyNanos atomic.Int64 // time spent in ApplyBatch (Stats)
 
 	// gate holds raft's calls while the startup snapshot is restored in the
 	// background (startup.go); appliedNotify is NotifyApplied's channel.
@@ -214,14 +214,6 @@ func (f *FSM) ApplyBatch(logs []*raft.Log) []interface{} {
 		f.cfg.ObserveApply(took)
 	}
 	return out
-}
-
-// ApplyLoad is the time spent in ApplyBatch and the requests applied since
-// the state machine was made: how busy the goroutine that applies the log
-// is, and how heavy a request is for it, for whoever samples them
-// (cmd/redcell's processor tuner). Two atomic loads; any goroutine.
-func (f *FSM) ApplyLoad() (busy time.Duration, ops uint64) {
-	return time.Duration(f.applyNanos.Load()), f.ops.Load()
 }
 
 // errStopped answers entries after a fatal apply error.
@@ -414,7 +406,9 @@ type Stats struct {
 	AppliedIndex uint64
 	Entries      uint64 // command entries applied
 	Ops          uint64 // requests applied
-	// ApplyNanos is the time spent in ApplyBatch (ApplyLoad).
+	// ApplyNanos is the time spent in ApplyBatch since the state machine
+	// was made: one goroutine applies every entry, so its share of the
+	// wall clock is how busy that goroutine is.
 	ApplyNanos int64
 	// Keys counts the keyspace's table entries, expired-but-not-yet-swept
 	// ones included (a metric of the table, O(stripes)); INFO keyspace and

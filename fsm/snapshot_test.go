@@ -199,3 +199,16 @@ func TestSnapshotIsAConsistentCut(t *testing.T) {
 		t.Errorf("the snapshot changed with entries applied after it was taken")
 	}
 }
+
+// Stats counts the time ApplyBatch spent beside the requests it applied
+// (INFO fsm_apply_usec_total and fsm_ops_applied), from nothing on a fresh
+// state machine.
+func TestStatsCountApplyTime(t *testing.T) {
+	if st := quietFSM(4).Stats(); st.ApplyNanos != 0 || st.Ops != 0 {
+		t.Fatalf("fresh state machine: %d ns applying, %d requests", st.ApplyNanos, st.Ops)
+	}
+	st := stateWith(t, 11, 300).Stats()
+	if st.Ops == 0 || st.ApplyNanos <= 0 {
+		t.Fatalf("after 300 entries: %d ns applying, %d requests", st.ApplyNanos, st.Ops)
+	}
+}
