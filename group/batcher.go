@@ -66,16 +66,20 @@ import (
 //     makes the two one: every client per sync and round trip, N / (F +
 //     round trip) instead of N / 2F. On a fast disk the round trip is the
 //     longer, and the wait, an idle node woken by each client that comes
-//     back, costs more than it saves. So the batcher measures it: while
-//     merging, the cut waits until the queue holds every client in play,
-//     at most a mean append (and maxMergeWait), and it goes on merging
-//     while they are all back within a mean append; once a wait runs out
-//     or takes longer, it stops, and tries again after mergeRetryCuts
-//     entries. The clients in play are the recent high-water mark of the
-//     batches in the group (queued, or in entries not yet answered): in a
-//     closed loop of N clients they reach N whenever nobody is between an
-//     answer and the next request; a merge that runs out lowers it to what
-//     is in the group then, a batch that finds more raises it.
+//     back, costs more than it saves. Which one pays is measured, not
+//     guessed: the batcher runs one way (the incumbent) and every so often
+//     the other for mergeWindow cuts (a trial), and keeps the trial's way
+//     only if it cut more batches a second than the incumbent's window
+//     just before it, by mergeMargin. A trial that loses doubles the cuts
+//     before the next (up to maxMergeRetry windows apart), one that wins
+//     starts them again from minMergeRetry. While merging, the cut waits
+//     until the queue holds every client in play, at most a mean append
+//     (and maxMergeWait). The clients in play are the recent high-water
+//     mark of the batches in the group (queued, or in entries not yet
+//     answered): in a closed loop of N clients they reach N whenever
+//     nobody is between an answer and the next request; a merge that runs
+//     out lowers it to what is in the group then, a batch that finds more
+//     raises it.
 //  5. A free in-flight slot (MaxInflight alone, MaxInflightWithPeers with
 //     peers): the completer asks again when one frees.
 //  6. Otherwise: cut now.
@@ -138,14 +142,21 @@ const defaultMaxLinger = 500 * time.Microsecond
 // slower one, not a stall that inflated the mean.
 const defaultMaxMergeWait = 10 * time.Millisecond
 
-// Merge retries: after a merge ends, the batcher cuts minMergeRetry
-// entries without merging before it tries again, twice as many after each
-// try that fails, up to maxMergeRetry (a failed try costs at most one mean
-// append, so a fast disk ends up paying a fraction of a per cent for
-// noticing that it has become slow, or that the clients now return sooner).
+// The trials of the merge of cohorts (rule 4). A window is mergeWindow
+// cuts, timed from the cut before its first: the incumbent's last window
+// is what a trial of the other way is measured against, and a trial wins
+// only by more than mergeMargin (a noisy window must not flip the way the
+// batcher cuts). After a trial, the incumbent runs minMergeRetry cuts
+// before the next, twice as many after each trial that loses, up to
+// maxMergeRetry: a fast disk pays a trial of merging (one window of waits
+// of at most a mean append each) every 1,024 cuts once it has lost a few
+// times, and a disk that becomes slow, or clients that come back sooner,
+// are noticed within that many cuts.
 const (
-	minMergeRetry = 16
-	maxMergeRetry = 1024
+	mergeWindow   = 64
+	mergeMargin   = 0.05
+	minMergeRetry = 64
+	maxMergeRetry = 4096
 )
 
 // decideCut applies the rules above. Pure: same inputs, same answer.
@@ -226,18 +237,24 @@ type batcher struct {
 	lingerUntil atomic.Int64 // monoNanos the linger timer is armed for; 0: not armed
 	timer       *time.Timer  // fires at lingerUntil
 
-	// The merge of cohorts (rule 4): whether it is on, the cuts since it
-	// went off, batches ever queued and ever answered (their difference is
-	// the batches in the group), and the recent high-water mark of that
-	// difference, the clients in play.
+	// The merge of cohorts (rule 4): whether it is on, the cuts made while
+	// it was and the trials it lost (atomics, for INFO), batches ever
+	// queued and ever answered (their difference is the batches in the
+	// group), and the recent high-water mark of that difference, the
+	// clients in play.
 	merging             atomic.Bool
-	cutsUnmerged        atomic.Int64
-	retryAfter          atomic.Int64  // cuts without merging before the next try
-	missed              atomic.Bool   // the last merge ran out
-	mergedCuts          atomic.Uint64 // cuts that gathered every client in play within an append
-	mergeEnds           atomic.Uint64 // merges that ran out or took longer than an append
+	mergedCuts          atomic.Uint64 // cuts made while merging
+	mergeEnds           atomic.Uint64 // times merging lost to cutting without it
 	enqueued, answeredN atomic.Uint64
 	inPlay              atomic.Int64
+	// The trials (judgeMerge), under proposeMu.
+	trial         bool    // the window under way runs the other way than the incumbent
+	untilTrial    int     // the incumbent's cuts before the next trial
+	retry         int     // untilTrial after a trial: minMergeRetry..maxMergeRetry
+	winStart      int64   // monoNanos of the cut before the window's first; 0: none yet
+	winBatches    int     // batches cut in the window so far
+	winCuts       int     // cuts in the window so far
+	incumbentRate float64 // batches a nanosecond in the incumbent's last window
 }
 
 // init readies b; onLinger runs when a wait for stragglers is over.
@@ -295,7 +312,8 @@ func (b *batcher) timerFired() { b.lingerUntil.Store(0) }
 // cutting ends a wait for stragglers: the entry being cut takes what
 // queued. Called under proposeMu before the queue is taken.
 func (b *batcher) cutting(queued int) {
-	b.judgeMerge(queued, b.lingerSince.Swap(0), monoNanos())
+	b.lingerSince.Store(0)
+	b.judgeMerge(queued, monoNanos())
 	if b.lingerUntil.Swap(0) != 0 {
 		b.timer.Stop()
 	}
@@ -323,42 +341,53 @@ func (b *batcher) queuedOne() {
 // done counts batches answered, whatever their outcome (the completer).
 func (b *batcher) done(batches int) { b.answeredN.Add(uint64(batches)) }
 
-// judgeMerge keeps or ends the merge of cohorts at a cut of queued batches,
-// whose wait for stragglers began at since (0: none). A merge goes on while
-// every client in play is back within a mean append; it ends after two
-// misses in a row: waits that ran out with some missing, or that took
-// longer than an append (where waiting costs more than the sync it saves;
-// one miss may be a client's hiccup). A wait that runs out lowers the
-// clients in play to the batches in the group then (some did not come
-// back: they left, or the load is not a closed loop; a batch that finds
-// more raises it again). Without a merge, the batcher tries one again
-// after retryAfter cuts, and doubles retryAfter if that try ends. Under
-// proposeMu.
-func (b *batcher) judgeMerge(queued int, since, now int64) {
-	if !b.merging.Load() {
-		if b.cutsUnmerged.Add(1) >= max(b.retryAfter.Load(), minMergeRetry) {
-			b.cutsUnmerged.Store(0)
-			b.merging.Store(true)
+// judgeMerge counts a cut of queued batches toward the merge of cohorts'
+// trials (rule 4): the window under way, and, when a window is complete,
+// the incumbent's rate or the trial's verdict. A cut made while merging
+// that did not gather every client in play (its wait ran out: some left,
+// or the load is not a closed loop) lowers the clients in play to the
+// batches in the group then; a batch that finds more raises it again.
+// Under proposeMu.
+func (b *batcher) judgeMerge(queued int, now int64) {
+	merging := b.merging.Load()
+	if merging {
+		b.mergedCuts.Add(1)
+		if int64(queued) < b.inPlay.Load() {
+			b.inPlay.Store(max(1, int64(b.enqueued.Load()-b.answeredN.Load())))
+		}
+	}
+	if b.winStart == 0 {
+		b.winStart, b.untilTrial, b.retry = now, minMergeRetry, minMergeRetry
+		return
+	}
+	b.winBatches += queued
+	if b.winCuts++; b.winCuts < mergeWindow {
+		return
+	}
+	rate := float64(b.winBatches) / float64(max(now-b.winStart, 1))
+	b.winStart, b.winBatches, b.winCuts = now, 0, 0
+	if !b.trial {
+		b.incumbentRate = rate
+		if b.untilTrial -= mergeWindow; b.untilTrial <= 0 {
+			b.trial = true
+			b.merging.Store(!merging) // the other way, for one window
 		}
 		return
 	}
-	ranOut := int64(queued) < b.inPlay.Load()
-	if ranOut {
-		b.inPlay.Store(max(1, int64(b.enqueued.Load()-b.answeredN.Load())))
+	b.trial = false
+	if rate > b.incumbentRate*(1+mergeMargin) {
+		b.incumbentRate, b.retry = rate, minMergeRetry // the trial's way is the incumbent now
+		if !merging {
+			b.mergeEnds.Add(1)
+		}
+	} else {
+		b.retry = min(2*b.retry, maxMergeRetry)
+		b.merging.Store(!merging) // back to the incumbent
+		if merging {
+			b.mergeEnds.Add(1)
+		}
 	}
-	if !ranOut && (since == 0 || now-since <= b.appendNanos.Load()) {
-		b.missed.Store(false)
-		b.retryAfter.Store(minMergeRetry)
-		b.mergedCuts.Add(1)
-		return
-	}
-	if !b.missed.Swap(true) {
-		return // one miss
-	}
-	b.missed.Store(false)
-	b.merging.Store(false)
-	b.mergeEnds.Add(1)
-	b.retryAfter.Store(min(2*max(b.retryAfter.Load(), minMergeRetry), maxMergeRetry))
+	b.untilTrial = b.retry
 }
 
 // takeSlot takes one of the in-flight slots if fewer than the limit are

@@ -100,17 +100,18 @@ func Test_DecideCut(t *testing.T) {
 	}
 }
 
-// The merge of cohorts is judged at each cut: it goes on while everyone in
-// play is back within a mean append, ends when they take longer or when two
-// waits in a row run out (each lowering the clients in play to those in the
-// group), and is tried again after retryAfter cuts without it, twice as
-// many after each try that ends. The clients in play are the high-water
-// mark of the batches in the group: a batch that finds more raises it,
-// answered batches do not lower it.
-func Test_Batcher_JudgesTheMerge(t *testing.T) {
+// The merge of cohorts is judged by trials: the batcher cuts one way (at
+// first without merging) and, after retry cuts, the other way for one
+// window of mergeWindow cuts; the trial's way stays only when it cut more
+// batches a second than the incumbent's last window, by more than
+// mergeMargin. A trial that loses doubles the cuts before the next (up to
+// maxMergeRetry), one that wins starts from minMergeRetry. The clients in
+// play are the high-water mark of the batches in the group: a batch that
+// finds more raises it, answered batches do not lower it, a merged cut that
+// gathered fewer lowers it to the batches in the group.
+func Test_Batcher_JudgesTheMergeByTrials(t *testing.T) {
 	var b batcher
 	b.init(4, func() {})
-	b.appendNanos.Store(int64(2 * time.Millisecond))
 	for range 5 {
 		b.queuedOne()
 	}
@@ -124,52 +125,96 @@ func Test_Batcher_JudgesTheMerge(t *testing.T) {
 	if got := b.inPlay.Load(); got != 5 {
 		t.Fatalf("in play %d with three of five back; want 5", got)
 	}
-	unmergedCuts := func() int {
-		n := 0
-		for !b.merging.Load() {
-			b.judgeMerge(3, 0, 0)
-			n++
-		}
-		return n
-	}
-	if n := unmergedCuts(); n != minMergeRetry {
-		t.Fatalf("tried a merge after %d cuts; want %d", n, minMergeRetry)
-	}
+
 	const ms = int64(time.Millisecond)
-	b.judgeMerge(5, 10*ms, 11*ms) // all five, within an append
-	if !b.merging.Load() || b.mergedCuts.Load() != 1 {
-		t.Fatal("a merge that gathered everyone within an append ended merging")
+	now := int64(1)
+	// window cuts one window of batches per cut, each cut gap ns after the
+	// last, and reports whether the batcher merged during it.
+	window := func(batches int, gap int64) (merged bool) {
+		merged = b.merging.Load()
+		for range mergeWindow {
+			now += gap
+			if b.merging.Load() != merged {
+				t.Fatalf("the way changed inside a window")
+			}
+			b.judgeMerge(batches, now)
+		}
+		return merged
 	}
-	b.judgeMerge(5, 10*ms, 13*ms) // all five, but after 3 ms: once is not enough
-	if !b.merging.Load() {
-		t.Fatal("one merge slower than an append ended merging")
+	b.judgeMerge(3, now) // the first cut opens the first window
+	// Unmerged: 3 batches a cut every 1 ms. After minMergeRetry cuts
+	// (one window), a trial of merging.
+	if window(3, ms) {
+		t.Fatal("merged from the start")
 	}
-	b.judgeMerge(5, 10*ms, 13*ms) // twice in a row
+	// The trial merges 5 batches a cut every 1.5 ms: 3.33 a ms against 3,
+	// more than the margin: merging is the incumbent.
+	if !window(5, 3*ms/2) {
+		t.Fatal("the second window was not a trial of merging")
+	}
+	if !b.merging.Load() || b.mergedCuts.Load() != mergeWindow || b.mergeEnds.Load() != 0 {
+		t.Fatalf("a merge that cut more a second lost: merging %v, merged cuts %d, ends %d", b.merging.Load(), b.mergedCuts.Load(), b.mergeEnds.Load())
+	}
+	// Merging stays for minMergeRetry cuts, then a trial without it, which
+	// cuts 3 a ms against 3.33: merging stays, and the next trial comes
+	// twice as late.
+	if !window(5, 3*ms/2) || window(3, ms) {
+		t.Fatal("not a merged window then a trial without merging")
+	}
+	if !b.merging.Load() || b.mergeEnds.Load() != 0 {
+		t.Fatal("a trial without merging that cut less a second ended merging")
+	}
+	for range 2 * minMergeRetry / mergeWindow {
+		if !window(5, 3*ms/2) {
+			t.Fatal("a trial came before twice the retry")
+		}
+	}
+	// The disk got fast: the trial without merging cuts 3 every 0.5 ms,
+	// 6 a ms: merging ends, and is tried again after minMergeRetry cuts.
+	if window(3, ms/2) {
+		t.Fatal("no trial after twice the retry")
+	}
 	if b.merging.Load() || b.mergeEnds.Load() != 1 {
-		t.Fatal("two merges in a row slower than an append kept merging")
+		t.Fatalf("a faster way without merging kept merging (ends %d)", b.mergeEnds.Load())
 	}
-	if n := unmergedCuts(); n != 2*minMergeRetry {
-		t.Fatalf("tried a merge again after %d cuts; want %d (doubled)", n, 2*minMergeRetry)
+	// Trials of merging now lose: 5 a cut every 1 ms is 5 a ms against 6.
+	// Each doubles the cuts before the next, up to maxMergeRetry.
+	retry := minMergeRetry
+	for range 8 {
+		for range retry / mergeWindow {
+			if window(3, ms/2) {
+				t.Fatalf("a trial before %d cuts", retry)
+			}
+		}
+		if !window(5, ms) {
+			t.Fatalf("no trial after %d cuts", retry)
+		}
+		if b.merging.Load() {
+			t.Fatal("a merge that cut less a second won its trial")
+		}
+		retry = min(2*retry, maxMergeRetry)
 	}
-	b.judgeMerge(3, 10*ms, 12*ms) // ran out with three of five: once is not enough
-	if !b.merging.Load() || b.inPlay.Load() != 3 {
-		t.Fatalf("after one merge ran out: merging %v, in play %d; want true, 3", b.merging.Load(), b.inPlay.Load())
+	if retry != maxMergeRetry || b.retry != maxMergeRetry {
+		t.Fatalf("retry %d (batcher %d); want it capped at %d", retry, b.retry, maxMergeRetry)
 	}
-	b.judgeMerge(2, 10*ms, 12*ms) // and again
-	if b.merging.Load() {
-		t.Fatal("two merges in a row ran out and it goes on merging")
+	// A trial within the margin does not win: 6.2 a ms against 6.
+	for range maxMergeRetry / mergeWindow {
+		window(3, ms/2)
 	}
-	if n := unmergedCuts(); n != 4*minMergeRetry {
-		t.Fatalf("tried a merge again after %d cuts; want %d", n, 4*minMergeRetry)
+	if !window(31, 5*ms) || b.merging.Load() {
+		t.Fatal("a trial within the margin won")
 	}
-	b.judgeMerge(3, 10*ms, 11*ms) // a success resets the backoff
-	b.judgeMerge(3, 10*ms, 14*ms)
-	b.judgeMerge(3, 10*ms, 14*ms)
-	if n := unmergedCuts(); n != 2*minMergeRetry {
-		t.Fatalf("after a success then an end: tried again after %d cuts; want %d", n, 2*minMergeRetry)
+
+	// A merged cut that did not gather every client in play lowers them
+	// to the batches in the group; never below one.
+	b.merging.Store(true)
+	b.inPlay.Store(5)
+	b.judgeMerge(2, now+ms) // 3 in the group (8 queued, 5 answered)
+	if got := b.inPlay.Load(); got != 3 {
+		t.Fatalf("in play %d after a merge gathered 2 of 5 with 3 in the group; want 3", got)
 	}
 	b.done(3)
-	b.judgeMerge(0, 10*ms, 11*ms)
+	b.judgeMerge(0, now+2*ms)
 	if got := b.inPlay.Load(); got != 1 {
 		t.Fatalf("in play %d with none in the group; want 1 (never 0)", got)
 	}

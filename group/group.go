@@ -631,9 +631,9 @@ type Stats struct {
 	Reads    uint64 // linearizable reads served
 	Voters   int
 	// The batcher's merge of cohorts (batcher.go, rule 4): whether it is
-	// on, the cuts that gathered every client in play within an append, the
-	// merges that ended (ran out, or slower than an append), and the
-	// clients in play.
+	// on, the cuts made while it was, the times it lost to cutting without
+	// it (a trial of it that lost, or a trial without it that won), and
+	// the clients in play.
 	Merging               bool
 	MergedCuts, MergeEnds uint64
 	ClientsInPlay         int64

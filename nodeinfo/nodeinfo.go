@@ -120,8 +120,8 @@ type Raft struct {
 	BatchesTimed                                            uint64
 	BatchQueueUsec, BatchLocalLogUsec, BatchQuorumApplyUsec int64
 	// The batcher's merge of cohorts (group/batcher.go, rule 4): on or
-	// off, cuts that gathered every client in play, merges that ended,
-	// and the clients in play it waits for.
+	// off, cuts made while merging, times merging lost a trial (or an
+	// unmerged trial beat it), and the clients in play it waits for.
 	BatchMerging                     bool
 	BatchMergedCuts, BatchMergeEnds  uint64
 	ClientsInPlay                    int64
