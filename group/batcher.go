@@ -149,7 +149,7 @@ const defaultMaxMergeWait = 10 * time.Millisecond
 // batcher cuts). After a trial, the incumbent runs minMergeRetry cuts
 // before the next, twice as many after each trial that loses, up to
 // maxMergeRetry: a fast disk pays a trial of merging (one window of waits
-// of at most a mean append each) every 1,024 cuts once it has lost a few
+// of at most a mean append each) every 4,096 cuts once it has lost a few
 // times, and a disk that becomes slow, or clients that come back sooner,
 // are noticed within that many cuts.
 const (
@@ -214,7 +214,8 @@ func (p cutPolicy) linger(appendNanos int64, pipelined bool) time.Duration {
 }
 
 // batcher is the state decideCut reads and the proposer, the completer and
-// the log watcher update. Every field is safe for any goroutine.
+// the log watcher update. Every field is safe for any goroutine, except the
+// trials' state, which only judgeMerge touches, under proposeMu.
 type batcher struct {
 	policy cutPolicy
 
