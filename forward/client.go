@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redcell/redcell/request"
+	"github.com/redcell/redcell/slots"
 )
 
 // Errors a call can end with besides the destination's *request.Failure.
@@ -96,32 +97,32 @@ func (c *call) finish(err error) {
 // leader must not hold a client for the whole timeout). Either way a call
 // whose frame was written ends with ErrLost. abandon may be nil. A failure
 // the destination answered is its *request.Failure, as it sent it.
-func (c *Client) Propose(addr string, group uint64, reqs []request.Request, res []request.Result, timeout time.Duration, abandon <-chan struct{}) error {
+func (c *Client) Propose(addr string, group slots.GroupID, reqs []request.Request, res []request.Result, timeout time.Duration, abandon <-chan struct{}) error {
 	cl := &call{res: res, abandon: abandon}
 	return c.do(addr, cl, requestFrame(kindPropose, group, reqs), timeout)
 }
 
 // Read forwards read requests to addr and fills res; as Propose otherwise.
-func (c *Client) Read(addr string, group uint64, reqs []request.Request, res []request.Result, timeout time.Duration, abandon <-chan struct{}) error {
+func (c *Client) Read(addr string, group slots.GroupID, reqs []request.Request, res []request.Result, timeout time.Duration, abandon <-chan struct{}) error {
 	cl := &call{res: res, abandon: abandon}
 	return c.do(addr, cl, requestFrame(kindRead, group, reqs), timeout)
 }
 
 // requestFrame encodes a batch call into a frame still to be sealed.
-func requestFrame(kind byte, group uint64, reqs []request.Request) []byte {
+func requestFrame(kind byte, group slots.GroupID, reqs []request.Request) []byte {
 	n := 2 * binary.MaxVarintLen64
 	for i := range reqs {
 		n += request.EncodedLen(&reqs[i])
 	}
-	b := binary.AppendUvarint(startFrame(kind, n), group)
+	b := binary.AppendUvarint(startFrame(kind, n), uint64(group))
 	return appendRequests(b, reqs)
 }
 
 // Admin sends a cluster administration command for Raft group group with its
 // arguments to addr and returns its text answer.
-func (c *Client) Admin(addr string, group uint64, cmd string, args []string, timeout time.Duration) (string, error) {
+func (c *Client) Admin(addr string, group slots.GroupID, cmd string, args []string, timeout time.Duration) (string, error) {
 	cl := &call{}
-	b := binary.AppendUvarint(startFrame(kindAdmin, 64), group)
+	b := binary.AppendUvarint(startFrame(kindAdmin, 64), uint64(group))
 	err := c.do(addr, cl, appendAdmin(b, append([]string{cmd}, args...)), timeout)
 	return cl.text, err
 }

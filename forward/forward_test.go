@@ -13,6 +13,7 @@ import (
 
 	"github.com/redcell/redcell/mux"
 	"github.com/redcell/redcell/request"
+	"github.com/redcell/redcell/slots"
 )
 
 var secret = []byte("forwarding-test-secret-0123456789")
@@ -96,7 +97,7 @@ func setup(t *testing.T, h Handler) (*Client, string, *Server) {
 		t.Fatal(err)
 	}
 	go leader.Run()
-	srv := NewServer(func(id uint64) Handler {
+	srv := NewServer(func(id slots.GroupID) Handler {
 		if id != 0 {
 			return nil
 		}

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"strconv"
 	"sync"
 
 	"github.com/redcell/redcell/request"
+	"github.com/redcell/redcell/slots"
 )
 
 // Handler executes forwarded calls for one Raft group on the receiving
@@ -40,7 +42,7 @@ type Handler interface {
 // when this node runs no such group (the caller is answered
 // request.FailUnknownGroup). Called from connection readers, any number at
 // once; it must return promptly.
-type Groups func(id uint64) Handler
+type Groups func(id slots.GroupID) Handler
 
 // maxCallsPerConn bounds the calls one connection may have in flight on
 // the server, answers not yet written included. A follower has one call per
@@ -167,7 +169,10 @@ func (sc *serverConn) start(id uint64, kind byte, payload []byte) {
 		sc.answer(id, nil, request.Refused(err.Error()))
 		return
 	}
-	h := sc.s.groups(group)
+	var h Handler
+	if group <= math.MaxUint32 {
+		h = sc.s.groups(slots.GroupID(group))
+	}
 	if h == nil {
 		sc.answer(id, nil, &request.Failure{Code: request.FailUnknownGroup, Detail: strconv.FormatUint(group, 10)})
 		return

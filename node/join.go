@@ -44,7 +44,7 @@ func (n *Node) join(addr string, stop <-chan struct{}) error {
 	tries := newJoinAttempts(addr, n.joinTimeout)
 	target := addr
 	for redirects := 0; ; {
-		_, err := n.fwd.Admin(target, groupID, "rejoin", []string{n.ID, n.Advertise.String()}, tries.callTimeout())
+		_, err := n.fwd.Admin(target, dataGroup, "rejoin", []string{n.ID, n.Advertise.String()}, tries.callTimeout())
 		if err == nil {
 			n.log.Info("joined the cluster as a non-voter", "via", target)
 			return nil
@@ -110,7 +110,7 @@ func (n *Node) promoteWhenCaughtUp(stop <-chan struct{}) {
 		if me.Suffrage == group.Voter {
 			return
 		}
-		if _, err := n.fwd.Admin(string(leaderAddr), groupID, "promote", []string{n.ID}, adminTimeout); err != nil {
+		if _, err := n.fwd.Admin(string(leaderAddr), dataGroup, "promote", []string{n.ID}, adminTimeout); err != nil {
 			n.log.Info("promotion not done yet; retrying", "err", err)
 			continue
 		}

@@ -86,7 +86,7 @@ type peerStatus struct {
 }
 
 func (n *Node) remoteStatus(addr string, timeout time.Duration) (peerStatus, error) {
-	text, err := n.fwd.Admin(addr, groupID, "status", nil, timeout)
+	text, err := n.fwd.Admin(addr, dataGroup, "status", nil, timeout)
 	if err != nil {
 		return peerStatus{}, err
 	}

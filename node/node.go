@@ -27,16 +27,18 @@ import (
 	"github.com/redcell/redcell/mux"
 	"github.com/redcell/redcell/raftstore"
 	"github.com/redcell/redcell/server"
+	"github.com/redcell/redcell/slots"
 )
 
 // raftDir is the Pebble directory inside the data dir.
 const raftDir = "raft"
 
-// raftGroup is the node's one Raft group, which holds the whole keyspace.
+// dataGroup is the node's one Raft group, which holds the whole keyspace:
+// every call the node forwards and every key of its Raft state names it.
 // The Pebble database, the node's identity and the key layout are ready
-// for more groups; the transport, the forward path, the router and the
-// disk gate are not (DESIGN.md, "Sharding").
-const raftGroup raftstore.GroupID = 0
+// for more groups; the transport, the router and the disk gate are not
+// (DESIGN.md, "Sharding").
+const dataGroup slots.GroupID = 0
 
 // Config is everything that shapes a node. Zero values are the defaults.
 type Config struct {
@@ -168,7 +170,7 @@ type Node struct {
 	log       *slog.Logger
 	dataDir   string
 	db        *raftstore.DB    // the Pebble database: every group's Raft state and the node's identity
-	store     *raftstore.Store // raftGroup's Raft state in db
+	store     *raftstore.Store // dataGroup's Raft state in db
 	mux       *mux.Mux
 	transport *raft.NetworkTransport
 	group     *group.Group
@@ -273,7 +275,7 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("opening the raft store: %w", err)
 	}
 	closers = append(closers, n.db.Close)
-	if n.store, err = n.db.Group(raftGroup); err != nil {
+	if n.store, err = n.db.Group(dataGroup); err != nil {
 		return nil, fmt.Errorf("opening the raft store: %w", err)
 	}
 	who, err := resolveIdentity(cfg.DataDir, wasEmpty, n.db, n.store, cfg.NodeID,

@@ -9,6 +9,7 @@ import (
 	"github.com/redcell/redcell/group"
 	"github.com/redcell/redcell/request"
 	"github.com/redcell/redcell/server"
+	"github.com/redcell/redcell/slots"
 )
 
 // DefaultWriteTimeout bounds how long a request waits for a leader that can
@@ -198,9 +199,6 @@ func retryable(err error) bool {
 	return errors.As(err, &r)
 }
 
-// groupID is the Raft group every call names: a node runs one group, 0.
-const groupID = 0
-
 // forward sends the call to the leader and decides on what came back: the
 // leader's *request.Failure is passed on as it is, marked for a retry when
 // its code says nothing happened at a node that could not decide (no
@@ -213,9 +211,9 @@ func (rt *router) forward(addr string, reqs []request.Request, res []request.Res
 	abandon := rt.watch.abandonFor(addr)
 	var err error
 	if write {
-		err = rt.fwd.Propose(addr, groupID, reqs, res, timeout, abandon)
+		err = rt.fwd.Propose(addr, dataGroup, reqs, res, timeout, abandon)
 	} else {
-		err = rt.fwd.Read(addr, groupID, reqs, res, timeout, abandon)
+		err = rt.fwd.Read(addr, dataGroup, reqs, res, timeout, abandon)
 	}
 	if err == nil {
 		return nil
@@ -347,8 +345,8 @@ type leaderHandler struct {
 }
 
 // handler is the forwarding server's Groups: this node runs group 0 only.
-func (n *Node) handler(id uint64) forward.Handler {
-	if id != groupID {
+func (n *Node) handler(id slots.GroupID) forward.Handler {
+	if id != dataGroup {
 		return nil
 	}
 	return leaderHandler{n: n}
@@ -398,7 +396,7 @@ func (rt *router) Admin(op server.AdminOp, args []string) (string, error) {
 				return text, err
 			}
 		case leaderAddr != "":
-			text, err = rt.fwd.Admin(leaderAddr, groupID, cmd, args, time.Until(deadline))
+			text, err = rt.fwd.Admin(leaderAddr, dataGroup, cmd, args, time.Until(deadline))
 			var f *request.Failure
 			switch {
 			case err == nil:

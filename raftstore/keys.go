@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"strings"
+
+	"github.com/redcell/redcell/slots"
 )
 
 // The whole database is one Pebble key space shared by the node's Raft
@@ -46,10 +48,6 @@ const (
 	kindSnapMeta  byte = 0x04
 )
 
-// GroupID names one Raft group of a node. A node that runs one group uses
-// group 0, which is also what a data dir from before groups becomes.
-type GroupID uint32
-
 const (
 	groupPrefixLen  = 1 + 4
 	logKeyLen       = groupPrefixLen + 1 + 8
@@ -78,7 +76,7 @@ func nodeRecordKey(name string) []byte {
 // keyspace makes and parses the keys of one group. Its spans are computed
 // once, so bounding an iterator or a range delete allocates nothing.
 type keyspace struct {
-	group  GroupID
+	group  slots.GroupID
 	prefix [groupPrefixLen]byte
 
 	groupLower, groupUpper         []byte // the group's whole span
@@ -87,7 +85,7 @@ type keyspace struct {
 	snapChunkLower, snapChunkUpper []byte
 }
 
-func newKeyspace(g GroupID) keyspace {
+func newKeyspace(g slots.GroupID) keyspace {
 	ks := keyspace{group: g}
 	ks.prefix[0] = spanGroup
 	binary.BigEndian.PutUint32(ks.prefix[1:], uint32(g))

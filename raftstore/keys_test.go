@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"slices"
 	"testing"
+
+	"github.com/redcell/redcell/slots"
 )
 
 func TestKeys_LogKeysSortByIndex(t *testing.T) {
@@ -78,7 +80,7 @@ func TestKeys_SnapshotOrderAndChunkSpans(t *testing.T) {
 // its kind; a key of one group does not parse as another's; the node span
 // and the first layout's spans (format 1) lie outside every group's.
 func TestKeys_GroupSpansAreDisjoint(t *testing.T) {
-	groups := []GroupID{0, 1, 255, 256, 1<<32 - 1}
+	groups := []slots.GroupID{0, 1, 255, 256, 1<<32 - 1}
 	id := snapshotID{1, 2, 3}
 	for _, g := range groups {
 		ks := newKeyspace(g)

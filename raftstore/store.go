@@ -22,6 +22,8 @@ import (
 	"github.com/cockroachdb/pebble/v2"
 	"github.com/cockroachdb/pebble/v2/vfs"
 	"github.com/hashicorp/raft"
+
+	"github.com/redcell/redcell/slots"
 )
 
 // Options configures Open. The zero value is the production configuration.
@@ -89,7 +91,7 @@ type database struct {
 
 	// groupsMu guards groups, the stores Group has opened. Taken after life.
 	groupsMu sync.Mutex
-	groups   map[GroupID]*Store
+	groups   map[slots.GroupID]*Store
 
 	// walSync switches the WAL's direct syncs and counts them (walsync.go).
 	walSync *walSync
@@ -216,7 +218,7 @@ func OpenDB(dir string, opts Options) (*DB, error) {
 		logger:    logger,
 		writeOpts: pebble.Sync,
 		walSync:   ws,
-		groups:    make(map[GroupID]*Store),
+		groups:    make(map[slots.GroupID]*Store),
 	}
 	d.onSnapshot = opts.ObserveSnapshot
 	if opts.NoSync {
@@ -233,7 +235,7 @@ func OpenDB(dir string, opts Options) (*DB, error) {
 // log bounds and snapshot figures and removes the chunks of snapshots a
 // crash left unfinished; later calls return the same store. A group that
 // has never been written starts empty.
-func (d *DB) Group(id GroupID) (*Store, error) {
+func (d *DB) Group(id slots.GroupID) (*Store, error) {
 	if err := d.acquire(); err != nil {
 		return nil, err
 	}
