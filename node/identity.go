@@ -151,7 +151,7 @@ func dataDirWasEmpty(dir string, joining bool) (bool, error) {
 //     it.
 //
 // With more than one group the question "has this node Raft state" would be
-// asked of every group; today the node runs one (raftGroup).
+// asked of every group; today the node runs one (dataGroup).
 func resolveIdentity(dir string, wasEmpty bool, db *raftstore.DB, store *raftstore.Store, flagID string, mode startMode) (identity, error) {
 	existing, err := raft.HasExistingState(store, store, store.SnapshotStore(1))
 	if err != nil {
