@@ -46,21 +46,21 @@ func decideOnce(t *testing.T, n *testNode, key string) {
 func TestAloneMode_DirectWhileAlone(t *testing.T) {
 	n := openSingle(t, func(c *Config) { c.DirectWALSync = true })
 	waitFor(t, 10*time.Second, "direct WAL syncs on the node alone", func() bool {
-		return n.store.Stats().DirectWALSyncOn
+		return n.store.WALStats().DirectWALSyncOn
 	})
 	decideOnce(t, n, "k")
-	if n.store.Stats().DirectWALSyncs == 0 {
+	if n.store.WALStats().DirectWALSyncs == 0 {
 		t.Fatalf("no direct WAL sync after a decision: %+v", n.store.Stats())
 	}
 
 	// A second node joins as a non-voter: the leader is alone no more.
 	m := addNonvoter(t, n, "node2")
 	waitFor(t, 10*time.Second, "direct WAL syncs off with a member", func() bool {
-		return !n.store.Stats().DirectWALSyncOn
+		return !n.store.WALStats().DirectWALSyncOn
 	})
-	before := n.store.Stats().DirectWALSyncs
+	before := n.store.WALStats().DirectWALSyncs
 	decideOnce(t, n, "k")
-	if got := n.store.Stats().DirectWALSyncs; got != before {
+	if got := n.store.WALStats().DirectWALSyncs; got != before {
 		t.Fatalf("direct WAL syncs went %d -> %d with a member", before, got)
 	}
 
@@ -69,7 +69,7 @@ func TestAloneMode_DirectWhileAlone(t *testing.T) {
 		t.Fatalf("Remove: %v", err)
 	}
 	waitFor(t, 10*time.Second, "direct WAL syncs back on, alone again", func() bool {
-		return n.store.Stats().DirectWALSyncOn
+		return n.store.WALStats().DirectWALSyncOn
 	})
 }
 
@@ -82,14 +82,14 @@ func TestAloneMode_NeverWithPeersOrWhenOff(t *testing.T) {
 		decideOnce(t, leader, string(rune('a'+i)))
 	}
 	for _, n := range nodes {
-		if st := n.store.Stats(); st.DirectWALSyncOn || st.DirectWALSyncs != 0 {
+		if st := n.store.WALStats(); st.DirectWALSyncOn || st.DirectWALSyncs != 0 {
 			t.Errorf("%s in a 3-node cluster: direct on %v, %d direct syncs", n.id, st.DirectWALSyncOn, st.DirectWALSyncs)
 		}
 	}
 
 	n := openSingle(t, nil)
 	decideOnce(t, n, "k")
-	if st := n.store.Stats(); st.DirectWALSyncOn || st.DirectWALSyncs != 0 {
+	if st := n.store.WALStats(); st.DirectWALSyncOn || st.DirectWALSyncs != 0 {
 		t.Fatalf("alone by default: direct on %v, %d direct syncs", st.DirectWALSyncOn, st.DirectWALSyncs)
 	}
 }

@@ -31,14 +31,14 @@ func (g *Group) ProposeAsync(b *Batch, done func(error)) {
 		done(nil)
 		return
 	}
-	if g.mem.over.Load() || !g.ready.Load() || g.aboveLevel(b) {
+	if g.cfg.Guard.OverMemory() || !g.ready.Load() || g.aboveLevel(b) {
 		// Waiting for readiness, or reading the keyspace before the entry
 		// (memoryguard.go): rare, and each may block, so off the caller.
 		go func() { done(g.Propose(b)) }()
 		return
 	}
-	if g.refusingWrites() {
-		done(g.diskFullErr())
+	if g.cfg.Guard.RefusingWrites() {
+		done(g.cfg.Guard.DiskFullErr())
 		return
 	}
 	b.onDone = done // before enqueue: the entry may be applied before it returns

@@ -113,7 +113,7 @@ func (l *Local) Leading() bool { return l.g.Ready() }
 func (l *Local) Counters() (requests, entries, fsyncs uint64) {
 	c := l.g.Counters()
 	if l.store != nil {
-		fsyncs = l.store.Stats().Syncs
+		fsyncs = l.store.WALStats().Syncs // the database's: a node with several groups counts them once
 	}
 	return c.Ops, c.Entries, fsyncs
 }
@@ -146,26 +146,19 @@ func (l *Local) Persistence() nodeinfo.Persistence {
 	if l.store == nil {
 		return p
 	}
-	if l.g.cfg.MinFreeDisk > 0 {
-		p.Disk = &nodeinfo.DiskSpace{
-			FreeBytes:    int64(l.g.guard.free.Load()),
-			ReserveBytes: int64(l.g.cfg.MinFreeDisk),
-			Low:          l.g.guard.low.Load(),
-			LowEvents:    uint64(l.g.guard.trips.Load()),
-		}
-	}
-	ls := l.store.Stats()
+	p.Disk = l.g.cfg.Guard.Disk()                 // the node's, shared by its groups
+	ls, ws := l.store.Stats(), l.store.WALStats() // the group's log; the node's WAL
 	p.Log = &nodeinfo.LogStore{
 		Appends:            ls.Appends,
 		EntriesAppended:    ls.EntriesAppended,
-		Fsyncs:             ls.Syncs,
-		WALSyncDirect:      ls.DirectWALSyncOn, // raftstore/walsync.go, alonemode.go
-		WALSyncsDirect:     ls.DirectWALSyncs,
-		WALSyncsOrdinary:   ls.OrdinaryWALSyncs,
-		WALSyncsSlow:       ls.SlowDirectWALSyncs,
-		WALSyncUsecTotal:   ls.WALSyncTime.Microseconds(),
-		WALsZeroFilled:     uint64(ls.WALsZeroFilled), // raftstore/walprefill.go
-		WALZeroFillsFailed: uint64(ls.WALZeroFillsFailed),
+		Fsyncs:             ws.Syncs,
+		WALSyncDirect:      ws.DirectWALSyncOn, // raftstore/walsync.go, alonemode.go
+		WALSyncsDirect:     ws.DirectWALSyncs,
+		WALSyncsOrdinary:   ws.OrdinaryWALSyncs,
+		WALSyncsSlow:       ws.SlowDirectWALSyncs,
+		WALSyncUsecTotal:   ws.WALSyncTime.Microseconds(),
+		WALsZeroFilled:     uint64(ws.WALsZeroFilled), // raftstore/walprefill.go
+		WALZeroFillsFailed: uint64(ws.WALZeroFillsFailed),
 		BytesAppended:      ls.BytesAppended,
 		BytesSinceSnapshot: ls.LogBytesSinceSnapshot,
 		LastSnapshotBytes:  uint64(ls.LastSnapshotBytes),

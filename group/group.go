@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/redcell/redcell/fsm"
+	"github.com/redcell/redcell/guard"
 	"github.com/redcell/redcell/raftstore"
 	"github.com/redcell/redcell/request"
 )
@@ -89,23 +90,17 @@ type Config struct {
 	// Tune, when set, adjusts the raft configuration before use (tests, flags).
 	Tune func(*raft.Config)
 
-	// MinFreeDisk is the log disk's reserve (diskguard.go): below it the
-	// group refuses writes with request.ErrDiskFull. 0 disables the guard.
-	MinFreeDisk uint64
-	// DataDir names the log's directory in messages, and is where the free
-	// space is measured unless FreeSpace says otherwise.
-	DataDir string
-	// FreeSpace reports the bytes free for the log (default:
-	// FreeDiskSpace(DataDir)).
-	FreeSpace func() (uint64, error)
+	// Guard is the node's memory, disk and storage verdicts (package
+	// guard), shared by every group of the node: while it refuses writes
+	// the group proposes nothing (ErrDiskFull) and a leader hands its
+	// leadership away (diskhandover.go); above maxmemory new keys are
+	// refused (memoryguard.go). nil: no guard.
+	Guard *guard.Guard
 	// DirectWALSync lets the log's fsyncs bypass Go's scheduler while this
 	// node is alone (alonemode.go, raftstore/walsync.go); unset, they are
 	// ordinary blocking system calls. Only with a *raftstore.Store
 	// LogStore.
 	DirectWALSync bool
-	// MaxMemory is maxmemory in bytes (0: none), shared with whoever sets
-	// it at runtime (CONFIG SET); nil: no limit and no guard (memoryguard.go).
-	MaxMemory *atomic.Int64
 }
 
 // Group is one Raft group on this node.
@@ -139,8 +134,6 @@ type Group struct {
 	encoders  chan *fsm.Encoder
 	stamp     int64       // last stamp; guarded by proposeMu
 	times     commitTimes // where batches' time goes (committime.go)
-	guard     diskGuard
-	mem       memoryGuard
 
 	stopping atomic.Bool
 	stopCh   chan struct{}
@@ -314,17 +307,9 @@ func Open(cfg Config) (*Group, error) {
 			go g.runLoading()
 		}
 	}
-	if cfg.MaxMemory != nil {
-		g.mem.limit = cfg.MaxMemory
+	if cfg.Guard != nil {
 		g.wg.Add(1)
-		go g.runMemoryGuard()
-	}
-	if cfg.MinFreeDisk > 0 && (cfg.FreeSpace != nil || cfg.DataDir != "") {
-		if g.cfg.FreeSpace == nil {
-			g.cfg.FreeSpace = FreeDiskSpace(cfg.DataDir)
-		}
-		g.wg.Add(1)
-		go g.runDiskGuard()
+		go g.runDiskHandover()
 	}
 	if st, ok := cfg.LogStore.(*raftstore.Store); ok && cfg.SnapshotLogBytes > 0 {
 		g.wg.Add(1)

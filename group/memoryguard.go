@@ -1,10 +1,6 @@
 package group
 
 import (
-	"runtime/metrics"
-	"sync/atomic"
-	"time"
-
 	"github.com/redcell/redcell/request"
 )
 
@@ -12,55 +8,18 @@ import (
 //
 // A rate limiter must not forget a live limit to make room (that would let
 // its traffic through), so the only policy is Redis's noeviction, narrowed
-// to what can grow: above the limit the leader refuses every request that
-// would create a key (request.Code.CreatesKey on a missing key) or may grow
-// a value by what the client chooses (request.Code.Grows: APPEND, SET,
-// HSET, LPUSH, SADD, ZADD, … even on a live key, as Redis refuses its
-// denyoom commands) with request.ErrOOM, while limiter decisions and INCR
-// on existing keys, deletions and reads go on. A script is proposed with
-// the mark request.MarkAboveMaxmemory, and the state machine refuses the
-// same writes inside it (fsm/scripts.go). The check is the leader's, before proposing, so replicas never
-// disagree about what was refused: nothing refused enters the log.
-//
-// Used memory is the Go heap's live objects (runtime/metrics), polled every
-// diskPollInterval; between two polls a burst of new keys can pass the
-// limit by what arrives in that time.
-type memoryGuard struct {
-	limit *atomic.Int64 // bytes; 0 = no limit. Shared with CONFIG SET.
-	used  atomic.Uint64 // heap bytes at the last poll
-	over  atomic.Bool
-}
-
-// heapObjectsMetric is the live (and not yet swept) heap, Redis's
-// used_memory in spirit.
-const heapObjectsMetric = "/memory/classes/heap/objects:bytes"
-
-// runMemoryGuard polls used memory until the group stops.
-func (g *Group) runMemoryGuard() {
-	defer g.wg.Done()
-	sample := []metrics.Sample{{Name: heapObjectsMetric}}
-	t := time.NewTicker(diskPollInterval)
-	defer t.Stop()
-	for {
-		metrics.Read(sample)
-		used := sample[0].Value.Uint64()
-		g.mem.used.Store(used)
-		limit := g.mem.limit.Load()
-		over := limit > 0 && used > uint64(limit)
-		if over != g.mem.over.Swap(over) {
-			if over {
-				g.log.Warn("above maxmemory: refusing new keys (existing limiters keep deciding)", "used_bytes", used, "maxmemory", limit)
-			} else {
-				g.log.Info("below maxmemory again: accepting new keys", "used_bytes", used, "maxmemory", limit)
-			}
-		}
-		select {
-		case <-t.C:
-		case <-g.stopCh:
-			return
-		}
-	}
-}
+// to what can grow: while the node's guard says the process is above the
+// limit (package guard, which polls the heap once for all of a node's
+// groups), the leader refuses every request that would create a key
+// (request.Code.CreatesKey on a missing key) or may grow a value by what
+// the client chooses (request.Code.Grows: APPEND, SET, HSET, LPUSH, SADD,
+// ZADD, … even on a live key, as Redis refuses its denyoom commands) with
+// request.ErrOOM, while limiter decisions and INCR on existing keys,
+// deletions and reads go on. A script is proposed with the mark
+// request.MarkAboveMaxmemory, and the state machine refuses the same
+// writes inside it (fsm/scripts.go). The check is the leader's, before
+// proposing, so replicas never disagree about what was refused: nothing
+// refused enters the log.
 
 // proposeWithinMemory is Propose above maxmemory: the requests that would
 // create a key are answered ErrOOM and left out of the entry; the rest are

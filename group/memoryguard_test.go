@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/guard"
 	"github.com/redcell/redcell/request"
 )
 
@@ -14,7 +15,9 @@ import (
 // order; below the limit new keys are accepted again.
 func Test_MemoryGuard_RefusesNewKeysOnly(t *testing.T) {
 	var limit atomic.Int64
-	n := openSingle(t, func(c *Config) { c.MaxMemory = &limit })
+	gd := guard.Start(guard.Config{MaxMemory: &limit})
+	t.Cleanup(gd.Stop)
+	n := openSingle(t, func(c *Config) { c.Guard = gd })
 	p, err := gcra.NewParams(15, 30, 60, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +33,7 @@ func Test_MemoryGuard_RefusesNewKeysOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	limit.Store(1) // any heap is above one byte
-	waitFor(t, 5*time.Second, "the guard to see memory above maxmemory", n.g.mem.over.Load)
+	waitFor(t, 5*time.Second, "the guard to see memory above maxmemory", gd.OverMemory)
 
 	before := n.g.Stats().OpsProposed
 	b := batch("new1", "old", "new2", "old")
@@ -54,7 +57,7 @@ func Test_MemoryGuard_RefusesNewKeysOnly(t *testing.T) {
 	}
 
 	limit.Store(0) // no limit
-	waitFor(t, 5*time.Second, "the guard to see memory within limits", func() bool { return !n.g.mem.over.Load() })
+	waitFor(t, 5*time.Second, "the guard to see memory within limits", func() bool { return !gd.OverMemory() })
 	if b := batch("new1"); n.g.Propose(b) != nil || b.Results[0].Err != request.ErrNone {
 		t.Errorf("below maxmemory a new key was refused: %+v", b.Results)
 	}

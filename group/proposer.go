@@ -76,7 +76,7 @@ func (g *Group) Propose(b *Batch) error {
 			return g.proposeAtLevel(b) // featurelevel.go
 		}
 	}
-	if g.mem.over.Load() {
+	if g.cfg.Guard.OverMemory() {
 		return g.proposeWithinMemory(b) // memoryguard.go
 	}
 	return g.propose(b)
@@ -87,8 +87,8 @@ func (g *Group) propose(b *Batch) error {
 	if err := g.awaitReady(); err != nil {
 		return err
 	}
-	if g.refusingWrites() {
-		return g.diskFullErr() // diskguard.go: refuse before the disk does
+	if g.cfg.Guard.RefusingWrites() {
+		return g.cfg.Guard.DiskFullErr() // package guard: refuse before the disk does
 	}
 	if err := g.enqueue(b); err != nil {
 		return err

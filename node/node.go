@@ -23,6 +23,7 @@ import (
 	"github.com/redcell/redcell/forward"
 	"github.com/redcell/redcell/fsm"
 	"github.com/redcell/redcell/group"
+	"github.com/redcell/redcell/guard"
 	"github.com/redcell/redcell/internal/tlscert"
 	"github.com/redcell/redcell/mux"
 	"github.com/redcell/redcell/raftstore"
@@ -85,7 +86,7 @@ type Config struct {
 	// timeout (server.Config).
 	MaxClients int64
 	// MaxMemory is maxmemory's starting value in bytes (0: none): above it
-	// new keys are refused with OOM (group/memoryguard.go); CONFIG SET
+	// new keys are refused with OOM (package guard, group/memoryguard.go); CONFIG SET
 	// changes it.
 	MaxMemory int64
 	// waitForElectionTimer, tests only: group.Config.WaitForElectionTimer.
@@ -153,8 +154,8 @@ type Config struct {
 	// default group.DefaultSnapshotLogBytes.
 	SnapshotLogBytes uint64
 	// MinFreeDisk is the data dir's free-space reserve below which writes
-	// are refused with MISCONF (group/diskguard.go): 0 means
-	// group.DefaultMinFreeDisk, negative disables the guard.
+	// are refused with MISCONF (package guard): 0 means
+	// guard.DefaultMinFreeDisk, negative disables the guard.
 	MinFreeDisk int64
 }
 
@@ -175,12 +176,12 @@ type Node struct {
 	transport *raft.NetworkTransport
 	group     *group.Group
 	fsm       *fsm.FSM
-	local     *group.Local                // the group as a server backend
-	maxMemory *atomic.Int64               // maxmemory, shared by the group (enforces) and the server (CONFIG)
-	groupRef  atomic.Pointer[group.Group] // n.group for the storage's fatal callback, which may run before it is set
-	raftGate  *raftGate                   // closed until a node without Raft state has joined
-	fwd       *forward.Client             // to the leader
-	fwdSrv    *forward.Server             // from followers
+	local     *group.Local    // the group as a server backend
+	maxMemory *atomic.Int64   // maxmemory, shared by the group (enforces) and the server (CONFIG)
+	guard     *guard.Guard    // memory, disk and storage verdicts, shared by the node's groups
+	raftGate  *raftGate       // closed until a node without Raft state has joined
+	fwd       *forward.Client // to the leader
+	fwdSrv    *forward.Server // from followers
 	router    *router
 	members   memberMonitor
 	srv       *server.Server
@@ -260,12 +261,17 @@ func Open(cfg Config) (n *Node, err error) {
 		})
 	}
 
+	// The node's guard watches memory and the data dir's disk once for
+	// every group, and refuses their writes when the storage fails.
+	// (Closures take gd, not n.guard: n is nil once a failed Open returns.)
+	gd := guard.Start(guard.Config{MaxMemory: n.maxMemory, MinFreeDisk: minFreeDisk(cfg.MinFreeDisk), DataDir: cfg.DataDir, Logger: log})
+	n.guard = gd
+	closers = append(closers, func() error { gd.Stop(); return nil })
 	n.db, err = raftstore.OpenDB(filepath.Join(cfg.DataDir, raftDir), n.metrics.storeOptions(raftstore.Options{Logger: log, AfterWALSync: cfg.AfterWALSync, OnFatal: func(err error) {
 		// The storage engine is dead (a failed WAL write or fsync): new
-		// writes get MISCONF at once, and the owner stops the process.
-		if g := n.groupRef.Load(); g != nil {
-			g.StorageFailed(err)
-		}
+		// writes of every group get MISCONF at once, and the owner stops
+		// the process.
+		gd.StorageFailed(err)
 		select {
 		case n.fatal <- err:
 		default:
@@ -375,16 +381,13 @@ func Open(cfg Config) (n *Node, err error) {
 			}
 		},
 		SnapshotLogBytes: cmp.Or(cfg.SnapshotLogBytes, group.DefaultSnapshotLogBytes),
-		MinFreeDisk:      minFreeDisk(cfg.MinFreeDisk),
-		MaxMemory:        n.maxMemory,
-		DataDir:          cfg.DataDir,
+		Guard:            n.guard,
 	})
 	if err != nil {
 		return nil, err
 	}
 	closers = append(closers, n.group.Shutdown)
 	closers = append(closers, func() error { close(n.stop); return nil }) // runs before the group's Shutdown: ends the Raft dials' waits
-	n.groupRef.Store(n.group)
 	n.local = group.NewLocal(n.group, n.store)
 	n.fwd = forward.NewClient(func(addr string, timeout time.Duration) (net.Conn, error) {
 		return n.mux.Dial(addr, mux.HeaderForward, timeout)
@@ -557,7 +560,9 @@ func (n *Node) Close() error {
 	n.fwdSrv.Close()
 	n.transport.Close()
 	n.mux.Close()
-	return errors.Join(err, n.db.Close())
+	err = errors.Join(err, n.db.Close())
+	n.guard.Stop()
+	return err
 }
 
 // background starts the membership work: a node without Raft state joins
@@ -603,13 +608,13 @@ func advertiseAddr(advertise string, bound net.Addr) (net.Addr, error) {
 	return a, nil
 }
 
-// minFreeDisk turns Config.MinFreeDisk into the group's reserve (0: off).
+// minFreeDisk turns Config.MinFreeDisk into the guard's reserve (0: off).
 func minFreeDisk(v int64) uint64 {
 	switch {
 	case v < 0:
 		return 0
 	case v == 0:
-		return group.DefaultMinFreeDisk
+		return guard.DefaultMinFreeDisk
 	}
 	return uint64(v)
 }

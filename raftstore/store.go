@@ -129,15 +129,29 @@ type Store struct {
 	appendNotify appendNotifier
 
 	snaps snapshotRegistry
+
+	// directVote is this group's SetDirectWALSync; guarded by groupsMu.
+	directVote bool
 }
 
-// SetDirectWALSync allows (or stops) direct WAL syncs (walsync.go): for a
-// node that is the only server of its configuration. Off after OpenDB. Safe
-// from any goroutine; takes effect from the next sync. The WAL is the
-// database's, shared by every group: with more than one group, direct syncs
-// are right only while every group is alone, which is the caller's to
-// decide.
-func (d *database) SetDirectWALSync(on bool) { d.walSync.enabled.Store(on) }
+// SetDirectWALSync is this group's vote for direct WAL syncs (walsync.go):
+// true while the group's node is the only server of its configuration
+// (group/alonemode.go). The WAL is the database's, shared by every group,
+// and a direct sync holds its thread's P until the disk answers, which only
+// a node with no peer in any group can afford: so direct syncs are on while
+// every group opened in the database votes for them, and off as soon as one
+// does not. Off after OpenDB. Safe from any goroutine; takes effect from the
+// next sync.
+func (s *Store) SetDirectWALSync(on bool) {
+	s.groupsMu.Lock()
+	defer s.groupsMu.Unlock()
+	s.directVote = on
+	all := len(s.groups) > 0
+	for _, g := range s.groups {
+		all = all && g.directVote
+	}
+	s.walSync.enabled.Store(all)
+}
 
 // DirectWALSyncActive reports whether the next WAL sync will be direct: the
 // switch is on and no slow sync has suspended direct syncs. The batcher
@@ -260,6 +274,7 @@ func (d *DB) Group(id slots.GroupID) (*Store, error) {
 		return nil, err
 	}
 	d.groups[id] = s
+	d.walSync.enabled.Store(false) // the new group has not voted (SetDirectWALSync)
 	return s, nil
 }
 
@@ -333,10 +348,6 @@ type Stats struct {
 	Appends uint64
 	// EntriesAppended counts the log entries those calls stored.
 	EntriesAppended uint64
-	// Syncs counts fsynced commits of any kind (appends, stable writes,
-	// deletes, snapshot metadata) of every group of the database. Zero with
-	// Options.NoSync.
-	Syncs uint64
 	// BytesAppended counts the encoded bytes (keys and values) of the
 	// appended entries, before Pebble's own framing.
 	BytesAppended uint64
@@ -349,8 +360,26 @@ type Stats struct {
 	// counter, and not exact (see DESIGN.md); it is what package group
 	// snapshots on.
 	LogBytesSinceSnapshot uint64
-	// The WAL figures below are the database's, shared by every group.
-	//
+	// LastSnapshotBytes is the size of the newest snapshot's data: found at
+	// Open, then of each snapshot that completes. 0 when there is none.
+	LastSnapshotBytes uint64
+	// LastSnapshotUnixMS is when the newest snapshot was created (the
+	// wall-clock milliseconds in its ID): found when the group is opened, then of each
+	// snapshot that completes. 0 when there is none. LASTSAVE answers it.
+	LastSnapshotUnixMS uint64
+	// SnapshotsCompleted counts snapshot sinks closed successfully since
+	// Open (taken here or received from a leader).
+	SnapshotsCompleted uint64
+}
+
+// WALStats are the database's own counters, shared by every group it
+// holds: its fsyncs and how its WAL was synced. A node reports them once,
+// however many groups it runs (Stats are each group's).
+type WALStats struct {
+	// Syncs counts fsynced commits of any kind (appends, stable writes,
+	// deletes, snapshot metadata) of every group of the database. Zero with
+	// Options.NoSync.
+	Syncs uint64
 	// DirectWALSyncs and OrdinaryWALSyncs count the WAL's syncs by the way
 	// they were made (walsync.go); SlowDirectWALSyncs the direct ones that
 	// took longer than 20 ms and suspended direct syncs for 10 s. All 0 on
@@ -364,17 +393,21 @@ type Stats struct {
 	// WALsZeroFilled counts new WAL files written with zeros before use,
 	// WALZeroFillsFailed those that could not be (walprefill.go).
 	WALsZeroFilled, WALZeroFillsFailed uint64
+}
 
-	// LastSnapshotBytes is the size of the newest snapshot's data: found at
-	// Open, then of each snapshot that completes. 0 when there is none.
-	LastSnapshotBytes uint64
-	// LastSnapshotUnixMS is when the newest snapshot was created (the
-	// wall-clock milliseconds in its ID): found when the group is opened, then of each
-	// snapshot that completes. 0 when there is none. LASTSAVE answers it.
-	LastSnapshotUnixMS uint64
-	// SnapshotsCompleted counts snapshot sinks closed successfully since
-	// Open (taken here or received from a leader).
-	SnapshotsCompleted uint64
+// WALStats returns the database's counters. It never blocks and may be
+// called after Close.
+func (d *database) WALStats() WALStats {
+	return WALStats{
+		Syncs:              d.syncs.Load(),
+		DirectWALSyncs:     d.walSync.direct.Load(),
+		OrdinaryWALSyncs:   d.walSync.ordinary.Load(),
+		SlowDirectWALSyncs: d.walSync.slow.Load(),
+		WALSyncTime:        time.Duration(d.walSync.syncNanos.Load()),
+		DirectWALSyncOn:    d.walSync.useDirect(),
+		WALsZeroFilled:     d.walSync.prefilled.Load(),
+		WALZeroFillsFailed: d.walSync.prefillFailed.Load(),
+	}
 }
 
 type statCounters struct {
@@ -398,16 +431,7 @@ func (s *Store) Stats() Stats {
 	st := Stats{
 		Appends:         s.stats.appends.Load(),
 		EntriesAppended: s.stats.entriesAppended.Load(),
-		Syncs:           s.syncs.Load(),
 		BytesAppended:   s.stats.bytesAppended.Load(),
-
-		DirectWALSyncs:     s.walSync.direct.Load(),
-		OrdinaryWALSyncs:   s.walSync.ordinary.Load(),
-		SlowDirectWALSyncs: s.walSync.slow.Load(),
-		WALSyncTime:        time.Duration(s.walSync.syncNanos.Load()),
-		DirectWALSyncOn:    s.walSync.useDirect(),
-		WALsZeroFilled:     s.walSync.prefilled.Load(),
-		WALZeroFillsFailed: s.walSync.prefillFailed.Load(),
 	}
 	s.stats.snapMu.Lock()
 	if since := int64(st.BytesAppended) - s.stats.snapMark; since > 0 {

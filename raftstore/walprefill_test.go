@@ -35,7 +35,7 @@ func newestWAL(t *testing.T, dir string) (string, int64) {
 func TestWALPrefill_AppendsOverwriteZeros(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir, Options{})
-	if st := s.Stats(); st.WALsZeroFilled == 0 || st.WALZeroFillsFailed != 0 {
+	if st := s.WALStats(); st.WALsZeroFilled == 0 || st.WALZeroFillsFailed != 0 {
 		t.Fatalf("after Open: %d WALs zero-filled, %d failed; want at least one and none", st.WALsZeroFilled, st.WALZeroFillsFailed)
 	}
 	name, size := newestWAL(t, dir)

@@ -35,9 +35,9 @@ import (
 //     its disk takes N+1, and a follower applies while it syncs. The switch
 //     (Store.SetDirectWALSync) is off after Open; package group turns it on
 //     only while the node is the only server of its configuration. The
-//     switch is the Store's, shared by every log in it: a Store holding the
-//     logs of several Raft groups may sync directly only while every one of
-//     them is alone.
+//     WAL is the database's, shared by every group's log: each group's
+//     Store votes, and the database syncs directly only while every group
+//     it has opened votes for it (every one of them alone).
 //   - A disk that stalls would stall the node with it. A direct sync slower
 //     than slowDirectSync turns direct syncs off for directSyncBackoff: a
 //     disk that stalls costs one stall's pause, not one per append, and a

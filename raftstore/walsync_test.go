@@ -242,7 +242,7 @@ func TestRawSync(t *testing.T) {
 func TestStore_DirectWALSync(t *testing.T) {
 	dir := t.TempDir()
 	s := openStore(t, dir, Options{})
-	if st := s.Stats(); st.DirectWALSyncOn || st.DirectWALSyncs != 0 {
+	if st := s.WALStats(); st.DirectWALSyncOn || st.DirectWALSyncs != 0 {
 		t.Fatalf("after Open: %+v; want direct syncs off and none made", st)
 	}
 	if err := s.StoreLogs(testEntries(1, 10)); err != nil {
@@ -252,7 +252,7 @@ func TestStore_DirectWALSync(t *testing.T) {
 	if err := s.StoreLogs(testEntries(11, 20)); err != nil {
 		t.Fatal(err)
 	}
-	st := s.Stats()
+	st := s.WALStats()
 	if !st.DirectWALSyncOn || st.DirectWALSyncs == 0 || st.OrdinaryWALSyncs == 0 {
 		t.Fatalf("stats %+v: want an ordinary sync before the switch and a direct one after", st)
 	}
@@ -278,5 +278,43 @@ func TestStore_AfterWALSync(t *testing.T) {
 	}
 	if got := calls.Load() - before; got < 3 {
 		t.Fatalf("3 appends ran the hook %d times, want at least 3 (one sync each)", got)
+	}
+}
+
+// The WAL is shared: direct syncs are on only while every group opened in
+// the database votes for them, and off as soon as one group stops voting
+// or a group that has not voted is opened.
+func TestDB_DirectWALSyncNeedsEveryGroupsVote(t *testing.T) {
+	d, err := OpenDB(t.TempDir(), Options{Logger: quietLogger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	g0, err := d.Group(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g0.SetDirectWALSync(true)
+	if !g0.WALStats().DirectWALSyncOn {
+		t.Fatal("one group alone, voting: direct syncs off")
+	}
+	g1, err := d.Group(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g0.WALStats().DirectWALSyncOn {
+		t.Fatal("group 1 opened without a vote: direct syncs still on")
+	}
+	g1.SetDirectWALSync(false)
+	if g0.WALStats().DirectWALSyncOn {
+		t.Fatal("group 1 votes against: direct syncs still on")
+	}
+	g1.SetDirectWALSync(true)
+	if !g0.WALStats().DirectWALSyncOn || !g1.WALStats().DirectWALSyncOn {
+		t.Fatal("both groups vote for: direct syncs off")
+	}
+	g0.SetDirectWALSync(false)
+	if g1.WALStats().DirectWALSyncOn {
+		t.Fatal("group 0 withdrew its vote: direct syncs still on")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redcell/redcell/group"
+	"github.com/redcell/redcell/guard"
 	"github.com/redcell/redcell/internal/tlscert"
 	"github.com/redcell/redcell/mux"
 	"github.com/redcell/redcell/node"
@@ -127,7 +128,7 @@ func defineFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.Uint64Var(&c.snapThresh, "snapshot-threshold", 16384, "log entries since the last snapshot before the next one is taken (tuning, tests)")
 	fs.DurationVar(&c.snapEvery, "snapshot-interval", 30*time.Second, "how often Raft checks whether a snapshot is due (tuning, tests)")
 	fs.Uint64Var(&c.snapBytes, "snapshot-log-bytes", group.DefaultSnapshotLogBytes, "snapshot once the log written since the last snapshot holds this many bytes (or twice that snapshot's\nsize, if larger): bounds the log a restart replays (64 MiB: under 2 s on a 2-core VM)")
-	fs.Int64Var(&c.minFreeDisk, "min-free-disk", group.DefaultMinFreeDisk, "bytes the data dir's filesystem must keep free: below it, commands that change state are refused\nwith MISCONF (reads work) until space returns, and a leader hands over leadership; 0 disables the guard")
+	fs.Int64Var(&c.minFreeDisk, "min-free-disk", guard.DefaultMinFreeDisk, "bytes the data dir's filesystem must keep free: below it, commands that change state are refused\nwith MISCONF (reads work) until space returns, and a leader hands over leadership; 0 disables the guard")
 	fs.Int64Var(&c.scriptMaxInstr, "script-max-instructions", scripting.DefaultMaxInstructions, "Lua VM instructions one script call may run before it stops with an error (its writes so far stand);\nevery member of a cluster must have the same value, so that a script stops at the same instruction on every replica")
 	fs.StringVar(&c.scriptMaxMemory, "script-max-memory", strconv.Itoa(scripting.DefaultMaxMemory>>20)+"mb", "bytes one script call may allocate, counted the same way on every replica (strings, table slots),\nbefore it stops with an error; every member of a cluster must have the same value")
 	fs.IntVar(&c.procs, "procs", 0, "OS threads running Go code at once (GOMAXPROCS); 0 = half the available CPUs, at least 1 (GOMAXPROCS in the environment wins)")

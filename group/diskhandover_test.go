@@ -8,21 +8,22 @@ import (
 	"time"
 
 	"github.com/redcell/redcell/gcra"
+	"github.com/redcell/redcell/guard"
 	"github.com/redcell/redcell/request"
 )
 
-// Below the reserve the leader proposes nothing and answers at once with
-// ErrDiskFull saying where and how much; above the reserve plus its margin
-// it proposes again. (The free space is injected here; the system test
-// fills a real filesystem.)
+// While the node's guard says the disk is below the reserve, the leader
+// proposes nothing and answers at once with ErrDiskFull saying where and
+// how much; when the guard lifts it proposes again. (The free space is
+// injected here, the guard's margins are package guard's tests; the system
+// test fills a real filesystem.)
 func Test_DiskGuard_RefusesBelowTheReserveAndResumes(t *testing.T) {
 	var free atomic.Uint64
 	free.Store(1 << 30)
-	n := openSingle(t, func(c *Config) {
-		c.MinFreeDisk = 64 << 20
-		c.DataDir = "/data/redcell"
-		c.FreeSpace = func() (uint64, error) { return free.Load(), nil }
-	})
+	gd := guard.Start(guard.Config{MinFreeDisk: 64 << 20, DataDir: "/data/redcell",
+		FreeSpace: func() (uint64, error) { return free.Load(), nil }})
+	t.Cleanup(gd.Stop)
+	n := openSingle(t, func(c *Config) { c.Guard = gd })
 	p, err := gcra.NewParams(15, 30, 60, 1)
 	if err != nil {
 		t.Fatal(err)
@@ -37,7 +38,7 @@ func Test_DiskGuard_RefusesBelowTheReserveAndResumes(t *testing.T) {
 	}
 	before := n.g.Stats().EntriesProposed
 	free.Store(10 << 20)
-	waitFor(t, 5*time.Second, "the guard to see the low disk", func() bool { return n.g.guard.low.Load() })
+	waitFor(t, 5*time.Second, "the guard to see the low disk", gd.DiskLow)
 	start := time.Now()
 	err = propose()
 	if !errors.Is(err, request.ErrDiskFull) {
@@ -53,16 +54,8 @@ func Test_DiskGuard_RefusesBelowTheReserveAndResumes(t *testing.T) {
 	if got := n.g.Stats().EntriesProposed; got != before {
 		t.Fatalf("%d entries proposed while the disk was low", got-before)
 	}
-	// Just above the reserve is not enough (no flapping at the edge).
-	free.Store(70 << 20)
-	for range 3 {
-		n.g.checkDisk(new(time.Time), new(time.Time))
-	}
-	if !n.g.guard.low.Load() {
-		t.Fatal("resumed at 70 MiB free; want the 25% margin (80 MiB)")
-	}
 	free.Store(100 << 20)
-	waitFor(t, 5*time.Second, "the guard to see space again", func() bool { return !n.g.guard.low.Load() })
+	waitFor(t, 5*time.Second, "the guard to see space again", func() bool { return !gd.DiskLow() })
 	if err := propose(); err != nil {
 		t.Fatalf("after space returned: %v", err)
 	}
@@ -71,12 +64,13 @@ func Test_DiskGuard_RefusesBelowTheReserveAndResumes(t *testing.T) {
 // Once the storage has failed, every write is refused at once with the
 // reason, instead of queueing behind an append that will never finish.
 func Test_DiskGuard_StorageFailedRefusesWrites(t *testing.T) {
-	n := openSingle(t, nil)
+	gd := guard.Start(guard.Config{})
+	n := openSingle(t, func(c *Config) { c.Guard = gd })
 	p, err := gcra.NewParams(15, 30, 60, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n.g.StorageFailed(errors.New("fdatasync: input/output error"))
+	gd.StorageFailed(errors.New("fdatasync: input/output error"))
 	b := NewBatch()
 	b.Ops = append(b.Ops, throttleReq([]byte("k"), p))
 	err = n.g.Propose(b)
