@@ -28,6 +28,12 @@ const (
 	// HeaderForward opens a connection carrying requests from a follower to
 	// its leader (package forward).
 	HeaderForward byte = 0x8F
+	// HeaderRaftGroup opens a hashicorp/raft transport connection of a
+	// named Raft group: after the handshake the dialer writes the group's
+	// ID (a uvarint) before raft's first byte (package node's raft
+	// streams). HeaderRaft is group 0's, unnamed, as every build before
+	// groups dials it.
+	HeaderRaftGroup byte = 0x90
 )
 
 // Defaults for Config's timeouts.

@@ -31,7 +31,7 @@ func TestPasswordInACluster(t *testing.T) {
 		}
 	})
 	waitCond(t, 20*time.Second, "three voters", func() bool {
-		ms, err := first.group.Members()
+		ms, err := first.base.group.Members()
 		if err != nil || len(ms) != 3 {
 			return false
 		}
@@ -62,7 +62,7 @@ func TestPasswordInACluster(t *testing.T) {
 // then stops the node.
 func TestShutdownCommandReachesTheOwner(t *testing.T) {
 	n := mustOpen(t, t.TempDir(), nil)
-	waitCond(t, 20*time.Second, "a ready leader", func() bool { return n.group.Ready() })
+	waitCond(t, 20*time.Second, "a ready leader", func() bool { return n.base.group.Ready() })
 	cl := dial(t, n)
 	if got := cl.do(t, "SHUTDOWN", "ABORT"); got != "-ERR No shutdown in progress." {
 		t.Errorf("SHUTDOWN ABORT = %s", got)

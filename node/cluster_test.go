@@ -57,7 +57,7 @@ func startClusterIn(t *testing.T, dirs []string) []*Node {
 		}
 	})
 	waitCond(t, 20*time.Second, "every node a voter", func() bool {
-		ms, err := first.group.Members()
+		ms, err := first.base.group.Members()
 		if err != nil || len(ms) != n {
 			return false
 		}
@@ -84,7 +84,7 @@ func waitCond(t *testing.T, d time.Duration, what string, cond func() bool) {
 
 func leaderOf(nodes []*Node) int {
 	for i, n := range nodes {
-		if n != nil && n.group.IsLeader() {
+		if n != nil && n.base.group.IsLeader() {
 			return i
 		}
 	}
@@ -186,14 +186,14 @@ func TestClusterAdministration(t *testing.T) {
 	if got := cf.do(t, "RAFT", "TRANSFER", nodes[follower].ID); got != "+OK" {
 		t.Fatalf("RAFT TRANSFER to %s sent to it: %q", nodes[follower].ID, got)
 	}
-	waitCond(t, 10*time.Second, "the transfer", func() bool { return nodes[follower].group.IsLeader() })
+	waitCond(t, 10*time.Second, "the transfer", func() bool { return nodes[follower].base.group.IsLeader() })
 
 	victim := (follower + 1) % 3
 	other := (follower + 2) % 3
 	if got := dial(t, nodes[other]).do(t, "RAFT", "REMOVE", nodes[victim].ID); got != "+OK" {
 		t.Fatalf("RAFT REMOVE sent to a follower: %q", got)
 	}
-	ms, err := nodes[follower].group.Members()
+	ms, err := nodes[follower].base.group.Members()
 	if err != nil || len(ms) != 2 {
 		t.Fatalf("members after REMOVE: %v, %v", ms, err)
 	}
@@ -249,7 +249,7 @@ func TestClusterReadonlyReadsLocalState(t *testing.T) {
 	dial(t, nodes[l]).throttle(t, "seen")
 	survivor := (l + 1) % 3
 	waitCond(t, 5*time.Second, "the survivor to apply the write", func() bool {
-		return nodes[survivor].fsm.AppliedIndex() >= nodes[l].fsm.AppliedIndex()
+		return nodes[survivor].base.fsm.AppliedIndex() >= nodes[l].base.fsm.AppliedIndex()
 	})
 	for i := range nodes {
 		if i != survivor {

@@ -37,14 +37,14 @@ const levelReportAge = 2 * statusEvery
 // if that is above the active one. Called by pollMembers after each poll,
 // on the leader; it blocks for one write at most.
 func (n *Node) raiseFeatureLevel(ms []group.Member) {
-	active := n.group.FeatureLevel()
-	if active >= request.SupportedFeatureLevel || !n.group.IsLeader() {
+	active := n.base.group.FeatureLevel()
+	if active >= request.SupportedFeatureLevel || !n.base.group.IsLeader() {
 		return
 	}
 	// The configuration as it is now, not as the poll began (up to a
 	// second ago): a node that joined meanwhile has no report yet and so
 	// counts as the base level, holding the raise back until it answers.
-	if fresh, err := n.group.Members(); err == nil {
+	if fresh, err := n.base.group.Members(); err == nil {
 		ms = fresh
 	}
 	target, lowest := request.SupportedFeatureLevel, ""
@@ -74,7 +74,7 @@ func (n *Node) raiseFeatureLevel(ms []group.Member) {
 	}
 	reqs := []request.Request{request.NewSetFeatureLevel(target)}
 	res := make([]request.Result, 1)
-	if err := n.local.Propose(reqs, res); err != nil {
+	if err := n.base.local.Propose(reqs, res); err != nil {
 		n.log.Warn("raising the cluster feature level failed; retrying after the next poll", "to", target, "err", err)
 		return
 	}
@@ -86,7 +86,7 @@ func (n *Node) raiseFeatureLevel(ms []group.Member) {
 // does not say: a build before feature levels, or no answer). At the base
 // level every build can follow the log, so nothing is asked.
 func (n *Node) checkLevel(id, addr string) error {
-	active := n.group.FeatureLevel()
+	active := n.base.group.FeatureLevel()
 	if active <= request.BaseFeatureLevel {
 		return nil
 	}
@@ -104,7 +104,7 @@ func (n *Node) checkLevel(id, addr string) error {
 
 // memberAddr is the address of member id in the configuration, "" if none.
 func (n *Node) memberAddr(id string) string {
-	ms, err := n.group.Members()
+	ms, err := n.base.group.Members()
 	if err != nil {
 		return ""
 	}

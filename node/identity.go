@@ -400,31 +400,42 @@ func randomID() (string, error) {
 // candidate asks for and whose acknowledgements no leader counts until it
 // has caught up and been promoted.
 //
-// Goroutines: raft's transport calls Accept from its accept loop; open is
+// One gate serves every group of the node (wrap gives each group's listener
+// its turnstile): the node joins every group at once, and none of its groups
+// may vote before that.
+//
+// Goroutines: raft's transports call Accept from their accept loops; open is
 // called once by the node's join goroutine; isOpen from anywhere.
 type raftGate struct {
-	net.Listener
 	log    *slog.Logger
 	opened atomic.Bool
 	warn   sync.Once
 }
 
-func newRaftGate(ln net.Listener, open bool, log *slog.Logger) *raftGate {
-	g := &raftGate{Listener: ln, log: log}
+func newRaftGate(open bool, log *slog.Logger) *raftGate {
+	g := &raftGate{log: log}
 	g.opened.Store(open)
 	return g
 }
 
+// wrap is ln behind the gate.
+func (g *raftGate) wrap(ln net.Listener) net.Listener { return &gatedListener{Listener: ln, gate: g} }
+
+type gatedListener struct {
+	net.Listener
+	gate *raftGate
+}
+
 // Accept returns the next Raft connection once the gate is open, and closes
 // every one that arrives before.
-func (g *raftGate) Accept() (net.Conn, error) {
+func (l *gatedListener) Accept() (net.Conn, error) {
 	for {
-		c, err := g.Listener.Accept()
-		if err != nil || g.opened.Load() {
+		c, err := l.Listener.Accept()
+		if err != nil || l.gate.opened.Load() {
 			return c, err
 		}
-		g.warn.Do(func() {
-			g.log.Info("refusing Raft traffic until the cluster's leader has accepted this node's join (a node without Raft state must not vote)",
+		l.gate.warn.Do(func() {
+			l.gate.log.Info("refusing Raft traffic until the cluster's leader has accepted this node's join (a node without Raft state must not vote)",
 				"from", c.RemoteAddr().String())
 		})
 		_ = c.Close()

@@ -111,13 +111,13 @@ func TestWipedMemberRejoinsAsANewMember(t *testing.T) {
 	})
 	nodes[wiped] = back
 	waitCond(t, 20*time.Second, "the wiped node to be a voter again", func() bool {
-		ms, err := leader.group.Members()
+		ms, err := leader.base.group.Members()
 		if err != nil {
 			return false
 		}
 		for _, m := range ms {
 			if m.ID == back.ID {
-				return m.Suffrage == group.Voter && back.raftGate.isOpen() && back.group.Raft().AppliedIndex() >= leader.group.Raft().CommitIndex()
+				return m.Suffrage == group.Voter && back.raftGate.isOpen() && back.base.group.Raft().AppliedIndex() >= leader.base.group.Raft().CommitIndex()
 			}
 		}
 		return false
@@ -155,7 +155,7 @@ func TestDataDirFromBeforeGroupsIsAdopted(t *testing.T) {
 		t.Errorf("adopted ID %q, want old", n.ID)
 	}
 	select {
-	case <-n.group.Loaded():
+	case <-n.base.group.Loaded():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the migrated node is still loading after 10s")
 	}
@@ -167,7 +167,7 @@ func TestDataDirFromBeforeGroupsIsAdopted(t *testing.T) {
 	if v, err := n.db.NodeRecord(nodeIDRecord); err != nil || string(v) != "old" {
 		t.Errorf("node-level ID record = %q, %v; want old", v, err)
 	}
-	if v, err := n.store.Get(legacyNodeIDKey); !errors.Is(err, raftstore.ErrKeyNotFound) {
+	if v, err := n.base.store.Get(legacyNodeIDKey); !errors.Is(err, raftstore.ErrKeyNotFound) {
 		t.Errorf("the ID is still in the group's stable store (%q, %v)", v, err)
 	}
 	mustClose(t, n)

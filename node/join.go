@@ -92,7 +92,7 @@ func (n *Node) promoteWhenCaughtUp(stop <-chan struct{}) {
 		// entries never reach the state machine, so on an idle cluster
 		// whose last entry is one, the state machine's index would stay
 		// below the commit index until the next write.
-		r := n.group.Raft()
+		r := n.base.group.Raft()
 		leaderAddr, _ := r.LeaderWithID()
 		if leaderAddr == "" {
 			continue
@@ -120,7 +120,7 @@ func (n *Node) promoteWhenCaughtUp(stop <-chan struct{}) {
 }
 
 func (n *Node) selfMember() (group.Member, bool) {
-	ms, err := n.group.Members()
+	ms, err := n.base.group.Members()
 	if err != nil {
 		return group.Member{}, false
 	}
@@ -132,21 +132,21 @@ func (n *Node) selfMember() (group.Member, bool) {
 	return group.Member{}, false
 }
 
-// admin executes a forwarded administration command with the local group
+// admin executes a forwarded administration command with the local group lg
 // only. A command that needs the leader, on a node that does not lead,
 // fails with request.NotLeaderAt carrying the leader's address, which the
 // forwarding server sends as it is so the sender can follow it.
-func (n *Node) admin(cmd string, args []string) (string, error) {
-	if group.LeaderOnly(cmd) && !n.group.IsLeader() {
-		addr, _ := n.group.Leader()
+func (n *Node) admin(lg *localGroup, cmd string, args []string) (string, error) {
+	if group.LeaderOnly(cmd) && !lg.group.IsLeader() {
+		addr, _ := lg.group.Leader()
 		return "", request.NotLeaderAt(addr)
 	}
 	if err := n.checkJoin(cmd, args); err != nil {
 		return "", err
 	}
-	text, err := n.local.Admin(cmd, args)
+	text, err := lg.local.Admin(cmd, args)
 	if errors.Is(err, group.ErrNotLeader) {
-		addr, _ := n.group.Leader()
+		addr, _ := lg.group.Leader()
 		return "", request.NotLeaderAt(addr)
 	}
 	return text, err

@@ -58,7 +58,7 @@ func TestRestartedNodeAnswersLOADINGUntilLoaded(t *testing.T) {
 	}
 
 	select {
-	case <-n.group.Loaded():
+	case <-n.base.group.Loaded():
 	case <-time.After(20 * time.Second):
 		t.Fatal("still loading 20s after the restart")
 	}

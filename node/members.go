@@ -47,10 +47,10 @@ func (n *Node) pollMembers(stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		if !n.group.IsLeader() {
+		if !n.base.group.IsLeader() {
 			continue
 		}
-		ms, err := n.group.Members()
+		ms, err := n.base.group.Members()
 		if err != nil {
 			continue
 		}
@@ -109,16 +109,16 @@ func (n *Node) remoteStatus(addr string, timeout time.Duration) (peerStatus, err
 // are called from connection goroutines and return promptly.
 type nodeStatus struct{ n *Node }
 
-func (s nodeStatus) Leading() bool { return s.n.local.Leading() }
-func (s nodeStatus) Loading() bool { return s.n.local.Loading() }
+func (s nodeStatus) Leading() bool { return s.n.base.local.Leading() }
+func (s nodeStatus) Loading() bool { return s.n.base.local.Loading() }
 func (s nodeStatus) Counters() (requests, entries, fsyncs uint64) {
-	return s.n.local.Counters()
+	return s.n.base.local.Counters()
 }
 
-func (s nodeStatus) Memory() nodeinfo.Memory           { return s.n.local.Memory() }
-func (s nodeStatus) Persistence() nodeinfo.Persistence { return s.n.local.Persistence() }
-func (s nodeStatus) Raft() nodeinfo.Raft               { return s.n.local.Raft() }
-func (s nodeStatus) Keyspace() nodeinfo.Keyspace       { return s.n.local.Keyspace() }
+func (s nodeStatus) Memory() nodeinfo.Memory           { return s.n.base.local.Memory() }
+func (s nodeStatus) Persistence() nodeinfo.Persistence { return s.n.base.local.Persistence() }
+func (s nodeStatus) Raft() nodeinfo.Raft               { return s.n.base.local.Raft() }
+func (s nodeStatus) Keyspace() nodeinfo.Keyspace       { return s.n.base.local.Keyspace() }
 
 // Replication is the cluster's view for INFO replication: for a follower
 // Redis's master_host/master_port/master_link_status, then on every node the
@@ -128,20 +128,20 @@ func (s nodeStatus) Keyspace() nodeinfo.Keyspace       { return s.n.local.Keyspa
 // keep working; members are listed as memberN lines.
 func (s nodeStatus) Replication() *nodeinfo.Replication {
 	n := s.n
-	leaderAddr, leaderID := n.group.Leader()
-	leading := n.group.IsLeader()
+	leaderAddr, leaderID := n.base.group.Leader()
+	leading := n.base.group.IsLeader()
 	r := &nodeinfo.Replication{
 		Leading:             leading,
 		LeaderID:            string(leaderID),
 		LeaderAddr:          string(leaderAddr),
-		State:               clusterState(n.group, leading, string(leaderAddr)),
-		LeaderLastContactMS: time.Since(n.group.LastLeaderContact()).Milliseconds(),
+		State:               clusterState(n.base.group, leading, string(leaderAddr)),
+		LeaderLastContactMS: time.Since(n.base.group.LastLeaderContact()).Milliseconds(),
 	}
-	ms, err := n.group.Members()
+	ms, err := n.base.group.Members()
 	if err != nil {
 		return r
 	}
-	last := n.group.Raft().LastIndex()
+	last := n.base.group.Raft().LastIndex()
 	now := time.Now()
 	n.members.mu.Lock()
 	defer n.members.mu.Unlock()

@@ -9,7 +9,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"github.com/redcell/redcell/scripting"
 	"log/slog"
 	"net"
 	"path/filepath"
@@ -21,7 +20,6 @@ import (
 	"github.com/hashicorp/raft"
 
 	"github.com/redcell/redcell/forward"
-	"github.com/redcell/redcell/fsm"
 	"github.com/redcell/redcell/group"
 	"github.com/redcell/redcell/guard"
 	"github.com/redcell/redcell/internal/tlscert"
@@ -168,15 +166,16 @@ type Node struct {
 	Addr      net.Addr // the bound client (and peer) address
 	Advertise net.Addr
 
-	log       *slog.Logger
-	dataDir   string
-	db        *raftstore.DB    // the Pebble database: every group's Raft state and the node's identity
-	store     *raftstore.Store // dataGroup's Raft state in db
-	mux       *mux.Mux
-	transport *raft.NetworkTransport
-	group     *group.Group
-	fsm       *fsm.FSM
-	local     *group.Local    // the group as a server backend
+	log     *slog.Logger
+	dataDir string
+	db      *raftstore.DB // the Pebble database: every group's Raft state and the node's identity
+	mux     *mux.Mux
+	// groups are the Raft groups this node runs, indexed by their ID;
+	// base is group 0, the data group of a one-group cluster and the
+	// group whose configuration is the cluster's membership (every node
+	// is a member of every group). Fixed once Open returns.
+	groups    []*localGroup
+	base      *localGroup
 	maxMemory *atomic.Int64   // maxmemory, shared by the group (enforces) and the server (CONFIG)
 	guard     *guard.Guard    // memory, disk and storage verdicts, shared by the node's groups
 	raftGate  *raftGate       // closed until a node without Raft state has joined
@@ -281,10 +280,11 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, fmt.Errorf("opening the raft store: %w", err)
 	}
 	closers = append(closers, n.db.Close)
-	if n.store, err = n.db.Group(dataGroup); err != nil {
+	baseStore, err := n.db.Group(dataGroup)
+	if err != nil {
 		return nil, fmt.Errorf("opening the raft store: %w", err)
 	}
-	who, err := resolveIdentity(cfg.DataDir, wasEmpty, n.db, n.store, cfg.NodeID,
+	who, err := resolveIdentity(cfg.DataDir, wasEmpty, n.db, baseStore, cfg.NodeID,
 		startMode{joining: cfg.Join != "", bootstrap: cfg.Bootstrap, peers: len(cfg.ClusterSecret) > 0})
 	if err != nil {
 		return nil, err
@@ -314,90 +314,33 @@ func Open(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	namedRaftLn, err := n.mux.Listen(mux.HeaderRaftGroup)
+	if err != nil {
+		return nil, err
+	}
 	fwdLn, err := n.mux.Listen(mux.HeaderForward)
 	if err != nil {
 		return nil, err
 	}
-	n.raftGate = newRaftGate(raftLn, !who.rejoin, log)
-	n.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
-		Stream: &group.StreamLayer{
-			Listener:  n.raftGate,
-			Advertise: n.Advertise,
-			DialPeer: func(addr string, timeout time.Duration) (net.Conn, error) {
-				return n.mux.Dial(addr, mux.HeaderRaft, timeout)
-			},
-			Stop: n.stop, // Close closes it before the group's Shutdown
-			// A peer that refuses, or accepts and then says nothing, may be
-			// restarting: Raft's dials wait for it (group/peerredial.go).
-			Unreachable: func(err error) bool { return errors.Is(err, mux.ErrUnreachable) },
-		},
-		MaxPool: 3,
-		Timeout: 10 * time.Second,
-		Logger:  group.NewRaftLogger(log),
-	})
-	closers = append(closers, n.transport.Close)
-
-	clock := &group.Clock{}
-	scripts := scripting.Config{MaxInstructions: cfg.ScriptMaxInstructions, MaxMemory: cfg.ScriptMaxMemory}
-	n.fsm = fsm.New(fsm.Config{Stripes: cfg.Stripes, Logger: log, Scripts: scripts, ObserveApply: n.metrics.applyHook(), OnFatal: func(err error) {
-		select {
-		case n.fatal <- err:
-		default:
-		}
-	}})
-	n.group, err = group.Open(group.Config{
-		WaitForElectionTimer: cfg.waitForElectionTimer,
-		NodeID:               n.ID,
-		Addr:                 raft.ServerAddress(n.Advertise.String()),
-		Bootstrap:            who.bootstrap,
-		LogStore:             n.store,
-		Stable:               n.store,
-		Snapshots:            n.store.SnapshotStore(2),
-		Transport:            n.transport,
-		FSM:                  n.fsm,
-		Clock:                clock,
-		Logger:               log,
-		MaxInflight:          cfg.MaxInflight,
-		MaxInflightWithPeers: cfg.MaxInflightWithPeers,
-		DirectWALSync:        cfg.DirectWALSync,
-		Tune: func(rc *raft.Config) {
-			if cfg.HeartbeatTimeout > 0 {
-				rc.HeartbeatTimeout = cfg.HeartbeatTimeout
-			}
-			if cfg.ElectionTimeout > 0 {
-				rc.ElectionTimeout = cfg.ElectionTimeout
-			}
-			if cfg.LeaderLeaseTimeout > 0 {
-				rc.LeaderLeaseTimeout = cfg.LeaderLeaseTimeout
-			}
-			if cfg.MaxAppend > 0 {
-				rc.MaxAppendEntries = cfg.MaxAppend
-			}
-			if cfg.SnapThresh > 0 {
-				rc.SnapshotThreshold = cfg.SnapThresh
-			}
-			if cfg.SnapEvery > 0 {
-				rc.SnapshotInterval = cfg.SnapEvery
-			}
-		},
-		SnapshotLogBytes: cmp.Or(cfg.SnapshotLogBytes, group.DefaultSnapshotLogBytes),
-		Guard:            n.guard,
-	})
+	n.raftGate = newRaftGate(!who.rejoin, log)
+	streams := newRaftStreams(n.mux, namedRaftLn, log) // ends when the mux closes
+	base, err := n.openGroup(dataGroup, cfg, groupStart{bootstrap: who.bootstrap, unnamed: raftLn, streams: streams, gate: n.raftGate})
 	if err != nil {
 		return nil, err
 	}
-	closers = append(closers, n.group.Shutdown)
-	closers = append(closers, func() error { close(n.stop); return nil }) // runs before the group's Shutdown: ends the Raft dials' waits
-	n.local = group.NewLocal(n.group, n.store)
+	n.groups = []*localGroup{base}
+	n.base = base
+	closers = append(closers, base.shutdown)
+	closers = append(closers, func() error { close(n.stop); return nil }) // runs before the groups' Shutdown: ends the Raft dials' waits
 	n.fwd = forward.NewClient(func(addr string, timeout time.Duration) (net.Conn, error) {
 		return n.mux.Dial(addr, mux.HeaderForward, timeout)
 	})
 	n.fwdSrv = forward.NewServer(n.handler, log)
-	n.router = newRouter(n.local, n.group, n.fwd, n.checkJoin, cfg.WriteTimeout, n.stop)
+	n.router = newRouter(n.base.local, n.base.group, n.fwd, n.checkJoin, cfg.WriteTimeout, n.stop)
 	n.srv = server.New(server.Config{
 		Backend: server.Backend{
 			Decider: n.router, Reader: n.router, Administrator: n.router,
-			Status: nodeStatus{n}, TestClock: n.local,
+			Status: nodeStatus{n}, TestClock: n.base.local,
 		},
 		PeerStats: n.mux.Stats,
 		Metrics:   n.metrics.serverCommands(),
@@ -418,7 +361,7 @@ func Open(cfg Config) (n *Node, err error) {
 		TLSCluster:        cfg.TLSCluster,
 		Save:              saveSchedule(cfg),
 		BusyPoll:          cfg.BusyPoll,
-		Quiet:             n.group.Quiet,
+		Quiet:             n.quiet,
 		Shutdown: func(handOver bool) {
 			select {
 			case n.shutdown <- ShutdownRequest{HandOver: handOver}:
@@ -434,7 +377,9 @@ func Open(cfg Config) (n *Node, err error) {
 	})
 	// Applied writes, whichever node took them, invalidate what tracking
 	// clients of this node cache.
-	n.fsm.WatchWrites(n.srv.WriteWatcher())
+	for _, lg := range n.groups {
+		lg.fsm.WatchWrites(n.srv.WriteWatcher())
+	}
 	if cfg.TLSPort > 0 {
 		if cfg.TLSAuthClients != tlscert.ClientAuthNo && !cfg.TLS.HasCA() {
 			return nil, errors.New("client certificates (tls-auth-clients yes or optional) need the CA certificate that signs them")
@@ -469,6 +414,18 @@ func Open(cfg Config) (n *Node, err error) {
 	log.Info("redcell started", "addr", n.Addr.String(), "node_id", n.ID, "data_dir", cfg.DataDir,
 		"version", cfg.Version, "peers", len(cfg.ClusterSecret) > 0, "tls_port", cfg.TLSPort, "tls_cluster", cfg.TLSCluster)
 	return n, nil
+}
+
+// quiet reports whether the node is alone with nothing on the way through
+// any group's log (group.Group.Quiet): the client server's busy poll spins
+// only then.
+func (n *Node) quiet() bool {
+	for _, lg := range n.groups {
+		if !lg.group.Quiet() {
+			return false
+		}
+	}
+	return true
 }
 
 // TLSAddr is the bound client TLS address, nil without a TLS port.
@@ -535,10 +492,12 @@ func (n *Node) Fatal() <-chan error { return n.fatal }
 // the stop goes on: the cluster then elects as it would after a crash.
 func (n *Node) Shutdown(handOver bool) error {
 	if handOver {
-		switch err := n.group.HandOver(); {
-		case err == nil, errors.Is(err, group.ErrNotLeader), group.IsNoVoterToHandTo(err):
-		default:
-			n.log.Warn("stopping without a leadership handover", "err", err)
+		for _, lg := range n.groups {
+			switch err := lg.group.HandOver(); {
+			case err == nil, errors.Is(err, group.ErrNotLeader), group.IsNoVoterToHandTo(err):
+			default:
+				n.log.Warn("stopping without a leadership handover", "group", lg.id, "err", err)
+			}
 		}
 	}
 	n.closeClients()
@@ -556,9 +515,14 @@ func (n *Node) Close() error {
 	n.metrics.close() // no scrape reads a node being taken down
 	n.closeClients()
 	n.fwd.Close()
-	err := n.group.Shutdown()
+	var err error
+	for _, lg := range n.groups {
+		err = errors.Join(err, lg.group.Shutdown())
+	}
 	n.fwdSrv.Close()
-	n.transport.Close()
+	for _, lg := range n.groups {
+		lg.transport.Close()
+	}
 	n.mux.Close()
 	err = errors.Join(err, n.db.Close())
 	n.guard.Stop()

@@ -118,7 +118,7 @@ func TestFreshDataDirBootstrapsAndResumes(t *testing.T) {
 	// Until the log is replayed the node answers LOADING (group's loading
 	// tests cover that); then the decision is there.
 	select {
-	case <-n.group.Loaded():
+	case <-n.base.group.Loaded():
 	case <-time.After(10 * time.Second):
 		t.Fatal("the restarted node is still loading after 10s")
 	}

@@ -335,33 +335,35 @@ func (w *leaderWatch) run(stop <-chan struct{}) {
 	}
 }
 
-// leaderHandler serves forwarded calls with the local group only (never
+// leaderHandler serves forwarded calls with one local group only (never
 // forwarding again). It does not check leadership itself: the group's
 // proposer and read path do (a ready leader, or request.FailNotLeader at
 // once when another node leads), and raft refuses an entry on a node that
 // does not lead, so one check on the leader is the authoritative one.
 type leaderHandler struct {
-	n *Node
+	n  *Node
+	lg *localGroup
 }
 
-// handler is the forwarding server's Groups: this node runs group 0 only.
+// handler is the forwarding server's Groups: the handler of a group this
+// node runs, nil for any other.
 func (n *Node) handler(id slots.GroupID) forward.Handler {
-	if id != dataGroup {
+	if int(id) >= len(n.groups) {
 		return nil
 	}
-	return leaderHandler{n: n}
+	return leaderHandler{n: n, lg: n.groups[id]}
 }
 
 func (h leaderHandler) Propose(reqs []request.Request, res []request.Result, done func(error)) {
-	h.n.local.ProposeAsync(reqs, res, done)
+	h.lg.local.ProposeAsync(reqs, res, done)
 }
 
 func (h leaderHandler) Read(reqs []request.Request, res []request.Result, done func(error)) {
-	h.n.local.ReadAsync(reqs, res, done)
+	h.lg.local.ReadAsync(reqs, res, done)
 }
 
 func (h leaderHandler) Admin(cmd string, args []string) (string, error) {
-	return h.n.admin(cmd, args)
+	return h.n.admin(h.lg, cmd, args)
 }
 
 // Admin runs a RAFT administration command: on this node when it concerns

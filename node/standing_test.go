@@ -89,15 +89,15 @@ func TestRemovedFollowerSaysSoAtOnce(t *testing.T) {
 		t.Fatalf("RAFT REMOVE %s sent to %s: %q", nodes[victim].ID, nodes[via].ID, got)
 	}
 	// The removal entry reaches the victim with (or just after) the commit.
-	waitCond(t, time.Second, "the victim to know it was removed", func() bool { return nodes[victim].group.Removed() })
+	waitCond(t, time.Second, "the victim to know it was removed", func() bool { return nodes[victim].base.group.Removed() })
 	wantRemoved(t, cv, nodes[victim].ID)
 	if got := infoField(nodes[victim], "cluster_state"); got != "removed" {
 		t.Errorf("INFO replication cluster_state on the removed node: %q", got)
 	}
 	// The others are not removed, and decide.
 	for _, i := range []int{l, via} {
-		if nodes[i].group.Removed() || infoField(nodes[i], "cluster_state") != "ok" {
-			t.Errorf("%s: removed %v, cluster_state %q", nodes[i].ID, nodes[i].group.Removed(), infoField(nodes[i], "cluster_state"))
+		if nodes[i].base.group.Removed() || infoField(nodes[i], "cluster_state") != "ok" {
+			t.Errorf("%s: removed %v, cluster_state %q", nodes[i].ID, nodes[i].base.group.Removed(), infoField(nodes[i], "cluster_state"))
 		}
 		if got := dial(t, nodes[i]).throttle(t, "after"); !strings.HasPrefix(got, ":0 ") && !strings.HasPrefix(got, ":1 ") {
 			t.Errorf("a decision on %s after the removal: %q", nodes[i].ID, got)
@@ -121,7 +121,7 @@ func TestRemovedLeaderSaysSoAtOnce(t *testing.T) {
 	if got := dial(t, nodes[via]).do(t, "RAFT", "REMOVE", nodes[l].ID); got != "+OK" {
 		t.Fatalf("RAFT REMOVE of the leader %s sent to %s: %q", nodes[l].ID, nodes[via].ID, got)
 	}
-	waitCond(t, time.Second, "the old leader to know it was removed", func() bool { return nodes[l].group.Removed() })
+	waitCond(t, time.Second, "the old leader to know it was removed", func() bool { return nodes[l].base.group.Removed() })
 	wantRemoved(t, dial(t, nodes[l]), nodes[l].ID)
 	got, _ := dial(t, nodes[via]).throttleRetrying(t, "after")
 	if !strings.HasPrefix(got, ":0 ") {
@@ -154,12 +154,12 @@ func TestJoiningNodeIsNotRemoved(t *testing.T) {
 				return
 			default:
 			}
-			removed = removed || joiner.group.Removed()
+			removed = removed || joiner.base.group.Removed()
 			time.Sleep(time.Millisecond) // sampling the joiner's view while it catches up
 		}
 	}()
 	waitCond(t, 20*time.Second, "n3 a voter", func() bool {
-		ms, err := nodes[0].group.Members()
+		ms, err := nodes[0].base.group.Members()
 		return err == nil && len(ms) == 3 && ms[2].Suffrage == "voter"
 	})
 	close(joined)
