@@ -35,6 +35,12 @@ func NewLocal(g *Group, store *raftstore.Store) *Local {
 	return &Local{g: g, store: store}
 }
 
+// Transact commits an atomic unit (EXEC): for one group exactly Propose,
+// whose call is one entry.
+func (l *Local) Transact(reqs []request.Request, res []request.Result) error {
+	return l.Propose(reqs, res)
+}
+
 // Propose commits reqs through the log in one entry and fills res (len(res)
 // >= len(reqs)); see Group.Propose. The requests and results are the
 // caller's: a pooled Batch carries them to the proposer (no copy) and holds

@@ -180,6 +180,11 @@ func (n *Node) checkJoin(cmd string, args []string) error {
 		return nil // the group reports a wrong number of arguments
 	}
 	id, addr := args[0], args[1]
+	if len(n.groups) > 1 {
+		// Every node must become a member of every group; adding a node
+		// to a cluster of several groups is not built yet.
+		return fmt.Errorf("node %s not added: this cluster's keyspace is split over %d Raft groups, and adding nodes to such a cluster is not supported yet", id, len(n.groups))
+	}
 	c, err := n.mux.Dial(addr, mux.HeaderForward, joinCheckTimeout)
 	if errors.Is(err, mux.ErrNoSecret) {
 		return fmt.Errorf("this node has no cluster secret, so it could never reach node %s at %s: "+

@@ -60,6 +60,12 @@ type Config struct {
 	// A node without ClusterSecret bootstraps an empty data dir without
 	// it (no peer can reach it); a node with one needs Bootstrap or Join.
 	Bootstrap bool
+	// Groups is how many Raft groups the keyspace is split over (--groups),
+	// chosen when the cluster is bootstrapped and kept in the data dir
+	// (groupcount.go): 0 takes the kept count (1 for a new cluster). With
+	// more than one, atomic units need their keys in one hash slot, as on
+	// Redis Cluster (request/routing.go).
+	Groups int
 	// JoinTimeout bounds a join that keeps failing (unreachable, no
 	// leader) before the node stops with the cause (default
 	// DefaultJoinTimeout); a secret or TLS mismatch stops it sooner.
@@ -324,25 +330,36 @@ func Open(cfg Config) (n *Node, err error) {
 	}
 	n.raftGate = newRaftGate(!who.rejoin, log)
 	streams := newRaftStreams(n.mux, namedRaftLn, log) // ends when the mux closes
-	base, err := n.openGroup(dataGroup, cfg, groupStart{bootstrap: who.bootstrap, unnamed: raftLn, streams: streams, gate: n.raftGate})
+	count, err := resolveGroups(n.db, cfg.Groups, who)
 	if err != nil {
 		return nil, err
 	}
-	n.groups = []*localGroup{base}
-	n.base = base
-	closers = append(closers, base.shutdown)
+	for id := range count {
+		lg, err := n.openGroup(slots.GroupID(id), cfg, groupStart{bootstrap: who.bootstrap, unnamed: raftLn, streams: streams, gate: n.raftGate})
+		if err != nil {
+			return nil, fmt.Errorf("opening raft group %d: %w", id, err)
+		}
+		n.groups = append(n.groups, lg)
+		closers = append(closers, lg.shutdown)
+	}
+	n.base = n.groups[dataGroup]
 	closers = append(closers, func() error { close(n.stop); return nil }) // runs before the groups' Shutdown: ends the Raft dials' waits
 	n.fwd = forward.NewClient(func(addr string, timeout time.Duration) (net.Conn, error) {
 		return n.mux.Dial(addr, mux.HeaderForward, timeout)
 	})
 	n.fwdSrv = forward.NewServer(n.handler, log)
-	n.router = newRouter(n.base.local, n.base.group, n.fwd, n.checkJoin, cfg.WriteTimeout, n.stop)
+	routes := make([]*groupRoute, len(n.groups))
+	for i, lg := range n.groups {
+		routes[i] = newGroupRoute(lg.id, lg.local, lg.group, n.fwd, n.checkJoin, cfg.WriteTimeout, n.stop)
+	}
+	n.router = newRouter(routes, evenSlotMap(len(n.groups)))
 	n.srv = server.New(server.Config{
 		Backend: server.Backend{
 			Decider: n.router, Reader: n.router, Administrator: n.router,
 			Status: nodeStatus{n}, TestClock: n.base.local,
 		},
 		PeerStats: n.mux.Stats,
+		SameSlot:  len(n.groups) > 1,
 		Metrics:   n.metrics.serverCommands(),
 		NodeID:    n.ID, Addr: ln.Addr().String(), DataDir: cfg.DataDir,
 		EnableDebug: cfg.EnableDebug, RedcellVer: cfg.Version, Logger: log,

@@ -80,6 +80,11 @@ type Op struct {
 	// Family is the family whose keys it works on; nil for the keyspace's
 	// own codes, which work on any key.
 	Family *Family
+	// Split is how a request of the code is carried across groups when
+	// its keys lie in several slots or it names none (routing.go); Merge
+	// is how a SplitEveryGroup code's answers combine.
+	Split Split
+	Merge Merge
 	// Level is the cluster feature level that introduced the code
 	// (featurelevel.go): a request of it is refused while the cluster's
 	// active level is lower. Left 0 in a descriptor, it is
@@ -316,6 +321,10 @@ func describeOp(op Op) {
 		panic(fmt.Sprintf("request: code %d grows a value but is not a write", op.Code))
 	case op.Creates && (op.Keys != OneKey && op.Keys != KeyValue && op.Keys != KeyPairs || !op.Code.IsWrite()):
 		panic(fmt.Sprintf("request: code %d creates a key but is not a single-key write", op.Code))
+	case (op.Split == SplitEveryGroup) != (op.Merge != MergeNone),
+		op.Split == SplitCount && (op.Keys != KeyList || op.Reply != KindInt),
+		op.Split == SplitInOrder && op.Keys != KeyList:
+		panic(fmt.Sprintf("request: code %d splits as %d with merge %d, which its keys (%d) or reply (%d) cannot", op.Code, op.Split, op.Merge, op.Keys, op.Reply))
 	case op.Level > SupportedFeatureLevel:
 		panic(fmt.Sprintf("request: code %d needs feature level %d, above this build's %d", op.Code, op.Level, SupportedFeatureLevel))
 	}

@@ -137,6 +137,24 @@ func (f *Failure) Is(target error) bool {
 	return t.Code == f.Code || (t.Code == FailNoLeader && f.Code == FailNotLeader)
 }
 
+// Partial is a call's failure that hit only some of its requests: a
+// pipeline the node split over Raft groups (request/routing.go), where one
+// group's part failed and another's was decided. Errs[i] is request i's
+// failure, nil where the result holds its answer; the caller answers each
+// request by its own entry, in order.
+type Partial struct {
+	Errs []error
+}
+
+func (p *Partial) Error() string {
+	for _, e := range p.Errs {
+		if e != nil {
+			return "part of the batch failed: " + e.Error()
+		}
+	}
+	return "part of the batch failed"
+}
+
 // AsFailure returns err's *Failure, or for any other error a
 // FailOutcomeUnknown carrying its text: a caller that cannot tell whether a
 // write happened must not say that nothing did. nil for nil.

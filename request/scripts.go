@@ -42,11 +42,11 @@ const NoScriptText = "NOSCRIPT No matching script. Please use EVAL."
 var scriptOps = []Op{
 	{Code: Eval, Name: "EVAL", Keys: KeyScript, Reply: KindReply},
 	{Code: EvalSha, Name: "EVALSHA", Keys: KeyScript, Reply: KindReply},
-	{Code: ScriptLoad, Name: "SCRIPT LOAD", Keys: KeyList, Reply: KindReply},
-	{Code: ScriptFlush, Name: "SCRIPT FLUSH", Keys: NoKey, Reply: KindOK},
+	{Code: ScriptLoad, Name: "SCRIPT LOAD", Keys: KeyList, Reply: KindReply, Split: SplitEveryGroup, Merge: MergeSame},
+	{Code: ScriptFlush, Name: "SCRIPT FLUSH", Keys: NoKey, Reply: KindOK, Split: SplitEveryGroup, Merge: MergeSame},
 	{Code: EvalRO, Name: "EVAL_RO", Keys: KeyScript, Reply: KindReply},
 	{Code: EvalShaRO, Name: "EVALSHA_RO", Keys: KeyScript, Reply: KindReply},
-	{Code: ScriptExists, Name: "SCRIPT EXISTS", Keys: KeyList, Reply: KindInts},
+	{Code: ScriptExists, Name: "SCRIPT EXISTS", Keys: KeyList, Reply: KindInts, Split: SplitEveryGroup, Merge: MergeAllOf},
 }
 
 func init() {

@@ -112,7 +112,7 @@ var Strings = describeFamily(&Family{
 		{Code: IncrEx, Name: "INCREX", Keys: KeyValue, Creates: true, Reply: KindInts, AlsoReply: KindDoubles},
 		{Code: Get, Name: "GET", Keys: OneKey, Reply: KindBulk, Nullable: true},
 		{Code: StrLen, Name: "STRLEN", Keys: OneKey, Reply: KindInt},
-		{Code: MGet, Name: "MGET", Keys: KeyList, Reply: KindBulks},
+		{Code: MGet, Name: "MGET", Keys: KeyList, Reply: KindBulks, Split: SplitInOrder},
 	},
 	Errors: []ErrText{
 		{ErrNotInteger, string(arg.ErrNotInteger)},

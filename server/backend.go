@@ -70,7 +70,23 @@ type Decider interface {
 	// reqs and res are the caller's reusable buffers, so that the server
 	// allocates nothing per pipeline; an implementation keeps its own
 	// per-call state pooled likewise (group.Local does).
+	//
+	// The requests of one call are independent (a pipeline): with the
+	// keyspace split over several Raft groups the backend may carry them
+	// in one entry per group, each request whole and in its group's entry
+	// in order, and split a multi-key request that its code lets split
+	// (request/routing.go). Then a failure may hit some of the requests
+	// only: the call returns a *request.Partial saying which.
 	Propose(reqs []request.Request, res []request.Result) error
+
+	// Transact commits reqs as one atomic unit (EXEC: a WatchGuard, the
+	// transaction's writes and its reads): one log entry of one group,
+	// never split. With several groups the server has already refused a
+	// unit whose keys lie in more than one slot (CROSSSLOT), so the
+	// backend routes it by its keys' slot (keyless: to any group). Same
+	// contract as Propose otherwise, except that a failure is always the
+	// whole call's.
+	Transact(reqs []request.Request, res []request.Result) error
 }
 
 // Reader answers reads.

@@ -241,6 +241,11 @@ func (c *conn) execCommand(args [][]byte) {
 			c.fail(e)
 			return
 		}
+		if c.crossSlot(&op) { // slots.go
+			c.answerPending()
+			c.fail(commands.ErrCrossSlot)
+			return
+		}
 		if !op.Code.IsWrite() {
 			// EVAL of a script that declares itself read-only
 			// (commands.NoWritesShebang): a read, without a log entry.
@@ -256,6 +261,11 @@ func (c *conn) execCommand(args [][]byte) {
 		if e := commands.ParseRead(spec, args, &r); e != "" {
 			c.answerPending()
 			c.fail(e)
+			return
+		}
+		if c.crossSlot(&r) { // slots.go
+			c.answerPending()
+			c.fail(commands.ErrCrossSlot)
 			return
 		}
 		c.queueRead(r)
@@ -336,16 +346,34 @@ func (c *conn) answer(run []request.Request, call func([]request.Request, []requ
 	res := c.res[:len(run)]
 	err := call(run, res)
 	c.countDecisions(run, res, err) // metrics.go
+	part := partialOf(err)
 	for i := range run {
-		if err != nil {
+		switch {
+		case part != nil && i < len(part.Errs) && part.Errs[i] != nil:
+			c.fail(backendErrText(part.Errs[i]))
+		case part == nil && err != nil:
 			c.fail(backendErrText(err))
-		} else {
+		default:
 			c.writeResult(&res[i])
 		}
 	}
 	c.recordRun(res, err) // cmdstats.go
 	clear(run)            // drop references into the read buffer
 	return run[:0]
+}
+
+// partialOf is err's *request.Partial (a call split over groups that
+// failed in part), nil for any other error and for none; it allocates
+// nothing when err is nil.
+func partialOf(err error) *request.Partial {
+	if err == nil {
+		return nil
+	}
+	var part *request.Partial
+	if errors.As(err, &part) {
+		return part
+	}
+	return nil
 }
 
 func (c *conn) writeResult(r *request.Result) {

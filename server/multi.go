@@ -111,6 +111,10 @@ func (c *conn) enqueue(spec *commands.Spec, args [][]byte) {
 			c.tx.items = append(c.tx.items, txItem{spec: spec, req: -1, err: e})
 			break
 		}
+		if c.crossSlot(&r) { // slots.go
+			c.reject(commands.ErrCrossSlot)
+			return
+		}
 		n := request.EncodedLen(&r)
 		if c.tx.bytes+n > maxTransactionBytes {
 			c.reject(commands.TransactionTooLarge(c.tx.bytes + n))
@@ -219,6 +223,12 @@ func cmdExec(c *conn, _ *commands.Spec, _ [][]byte) {
 		return
 	}
 	reqs := c.tx.reqs
+	if c.unitCrossesSlots(reqs, c.watch.keys) { // slots.go
+		c.tx.reset()
+		c.watch.reset()
+		c.fail(commands.ErrCrossSlot)
+		return
+	}
 	batch := reqs
 	if watched {
 		// The guard goes first, in the same batch, so in the same entry:
@@ -243,7 +253,7 @@ func cmdExec(c *conn, _ *commands.Spec, _ [][]byte) {
 	c.trackReads(reqs) // before they run: see tracking.go
 	if len(batch) > 0 {
 		noloop := c.noloopBegin(reqs)
-		err := c.s.cfg.Backend.Propose(batch, res)
+		err := c.s.cfg.Backend.Transact(batch, res)
 		c.countDecisions(batch, res, err) // metrics.go
 		if noloop {
 			c.noloopEnd()

@@ -34,6 +34,10 @@ type Config struct {
 	EnableDebug bool   // DEBUG CLOCK ... (testing hook)
 	RedcellVer  string // build version for INFO
 	Logger      *slog.Logger
+	// SameSlot: the keyspace is split over several Raft groups, so an
+	// atomic unit needs its keys in one hash slot or is refused with
+	// CROSSSLOT, as on Redis Cluster (slots.go). False with one group.
+	SameSlot bool
 	// Metrics records each command's latency and each decision's outcome
 	// (metrics.go); nil: nothing is recorded.
 	Metrics *metrics.Commands

@@ -89,6 +89,10 @@ func cmdWatch(c *conn, _ *commands.Spec, args [][]byte) {
 		return
 	}
 	keys := args[1:]
+	if c.keysCrossSlots(keys) { // slots.go
+		c.fail(commands.ErrCrossSlot)
+		return
+	}
 	reqs := [1]request.Request{{Code: request.WatchMark, Keys: keys}}
 	var res [1]request.Result
 	if err := c.s.cfg.Backend.ReadLocal(reqs[:], res[:]); err != nil {

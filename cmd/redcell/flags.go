@@ -67,6 +67,7 @@ type config struct {
 	idleTimeout       int64
 	join              string
 	bootstrap         bool
+	groups            int
 	joinTimeout       time.Duration
 
 	tlsPort          int
@@ -143,6 +144,7 @@ func defineFlags(c *config, stderr io.Writer) *flag.FlagSet {
 	fs.Int64Var(&c.maxClients, "maxclients", 10000, "connected clients at most: one more is answered \"-ERR max number of clients reached\" and closed (CONFIG SET maxclients)")
 	fs.Int64Var(&c.idleTimeout, "timeout", 0, "close a client idle for this many seconds; 0 = never (CONFIG SET timeout)")
 	fs.StringVar(&c.join, "join", "", "host:port of any member of an existing cluster: a node without Raft state (a new node, or a member whose disk was lost)\njoins it as a non-voter, replacing any member with its ID or address, and is promoted to voter once caught up; ignored once the node has data")
+	fs.IntVar(&c.groups, "groups", 0, "Raft groups the keyspace is split over by hash slot, chosen when the cluster is bootstrapped (default 1; refused\nlater with another value). More than one: atomic units (MULTI/EXEC, scripts, MSET) need their keys in one slot, as on Redis Cluster")
 	fs.BoolVar(&c.bootstrap, "bootstrap", false, "start a new cluster with this node as its only member. For the first start of the first node only: refused on a data dir\nthat holds Raft state. Without a cluster secret an empty data dir bootstraps anyway; with one, it needs --bootstrap or --join")
 	fs.DurationVar(&c.joinTimeout, "join-timeout", node.DefaultJoinTimeout, "how long a joining node keeps trying while the member is unreachable or knows no leader; then (or sooner, at the\nsecond identical cluster-secret or TLS mismatch) it exits with status 1 and an error naming the cause")
 	fs.DurationVar(&c.writeTimeout, "write-timeout", node.DefaultWriteTimeout, "how long a request waits for a leader that can decide it before it is answered TRYAGAIN or CLUSTERDOWN")

@@ -15,7 +15,7 @@ var flagGroups = []struct {
 	names []string
 }{
 	{"Essentials", []string{"port", "bind", "data-dir", "config", "requirepass-file", "maxmemory", "log-level", "log-format", "version"}},
-	{"Cluster", []string{"bootstrap", "join", "cluster-secret-file", "cluster-secret", "advertise", "node-id", "join-timeout", "write-timeout"}},
+	{"Cluster", []string{"bootstrap", "groups", "join", "cluster-secret-file", "cluster-secret", "advertise", "node-id", "join-timeout", "write-timeout"}},
 	{"TLS", []string{"tls-port", "tls-cert-file", "tls-key-file", "tls-ca-cert-file", "tls-auth-clients", "tls-cluster"}},
 	{"Operations", []string{"metrics-addr", "slowlog-log-slower-than", "slowlog-max-len", "latency-monitor-threshold", "latency-tracking"}},
 	{"Clients", []string{"requirepass", "protected-mode", "maxclients", "timeout", "proto-max-bulk-len", "client-query-buffer-limit", "client-output-buffer-limit"}},

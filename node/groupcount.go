@@ -1,0 +1,63 @@
+package node
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/redcell/redcell/raftstore"
+)
+
+// How many Raft groups the keyspace is split over (--groups).
+//
+// The count is chosen once, when the cluster is bootstrapped, and kept in
+// the node's Pebble beside its ID (the node-level record "groups"): every
+// group's Raft state is keyed by the group's ID, so a node that restarts
+// with another count would find groups without state or state without a
+// group. A data dir written before groups has no record and one group.
+// A start that names a count other than the one kept is refused; a start
+// that names none takes the kept one.
+
+// groupsRecord is the node-level record holding the group count.
+const groupsRecord = "groups"
+
+// MaxGroups bounds --groups: hashicorp/raft runs three goroutines per group
+// and heartbeats every follower of every group it leads, so hundreds of
+// groups want coalesced heartbeats it cannot do (../DESIGN.md, "Sharding").
+const MaxGroups = 64
+
+// ErrGroupsDiffer is returned when --groups names a count other than the
+// one the data dir was bootstrapped with.
+var ErrGroupsDiffer = errors.New("the cluster's group count is fixed when it is bootstrapped")
+
+// resolveGroups returns how many groups this node runs. want is --groups (0:
+// not given).
+func resolveGroups(db *raftstore.DB, want int, who identity) (int, error) {
+	if want < 0 || want > MaxGroups {
+		return 0, fmt.Errorf("--groups %d: give 1 to %d", want, MaxGroups)
+	}
+	if who.bootstrap {
+		g := max(want, 1)
+		if err := db.SetNodeRecord(groupsRecord, []byte(strconv.Itoa(g))); err != nil {
+			return 0, fmt.Errorf("keeping the group count in the store: %w", err)
+		}
+		return g, nil
+	}
+	kept := 1
+	v, err := db.NodeRecord(groupsRecord)
+	switch {
+	case err == nil:
+		if kept, err = strconv.Atoi(string(v)); err != nil || kept < 1 || kept > MaxGroups {
+			return 0, fmt.Errorf("the store's group count %q is not one this build can run", v)
+		}
+	case !errors.Is(err, raftstore.ErrKeyNotFound):
+		return 0, fmt.Errorf("reading the group count: %w", err)
+	}
+	if who.rejoin && want > 1 {
+		return 0, fmt.Errorf("--groups %d with --join: a node joins with the cluster's own count, and joining a cluster of several groups is not supported yet (start the node without --groups)", want)
+	}
+	if want != 0 && want != kept {
+		return 0, fmt.Errorf("%w: this data dir's cluster has %d, and --groups says %d (start without --groups, or bootstrap a new cluster with an empty data dir)", ErrGroupsDiffer, kept, want)
+	}
+	return kept, nil
+}
