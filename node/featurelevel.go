@@ -91,7 +91,7 @@ func (n *Node) checkLevel(id, addr string) error {
 		return nil
 	}
 	level := request.BaseFeatureLevel
-	if st, err := n.remoteStatus(addr, joinCheckTimeout); err == nil {
+	if st, err := n.remoteStatus(addr, dataGroup, joinCheckTimeout); err == nil {
 		level = st.level
 	}
 	if level >= active {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/redcell/redcell/group"
 	"github.com/redcell/redcell/request"
 	"github.com/redcell/redcell/slots"
 )
@@ -202,4 +203,88 @@ func execOf(ctx context.Context, rdb *redis.Client, k1, k2 string) error {
 		return nil
 	})
 	return err
+}
+
+// A node that joins a cluster of several groups learns the count from the
+// member it joins through, joins every group and is promoted in each; every
+// node then serves every key, whichever node leads its group, and a node's
+// loss leaves every group deciding.
+func TestClusterOfGroups(t *testing.T) {
+	const groups = 3
+	first := mustOpen(t, t.TempDir(), func(c *Config) { fastRaft(c); c.NodeID = "n1"; c.Bootstrap = true; c.Groups = groups })
+	nodes := []*Node{first}
+	for i := 2; i <= 3; i++ {
+		nodes = append(nodes, mustOpen(t, t.TempDir(), func(c *Config) {
+			fastRaft(c)
+			c.NodeID = fmt.Sprintf("n%d", i)
+			c.Join = first.Addr.String()
+		}))
+	}
+	t.Cleanup(func() {
+		for _, nd := range nodes {
+			if nd != nil {
+				nd.Close()
+			}
+		}
+	})
+	for _, nd := range nodes {
+		if len(nd.groups) != groups {
+			t.Fatalf("%s runs %d groups, want %d", nd.ID, len(nd.groups), groups)
+		}
+	}
+	waitCond(t, 30*time.Second, "every node a voter of every group", func() bool {
+		for _, lg := range first.groups {
+			ms, err := lg.group.Members()
+			if err != nil || len(ms) != 3 {
+				return false
+			}
+			for _, m := range ms {
+				if m.Suffrage != group.Voter {
+					return false
+				}
+			}
+		}
+		return true
+	})
+
+	ctx := context.Background()
+	keys, _ := groupKeys(30, groups)
+	clients := make([]*redis.Client, len(nodes))
+	for i, nd := range nodes {
+		clients[i] = redis.NewClient(&redis.Options{Addr: nd.Addr.String(), Protocol: 2, MaxRetries: -1})
+		defer clients[i].Close()
+	}
+	for i, k := range keys {
+		if err := clients[i%3].Set(ctx, k, i, 0).Err(); err != nil {
+			t.Fatalf("SET %s through %s: %v", k, nodes[i%3].ID, err)
+		}
+	}
+	for i, k := range keys {
+		if v, err := clients[(i+1)%3].Get(ctx, k).Int(); err != nil || v != i {
+			t.Fatalf("GET %s through %s = %d, %v; want %d", k, nodes[(i+1)%3].ID, v, err, i)
+		}
+	}
+	if n := clients[2].DBSize(ctx).Val(); n != int64(len(keys)) {
+		t.Fatalf("DBSIZE = %d, want %d", n, len(keys))
+	}
+
+	// Stop the node that leads group 0: every group still decides, through
+	// the survivors.
+	victim := -1
+	for i, nd := range nodes {
+		if nd.groups[0].group.IsLeader() {
+			victim = i
+		}
+	}
+	if victim < 0 {
+		t.Fatal("no leader of group 0")
+	}
+	mustClose(t, nodes[victim])
+	nodes[victim] = nil
+	survivor := clients[(victim+1)%3]
+	for i, k := range keys {
+		if v, err := survivor.Incr(ctx, k).Result(); err != nil || v != int64(i+1) {
+			t.Fatalf("INCR %s after losing %s = %d, %v; want %d", k, fmt.Sprint("n", victim+1), v, err, i+1)
+		}
+	}
 }

@@ -4,12 +4,14 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"strconv"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/redcell/redcell/group"
 	"github.com/redcell/redcell/mux"
 	"github.com/redcell/redcell/request"
+	"github.com/redcell/redcell/slots"
 )
 
 // Joining a cluster takes two steps, both driven by the joining node:
@@ -35,18 +37,20 @@ const adminTimeout = 15 * time.Second
 // maxRedirects bounds how many times a join follows "not the leader".
 const maxRedirects = 5
 
-// join asks the cluster at addr to add this node as a non-voter, following
-// redirects to the leader, until it succeeds, stop closes, or it is clear
-// that it cannot: the same secret or TLS mismatch (or refusal) twice in a
-// row, or n.joinTimeout spent on a member that is unreachable or has no
-// leader. The error then names the cause (*JoinError, joinerror.go).
-func (n *Node) join(addr string, stop <-chan struct{}) error {
+// join asks the cluster at addr to add this node to group id as a
+// non-voter, following redirects to the group's leader, until it succeeds,
+// stop closes, or it is clear that it cannot: the same secret or TLS
+// mismatch (or refusal) twice in a row, or n.joinTimeout spent on a member
+// that is unreachable or has no leader. The error then names the cause
+// (*JoinError, joinerror.go). A node joins every group of the cluster, one
+// after another (background, node.go).
+func (n *Node) join(addr string, id slots.GroupID, stop <-chan struct{}) error {
 	tries := newJoinAttempts(addr, n.joinTimeout)
 	target := addr
 	for redirects := 0; ; {
-		_, err := n.fwd.Admin(target, dataGroup, "rejoin", []string{n.ID, n.Advertise.String()}, tries.callTimeout())
+		_, err := n.fwd.Admin(target, id, "rejoin", []string{n.ID, n.Advertise.String()}, tries.callTimeout())
 		if err == nil {
-			n.log.Info("joined the cluster as a non-voter", "via", target)
+			n.log.Info("joined the cluster as a non-voter", "group", id, "via", target)
 			return nil
 		}
 		var f *request.Failure
@@ -79,7 +83,7 @@ func (n *Node) join(addr string, stop <-chan struct{}) error {
 // node that joins again after losing its state replays its earlier life
 // on the way, in which it was a voter, and must not take that for its
 // promotion.
-func (n *Node) promoteWhenCaughtUp(stop <-chan struct{}) {
+func (n *Node) promoteWhenCaughtUp(lg *localGroup, stop <-chan struct{}) {
 	t := time.NewTicker(joinRetry)
 	defer t.Stop()
 	for {
@@ -92,35 +96,35 @@ func (n *Node) promoteWhenCaughtUp(stop <-chan struct{}) {
 		// entries never reach the state machine, so on an idle cluster
 		// whose last entry is one, the state machine's index would stay
 		// below the commit index until the next write.
-		r := n.base.group.Raft()
+		r := lg.group.Raft()
 		leaderAddr, _ := r.LeaderWithID()
 		if leaderAddr == "" {
 			continue
 		}
 		if r.State() != raft.Leader {
-			st, err := n.remoteStatus(string(leaderAddr), adminTimeout)
+			st, err := n.remoteStatus(string(leaderAddr), lg.id, adminTimeout)
 			if err != nil || st.commit == 0 || r.AppliedIndex() < st.commit {
 				continue
 			}
 		}
-		me, ok := n.selfMember()
+		me, ok := n.selfMember(lg)
 		if !ok {
 			continue // the configuration that adds us has not arrived yet
 		}
 		if me.Suffrage == group.Voter {
 			return
 		}
-		if _, err := n.fwd.Admin(string(leaderAddr), dataGroup, "promote", []string{n.ID}, adminTimeout); err != nil {
-			n.log.Info("promotion not done yet; retrying", "err", err)
+		if _, err := n.fwd.Admin(string(leaderAddr), lg.id, "promote", []string{n.ID}, adminTimeout); err != nil {
+			n.log.Info("promotion not done yet; retrying", "group", lg.id, "err", err)
 			continue
 		}
-		n.log.Info("promoted to voter", "applied_index", r.AppliedIndex())
+		n.log.Info("promoted to voter", "group", lg.id, "applied_index", r.AppliedIndex())
 		return
 	}
 }
 
-func (n *Node) selfMember() (group.Member, bool) {
-	ms, err := n.base.group.Members()
+func (n *Node) selfMember(lg *localGroup) (group.Member, bool) {
+	ms, err := lg.group.Members()
 	if err != nil {
 		return group.Member{}, false
 	}
@@ -137,6 +141,9 @@ func (n *Node) selfMember() (group.Member, bool) {
 // fails with request.NotLeaderAt carrying the leader's address, which the
 // forwarding server sends as it is so the sender can follow it.
 func (n *Node) admin(lg *localGroup, cmd string, args []string) (string, error) {
+	if cmd == groupsCommand {
+		return strconv.Itoa(len(n.groups)), nil // groupcount.go: any node answers
+	}
 	if group.LeaderOnly(cmd) && !lg.group.IsLeader() {
 		addr, _ := lg.group.Leader()
 		return "", request.NotLeaderAt(addr)
@@ -180,11 +187,6 @@ func (n *Node) checkJoin(cmd string, args []string) error {
 		return nil // the group reports a wrong number of arguments
 	}
 	id, addr := args[0], args[1]
-	if len(n.groups) > 1 {
-		// Every node must become a member of every group; adding a node
-		// to a cluster of several groups is not built yet.
-		return fmt.Errorf("node %s not added: this cluster's keyspace is split over %d Raft groups, and adding nodes to such a cluster is not supported yet", id, len(n.groups))
-	}
 	c, err := n.mux.Dial(addr, mux.HeaderForward, joinCheckTimeout)
 	if errors.Is(err, mux.ErrNoSecret) {
 		return fmt.Errorf("this node has no cluster secret, so it could never reach node %s at %s: "+

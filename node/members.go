@@ -10,6 +10,7 @@ import (
 	"github.com/redcell/redcell/group"
 	"github.com/redcell/redcell/nodeinfo"
 	"github.com/redcell/redcell/request"
+	"github.com/redcell/redcell/slots"
 )
 
 // The leader's view of its members for INFO replication: raft does not
@@ -62,7 +63,7 @@ func (n *Node) pollMembers(stop <-chan struct{}) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				st, err := n.remoteStatus(m.Addr, statusEvery/2)
+				st, err := n.remoteStatus(m.Addr, dataGroup, statusEvery/2)
 				if err != nil {
 					return
 				}
@@ -85,8 +86,8 @@ type peerStatus struct {
 	level                       request.FeatureLevel
 }
 
-func (n *Node) remoteStatus(addr string, timeout time.Duration) (peerStatus, error) {
-	text, err := n.fwd.Admin(addr, dataGroup, "status", nil, timeout)
+func (n *Node) remoteStatus(addr string, id slots.GroupID, timeout time.Duration) (peerStatus, error) {
+	text, err := n.fwd.Admin(addr, id, "status", nil, timeout)
 	if err != nil {
 		return peerStatus{}, err
 	}

@@ -330,7 +330,20 @@ func Open(cfg Config) (n *Node, err error) {
 	}
 	n.raftGate = newRaftGate(!who.rejoin, log)
 	streams := newRaftStreams(n.mux, namedRaftLn, log) // ends when the mux closes
-	count, err := resolveGroups(n.db, cfg.Groups, who)
+	m := n.mux
+	fwd := forward.NewClient(func(addr string, timeout time.Duration) (net.Conn, error) {
+		return m.Dial(addr, mux.HeaderForward, timeout)
+	})
+	n.fwd = fwd
+	closers = append(closers, func() error { fwd.Close(); return nil })
+	learned := 0
+	if who.rejoin {
+		// A joining node runs the cluster's groups: ask before opening any.
+		if learned, err = n.askGroups(cfg.Join, n.stop); err != nil {
+			return nil, err
+		}
+	}
+	count, err := resolveGroups(n.db, cfg.Groups, learned, who)
 	if err != nil {
 		return nil, err
 	}
@@ -344,9 +357,6 @@ func Open(cfg Config) (n *Node, err error) {
 	}
 	n.base = n.groups[dataGroup]
 	closers = append(closers, func() error { close(n.stop); return nil }) // runs before the groups' Shutdown: ends the Raft dials' waits
-	n.fwd = forward.NewClient(func(addr string, timeout time.Duration) (net.Conn, error) {
-		return n.mux.Dial(addr, mux.HeaderForward, timeout)
-	})
 	n.fwdSrv = forward.NewServer(n.handler, log)
 	routes := make([]*groupRoute, len(n.groups))
 	for i, lg := range n.groups {
@@ -547,9 +557,9 @@ func (n *Node) Close() error {
 }
 
 // background starts the membership work: a node without Raft state joins
-// (and only then opens its Raft gate); every node that finds itself a
-// non-voter asks for promotion once it has caught up. A join that fails
-// stops the node (Fatal).
+// every group (and only then opens its Raft gate, which covers them all);
+// every node that finds itself a non-voter of a group asks for promotion
+// once it has caught up there. A join that fails stops the node (Fatal).
 func (n *Node) background(join string, rejoin bool) {
 	n.bg.Add(2)
 	go func() {
@@ -559,17 +569,27 @@ func (n *Node) background(join string, rejoin bool) {
 	go func() {
 		defer n.bg.Done()
 		if rejoin {
-			if err := n.join(join, n.stop); err != nil {
-				select {
-				case <-n.stop:
-				case n.fatal <- err:
-				default:
+			for _, lg := range n.groups {
+				if err := n.join(join, lg.id, n.stop); err != nil {
+					select {
+					case <-n.stop:
+					case n.fatal <- err:
+					default:
+					}
+					return
 				}
-				return
 			}
 			n.raftGate.open()
 		}
-		n.promoteWhenCaughtUp(n.stop)
+		var wg sync.WaitGroup
+		for _, lg := range n.groups {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				n.promoteWhenCaughtUp(lg, n.stop)
+			}()
+		}
+		wg.Wait()
 	}()
 }
 

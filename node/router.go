@@ -5,6 +5,7 @@ import (
 	"github.com/redcell/redcell/server"
 	"github.com/redcell/redcell/slots"
 
+	"fmt"
 	"time"
 )
 
@@ -76,10 +77,28 @@ func (r *router) ReadLocal(reqs []request.Request, res []request.Result) error {
 	return r.split(reqs, res, (*groupRoute).ReadLocal)
 }
 
-// Admin runs a RAFT administration command on group 0, the membership's
+// Admin runs a RAFT administration command. Every node is a member of every
+// group, so a membership change (RAFT JOIN, RAFT REMOVE) is made in every
+// group, group 0 first; anything else runs on group 0, the membership's
 // group.
 func (r *router) Admin(op server.AdminOp, args []string) (string, error) {
-	return r.routes[0].Admin(op, args)
+	if op != server.AdminJoin && op != server.AdminRemove {
+		return r.routes[0].Admin(op, args)
+	}
+	var text string
+	for _, rt := range r.routes {
+		t, err := rt.Admin(op, args)
+		if err != nil {
+			if rt.id != 0 {
+				return "", fmt.Errorf("raft group %d: %w", rt.id, err)
+			}
+			return "", err
+		}
+		if rt.id == 0 {
+			text = t
+		}
+	}
+	return text, nil
 }
 
 // unitRoute is the route of an atomic unit: the group of its first key
