@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"net"
 
 	"github.com/redis/go-redis/v9"
 
@@ -205,16 +206,34 @@ func execOf(ctx context.Context, rdb *redis.Client, k1, k2 string) error {
 	return err
 }
 
+// leadsOneEach reports whether each node leads exactly one group.
+func leadsOneEach(nodes []*Node) bool {
+	for _, nd := range nodes {
+		led := 0
+		for _, lg := range nd.groups {
+			if lg.group.IsLeader() {
+				led++
+			}
+		}
+		if led != 1 {
+			return false
+		}
+	}
+	return true
+}
+
 // A node that joins a cluster of several groups learns the count from the
-// member it joins through, joins every group and is promoted in each; every
-// node then serves every key, whichever node leads its group, and a node's
-// loss leaves every group deciding.
+// member it joins through, joins every group and is promoted in each; the
+// leaders spread, one group to each node; every node serves every key,
+// whichever node leads its group; a node's loss leaves every group
+// deciding, and once it is back it leads its group again.
 func TestClusterOfGroups(t *testing.T) {
 	const groups = 3
-	first := mustOpen(t, t.TempDir(), func(c *Config) { fastRaft(c); c.NodeID = "n1"; c.Bootstrap = true; c.Groups = groups })
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	first := mustOpen(t, dirs[0], func(c *Config) { fastRaft(c); c.NodeID = "n1"; c.Bootstrap = true; c.Groups = groups })
 	nodes := []*Node{first}
 	for i := 2; i <= 3; i++ {
-		nodes = append(nodes, mustOpen(t, t.TempDir(), func(c *Config) {
+		nodes = append(nodes, mustOpen(t, dirs[i-1], func(c *Config) {
 			fastRaft(c)
 			c.NodeID = fmt.Sprintf("n%d", i)
 			c.Join = first.Addr.String()
@@ -246,6 +265,8 @@ func TestClusterOfGroups(t *testing.T) {
 		}
 		return true
 	})
+
+	waitCond(t, 30*time.Second, "each node to lead one group", func() bool { return leadsOneEach(nodes) })
 
 	ctx := context.Background()
 	keys, _ := groupKeys(30, groups)
@@ -279,12 +300,22 @@ func TestClusterOfGroups(t *testing.T) {
 	if victim < 0 {
 		t.Fatal("no leader of group 0")
 	}
+	port := nodes[victim].Addr.(*net.TCPAddr).Port
 	mustClose(t, nodes[victim])
 	nodes[victim] = nil
 	survivor := clients[(victim+1)%3]
 	for i, k := range keys {
 		if v, err := survivor.Incr(ctx, k).Result(); err != nil || v != int64(i+1) {
 			t.Fatalf("INCR %s after losing %s = %d, %v; want %d", k, fmt.Sprint("n", victim+1), v, err, i+1)
+		}
+	}
+
+	// Back with its data, the node leads its group again.
+	nodes[victim] = mustOpen(t, dirs[victim], func(c *Config) { fastRaft(c); c.Port = port })
+	waitCond(t, 30*time.Second, "each node to lead one group again", func() bool { return leadsOneEach(nodes) })
+	for i, k := range keys {
+		if v, err := clients[(i+2)%3].Get(ctx, k).Int(); err != nil || v != i+1 {
+			t.Fatalf("GET %s after the restart = %d, %v; want %d", k, v, err, i+1)
 		}
 	}
 }

@@ -556,7 +556,8 @@ func (n *Node) Close() error {
 	return err
 }
 
-// background starts the membership work: a node without Raft state joins
+// background starts the membership work (and, with several groups, the
+// spreading of their leaders: balance.go): a node without Raft state joins
 // every group (and only then opens its Raft gate, which covers them all);
 // every node that finds itself a non-voter of a group asks for promotion
 // once it has caught up there. A join that fails stops the node (Fatal).
@@ -566,6 +567,13 @@ func (n *Node) background(join string, rejoin bool) {
 		defer n.bg.Done()
 		n.pollMembers(n.stop)
 	}()
+	if len(n.groups) > 1 {
+		n.bg.Add(1)
+		go func() {
+			defer n.bg.Done()
+			n.balanceLeaders(n.stop) // balance.go
+		}()
+	}
 	go func() {
 		defer n.bg.Done()
 		if rejoin {
