@@ -18,6 +18,7 @@ import (
 
 	"github.com/redcell/redcell/request"
 	"github.com/redcell/redcell/shard"
+	"github.com/redcell/redcell/slots"
 )
 
 // Results is the response of one applied entry: one Result per request, in
@@ -47,6 +48,12 @@ type Config struct {
 	// the startup gate: the apply itself). Called from raft's FSM
 	// goroutine once per batch of entries; it must be quick.
 	ObserveApply func(took time.Duration)
+	// Owns says whether this state machine's group owns a hash slot, the
+	// same on every replica at every index: a request naming a key of a
+	// slot it does not own is refused with request.ErrNotOwned at apply
+	// (package node's slot map, fixed when the cluster is bootstrapped).
+	// nil: every slot (one group), and no key is hashed.
+	Owns func(slots.Slot) bool
 }
 
 // FSM implements raft.BatchingFSM.
@@ -277,6 +284,12 @@ func (f *FSM) applyEntry(l *raft.Log) interface{} {
 			if invalid++; invalid == 1 {
 				firstWhy = fmt.Sprintf("request %d (code %d): %s", i, f.req.Code, why)
 			}
+			continue
+		}
+		if f.cfg.Owns != nil && !f.req.OwnsKeys(f.cfg.Owns) {
+			// A stale route: refused alike everywhere, retried by the
+			// node with its slot map.
+			res.R[i].SetErr(request.ErrNotOwned)
 			continue
 		}
 		if err := unsupportedLevel(&f.req); err != nil {

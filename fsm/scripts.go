@@ -244,6 +244,10 @@ func setReplyError(res *request.Result, msg string) {
 	*res = request.Result{Kind: request.KindReply, Data: data}
 }
 
+// nonLocalKeyText is Redis Cluster's error to a script's call on a key of a
+// slot another node serves; here, of a slot another group owns.
+const nonLocalKeyText = "ERR Script attempted to access a non local key in a cluster node"
+
 // scriptExecutor applies the requests a script's redis.call makes, as the
 // state machine applies a client's: same handlers, same instant, and for a
 // write the same bookkeeping (CLIENT TRACKING's written keys). It runs on
@@ -282,6 +286,12 @@ func (x *scriptExecutor) Execute(req *request.Request, res *request.Result) {
 		// A code of a level the cluster has not reached: refused on every
 		// replica alike (featurelevel.go).
 		res.SetFeatureLevelErr(req.Code, active)
+		return
+	}
+	if x.f.cfg.Owns != nil && !req.OwnsKeys(x.f.cfg.Owns) {
+		// A key of another group's slot: Redis Cluster's refusal of a
+		// non-local key, the same on every replica.
+		setReplyError(res, nonLocalKeyText)
 		return
 	}
 	if x.beside != nil {

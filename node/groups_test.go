@@ -4,10 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"testing"
 	"time"
-	"net"
 
 	"github.com/redis/go-redis/v9"
 

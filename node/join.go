@@ -3,8 +3,8 @@ package node
 import (
 	"errors"
 	"fmt"
-	"time"
 	"strconv"
+	"time"
 
 	"github.com/hashicorp/raft"
 

@@ -41,6 +41,7 @@ type groupStart struct {
 	unnamed   net.Listener // the mux's HeaderRaft listener: group 0's streams
 	streams   *raftStreams
 	gate      *raftGate
+	slots     *slotMap // the groups' slots; the state machine checks them at apply
 }
 
 // openGroup opens group id: its store, transport, state machine and Raft
@@ -73,7 +74,11 @@ func (n *Node) openGroup(id slots.GroupID, cfg Config, gs groupStart) (lg *local
 		}
 	}()
 	scripts := scripting.Config{MaxInstructions: cfg.ScriptMaxInstructions, MaxMemory: cfg.ScriptMaxMemory}
-	lg.fsm = fsm.New(fsm.Config{Stripes: cfg.Stripes, Logger: n.log, Scripts: scripts, ObserveApply: n.metrics.applyHook(), OnFatal: func(err error) {
+	var owns func(slots.Slot) bool
+	if gs.slots.groups > 1 {
+		owns = func(s slots.Slot) bool { return gs.slots.group(s) == id }
+	}
+	lg.fsm = fsm.New(fsm.Config{Stripes: cfg.Stripes, Logger: n.log, Scripts: scripts, ObserveApply: n.metrics.applyHook(), Owns: owns, OnFatal: func(err error) {
 		select {
 		case n.fatal <- err:
 		default:

@@ -182,6 +182,7 @@ type Node struct {
 	// is a member of every group). Fixed once Open returns.
 	groups    []*localGroup
 	base      *localGroup
+	slots     *slotMap        // which group owns each hash slot (slotmap.go)
 	maxMemory *atomic.Int64   // maxmemory, shared by the group (enforces) and the server (CONFIG)
 	guard     *guard.Guard    // memory, disk and storage verdicts, shared by the node's groups
 	raftGate  *raftGate       // closed until a node without Raft state has joined
@@ -347,8 +348,9 @@ func Open(cfg Config) (n *Node, err error) {
 	if err != nil {
 		return nil, err
 	}
+	n.slots = evenSlotMap(count)
 	for id := range count {
-		lg, err := n.openGroup(slots.GroupID(id), cfg, groupStart{bootstrap: who.bootstrap, unnamed: raftLn, streams: streams, gate: n.raftGate})
+		lg, err := n.openGroup(slots.GroupID(id), cfg, groupStart{bootstrap: who.bootstrap, unnamed: raftLn, streams: streams, gate: n.raftGate, slots: n.slots})
 		if err != nil {
 			return nil, fmt.Errorf("opening raft group %d: %w", id, err)
 		}
@@ -362,7 +364,7 @@ func Open(cfg Config) (n *Node, err error) {
 	for i, lg := range n.groups {
 		routes[i] = newGroupRoute(lg.id, lg.local, lg.group, n.fwd, n.checkJoin, cfg.WriteTimeout, n.stop)
 	}
-	n.router = newRouter(routes, evenSlotMap(len(n.groups)))
+	n.router = newRouter(routes, n.slots)
 	n.srv = server.New(server.Config{
 		Backend: server.Backend{
 			Decider: n.router, Reader: n.router, Administrator: n.router,

@@ -133,3 +133,35 @@ func JoinScanCursor(group int, inner uint64, groups int) uint64 {
 	}
 	return uint64(group)<<ScanGroupShift | inner
 }
+
+// ErrNotOwned: the request names a key of a hash slot its group does not
+// own at this log index, so the state machine refuses it, the same way on
+// every replica (a routing mistake costs a retry, never a decision on the
+// wrong group). Nothing changed. TRYAGAIN, as Redis Cluster answers while
+// a slot is on its way: the node routes again with its current slot map.
+const ErrNotOwned ErrCode = 65
+
+// notOwnedText is ErrNotOwned's reply.
+const notOwnedText = "TRYAGAIN The key's hash slot is not served by the group this request reached"
+
+func init() {
+	errs := []ErrText{{ErrNotOwned, notOwnedText}}
+	describeErrors(errs)
+	keyspaceErrors = append(keyspaceErrors, errs...)
+}
+
+// OwnsKeys reports whether every key r names hashes to a slot owns says
+// the group owns (the state machine's check at apply). A request copied to
+// every group (SplitEveryGroup) names no slot and always passes.
+func (r *Request) OwnsKeys(owns func(slots.Slot) bool) bool {
+	if ops[r.Code].Split == SplitEveryGroup {
+		return true
+	}
+	ok := true
+	r.ForEachKey(func(k []byte) {
+		if ok && !owns(slots.KeySlot(k)) {
+			ok = false
+		}
+	})
+	return ok
+}
