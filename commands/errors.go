@@ -24,7 +24,6 @@ const (
 	ErrDBIndex       = "ERR DB index is out of range"
 	ErrClientName    = "ERR Client names cannot contain spaces, newlines or special characters."
 	ErrDebugDisabled = "ERR DEBUG command not allowed"
-	ErrClusterOff    = "ERR This instance has cluster support disabled"
 	ErrExecNoMulti   = "ERR EXEC without MULTI"
 	// Transactions, as Redis 7 answers them.
 	ErrDiscardNoMulti = "ERR DISCARD without MULTI"
@@ -54,6 +53,24 @@ const (
 	// and operators know that word.
 	ErrDiskFullPrefix = "MISCONF Redcell cannot write its log: "
 )
+
+// The Redis Cluster protocol's argument errors (CLUSTER, COMMAND GETKEYS),
+// Redis 7.0's texts verbatim. UnknownNode adds the one with the node's ID.
+const (
+	ErrInvalidSlot        = "ERR Invalid slot"
+	ErrInvalidSlotOrCount = "ERR Invalid slot or number of keys"
+	ErrNotAMaster         = "ERR The specified node is not a master"
+	ErrGetKeysNoCommand   = "ERR Invalid command specified"
+	ErrGetKeysNoKeys      = "ERR The command has no key arguments"
+	ErrGetKeysArity       = "ERR Invalid number of arguments specified for command"
+	ErrGetKeysInvalid     = "ERR Invalid arguments specified for command"
+)
+
+// UnknownNode answers CLUSTER REPLICAS of an ID the cluster does not have,
+// as Redis 7.0 words it (the ID as sent, without newlines).
+func UnknownNode(id []byte) string {
+	return "ERR Unknown node " + string(mapNewlines(append([]byte(nil), cutNUL(id)...)))
+}
 
 // Authentication (Redis 7.0's texts, verbatim).
 const (

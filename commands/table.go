@@ -195,6 +195,8 @@ var table = []*Spec{
 		ACL: []string{"@fast", "@connection"}, Summary: "Reads on this connection answer from this node's own state, without asking the leader (may be stale on a follower)."},
 	{Name: "readwrite", Arity: 1, Flags: []string{"fast", "loading", "stale"}, Group: "cluster", Since: "3.0.0", Complexity: "O(1)",
 		ACL: []string{"@fast", "@connection"}, Summary: "Reads on this connection are linearizable again (the default)."},
+	{Name: "asking", Arity: 1, Flags: []string{"fast"}, Group: "cluster", Since: "3.0.0", Complexity: "O(1)",
+		ACL: []string{"@fast", "@connection"}, Summary: "Accepted for cluster clients: no slot is ever migrating, so it changes nothing."},
 	// Transactions (server/multi.go): the queued requests are decided in one
 	// log entry. WATCH's check is made in that entry by the state machine
 	// (server/watch.go, fsm/watchguard.go).
@@ -270,6 +272,8 @@ var table = []*Spec{
 				Args: []Arg{{Name: "command-name", Type: "string", Optional: true, Multiple: true}}},
 			{Name: "command|docs", Arity: -2, Flags: []string{"loading", "stale"}, Group: "server", Since: "7.0.0", Complexity: "O(N) where N is the number of commands to look up", ACL: []string{"@slow", "@connection"}, Summary: "Documentation of the named commands (all when none are named).",
 				Args: []Arg{{Name: "command-name", Type: "string", Optional: true, Multiple: true}}},
+			{Name: "command|getkeys", Arity: -3, Flags: []string{"loading", "stale"}, Group: "server", Since: "2.8.13", Complexity: "O(N) where N is the number of arguments to the command", ACL: []string{"@slow", "@connection"}, Summary: "The keys of a full command (cluster clients route by them).",
+				Args: []Arg{{Name: "command", Type: "string"}, {Name: "arg", Type: "string", Optional: true, Multiple: true}}},
 			{Name: "command|list", Arity: -2, Flags: []string{"loading", "stale"}, Group: "server", Since: "7.0.0", Complexity: "O(N) where N is the total number of commands", ACL: []string{"@slow", "@connection"}, Summary: "The names of all commands."},
 			{Name: "command|help", Arity: 2, Flags: []string{"loading", "stale"}, Group: "server", Since: "5.0.0", Complexity: "O(1)", ACL: []string{"@slow", "@connection"}, Summary: "Shows helpful text about the different subcommands."},
 		}},
@@ -305,9 +309,32 @@ var table = []*Spec{
 		}},
 	// Diagnostics (diagnostics.go): SLOWLOG, LATENCY, MEMORY.
 	diagnosticsSpecs[0], diagnosticsSpecs[1], diagnosticsSpecs[2],
+	// The Redis Cluster protocol (server/handlers_cluster.go, docs/cluster.md):
+	// each Raft group is a shard. Arity and flags are Redis 7.0's.
 	{Name: "cluster", Arity: -2, Flags: []string{}, Group: "cluster", Since: "3.0.0", Complexity: "Depends on subcommand.",
-		ACL: []string{"@slow"}, Summary: "Cluster commands (answers that cluster mode is disabled).",
-		Args: []Arg{{Name: "subcommand", Type: "string"}, {Name: "argument", Type: "string", Optional: true, Multiple: true}}},
+		ACL: []string{"@slow"}, Summary: "The Redis Cluster protocol: every Raft group is a shard, its leader the master.", Subs: []*Spec{
+			{Name: "cluster|slots", Arity: 2, Flags: []string{"stale"}, Group: "cluster", Since: "3.0.0", Complexity: "O(N) where N is the total number of Cluster nodes", ACL: []string{"@slow"},
+				Summary: "The slot ranges and the nodes serving them: the leader of each group first, then its other voters."},
+			{Name: "cluster|shards", Arity: 2, Flags: []string{"stale"}, Group: "cluster", Since: "7.0.0", Complexity: "O(N) where N is the total number of cluster nodes", ACL: []string{"@slow"},
+				Summary: "Each shard (Raft group): its slot ranges and its nodes with role, applied index and health."},
+			{Name: "cluster|nodes", Arity: 2, Flags: []string{"stale"}, Group: "cluster", Since: "3.0.0", Complexity: "O(N) where N is the total number of Cluster nodes", ACL: []string{"@slow"},
+				Summary: "The cluster's nodes as Redis's nodes.conf lines."},
+			{Name: "cluster|info", Arity: 2, Flags: []string{"stale"}, Group: "cluster", Since: "3.0.0", Complexity: "O(1)", ACL: []string{"@slow"},
+				Summary: "The cluster's state: ok while every slot's group has a leader this node knows."},
+			{Name: "cluster|myid", Arity: 2, Flags: []string{"stale"}, Group: "cluster", Since: "3.0.0", Complexity: "O(1)", ACL: []string{"@slow"},
+				Summary: "This node's cluster ID: the hex SHA-1 of its node ID."},
+			{Name: "cluster|keyslot", Arity: 3, Flags: []string{"stale"}, Group: "cluster", Since: "3.0.0", Complexity: "O(N) where N is the number of bytes in the key", ACL: []string{"@slow"},
+				Summary: "The hash slot of a key.", Args: []Arg{{Name: "key", Type: "string"}}},
+			{Name: "cluster|countkeysinslot", Arity: 3, Flags: []string{"stale"}, Group: "cluster", Since: "3.0.0", Complexity: "O(N) where N is the number of keys in the keyspace", ACL: []string{"@slow"},
+				Summary: "The number of live keys in a hash slot (a linearizable read of every key).", Args: []Arg{{Name: "slot", Type: "integer"}}},
+			{Name: "cluster|getkeysinslot", Arity: 4, Flags: []string{"stale"}, Group: "cluster", Since: "3.0.0", Complexity: "O(N) where N is the number of keys in the keyspace", ACL: []string{"@slow"},
+				Summary: "Up to count live keys of a hash slot (a linearizable read of every key).", Args: []Arg{{Name: "slot", Type: "integer"}, {Name: "count", Type: "integer"}}},
+			{Name: "cluster|replicas", Arity: 3, Flags: []string{"admin", "stale"}, Group: "cluster", Since: "5.0.0", Complexity: "O(N) where N is the number of replicas", ACL: []string{"@admin", "@slow", "@dangerous"},
+				Summary: "The replicas of a master as CLUSTER NODES lines.", Args: []Arg{{Name: "node-id", Type: "string"}}},
+			{Name: "cluster|slaves", Arity: 3, Flags: []string{"admin", "stale"}, Group: "cluster", Since: "3.0.0", Complexity: "O(N) where N is the number of replicas", ACL: []string{"@admin", "@slow", "@dangerous"},
+				Summary: "The replicas of a master as CLUSTER NODES lines (old name of CLUSTER REPLICAS).", Args: []Arg{{Name: "node-id", Type: "string"}}},
+			{Name: "cluster|help", Arity: 2, Flags: []string{"loading", "stale"}, Group: "cluster", Since: "5.0.0", Complexity: "O(1)", ACL: []string{"@slow"}, Summary: "Shows helpful text about the different subcommands."},
+		}},
 }
 
 // numSpecs is the number of commands and subcommands, each with its ID.

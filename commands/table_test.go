@@ -181,7 +181,7 @@ func TestSpecArities(t *testing.T) {
 		"expire": -3, "pexpire": -3, "expireat": -3, "pexpireat": -3, "persist": 2, "expiretime": 2, "pexpiretime": 2, "touch": -2, "rename": 3, "renamenx": 3,
 		"type": 2, "dbsize": 1, "flushall": -1, "flushdb": -1, "ping": -1, "echo": 2, "quit": -1,
 		"reset": 1, "hello": -1, "auth": -2, "select": 2, "client": -2, "info": -1, "time": 1,
-		"command": -1, "config": -2, "debug": -2, "cluster": -2, "raft": -2, "readonly": 1, "readwrite": 1,
+		"command": -1, "config": -2, "debug": -2, "cluster": -2, "raft": -2, "readonly": 1, "readwrite": 1, "asking": 1,
 		"multi": 1, "exec": 1, "discard": 1, "watch": -2, "unwatch": 1, "subscribe": -2, "unsubscribe": -1,
 		"tb.take": -5, "tb.peek": -5, "sl.hit": -4, "sl.peek": -4, "scan": -2, "keys": 2,
 		"save": 1, "bgsave": -1, "lastsave": 1, "shutdown": -1,

@@ -144,6 +144,15 @@ type Status interface {
 	// snapshot at startup; commands then get -LOADING, as Redis answers
 	// while it loads its dataset.
 	Loading() bool
+
+	// Cluster is this node's view of the cluster for the Redis Cluster
+	// protocol (CLUSTER SLOTS, SHARDS, NODES, INFO, MYID; handlers_cluster.go):
+	// its shards, each a Raft group with its slot ranges and its members,
+	// master (the leader) first. Called once per such command; a fresh
+	// value the server may keep and the backend no longer touches. It reads
+	// what the node already knows (configuration, leader, the leader's
+	// last contact with each member) and never asks another node.
+	Cluster() nodeinfo.Cluster
 }
 
 // TestClock is DEBUG CLOCK's view of the node's clock (a testing hook; the

@@ -22,6 +22,7 @@ type stubBackend struct {
 	read     int
 	riding   int // reads proposed behind writes (counted in proposed too)
 	clock    []string
+	cluster  nodeinfo.Cluster // Cluster's answer
 }
 
 func (b *stubBackend) Propose(reqs []request.Request, res []request.Result) error {
@@ -59,6 +60,7 @@ func (b *stubBackend) Raft() nodeinfo.Raft                          { return nod
 func (b *stubBackend) Replication() *nodeinfo.Replication {
 	return nil
 }
+func (b *stubBackend) Cluster() nodeinfo.Cluster { return b.cluster }
 func (b *stubBackend) Keyspace() nodeinfo.Keyspace {
 	return nodeinfo.Keyspace{Keys: 3, Expires: 3, AvgTTLms: 7}
 }

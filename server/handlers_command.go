@@ -72,6 +72,8 @@ func cmdCommand(c *conn, s *commands.Spec, args [][]byte) {
 			c.w.BulkString(cs.Name)
 			writeCommandDocs(c, cs)
 		}
+	case "command|getkeys":
+		commandGetKeys(c, args[2:])
 	case "command|help":
 		writeHelp(c, "COMMAND <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
 			"(no subcommand)", "    Return details about all commands.",
@@ -79,6 +81,7 @@ func cmdCommand(c *conn, s *commands.Spec, args [][]byte) {
 			"LIST", "    Return a list of all commands.",
 			"INFO [<command-name> ...]", "    Return details about the named commands (all when none is named).",
 			"DOCS [<command-name> ...]", "    Return documentation details about the named commands (all when none is named).",
+			"GETKEYS <full-command>", "    Return the keys from a full Redis command.",
 			"HELP", "    Print this help.")
 	}
 }
@@ -119,25 +122,39 @@ func writeCommandInfo(c *conn, s *commands.Spec) {
 	}
 }
 
-// writeKeySpecs derives Redis 7 key specifications from the key positions.
+// writeKeySpecs derives Redis 7 key specifications from the key positions:
+// a range from FirstKey, or for a script (movablekeys: its keys follow a
+// count) Redis's keynum spec, which is what lets a cluster client find a
+// script's keys. Flag names are Redis's: the access kind upper case, the
+// operation lower case.
 func writeKeySpecs(c *conn, s *commands.Spec) {
-	if s.FirstKey == 0 {
+	script := s.FirstKey == 0 && s.HasFlag("movablekeys")
+	if s.FirstKey == 0 && !script {
 		c.w.Array(0)
 		return
 	}
-	flags := []string{"RO", "ACCESS"}
+	flags := []string{"RO", "access"}
 	if s.Class == commands.Write {
-		flags = []string{"RW", "UPDATE"}
+		flags = []string{"RW", "update"}
 		if s.Name == "del" || s.Name == "unlink" {
-			flags = []string{"RM", "DELETE"}
+			flags = []string{"RM", "delete"}
 		}
 	}
-	lastKey := int64(0)
-	if s.LastKey < 0 {
-		lastKey = -1
-	}
 	c.w.Array(1)
-	c.w.MapHeader(3)
+	if script {
+		// Redis 7.0's words: a script may do anything with its keys.
+		notes := "We cannot tell how the keys will be used so we assume the worst, RW and UPDATE"
+		flags = []string{"RW", "access", "update"}
+		if s.HasFlag("readonly") {
+			notes = "We cannot tell how the keys will be used so we assume the worst, RO and ACCESS"
+			flags = []string{"RO", "access"}
+		}
+		c.w.MapHeader(4)
+		c.w.BulkString("notes")
+		c.w.BulkString(notes)
+	} else {
+		c.w.MapHeader(3)
+	}
 	c.w.BulkString("flags")
 	c.w.SetHeader(len(flags))
 	for _, f := range flags {
@@ -150,6 +167,26 @@ func writeKeySpecs(c *conn, s *commands.Spec) {
 	c.w.BulkString("spec")
 	c.w.MapHeader(1)
 	c.w.BulkString("index")
+	if script {
+		c.w.Int(2) // numkeys
+		c.w.BulkString("find_keys")
+		c.w.MapHeader(2)
+		c.w.BulkString("type")
+		c.w.BulkString("keynum")
+		c.w.BulkString("spec")
+		c.w.MapHeader(3)
+		c.w.BulkString("keynumidx")
+		c.w.Int(0)
+		c.w.BulkString("firstkey")
+		c.w.Int(1)
+		c.w.BulkString("keystep")
+		c.w.Int(1)
+		return
+	}
+	lastKey := int64(0)
+	if s.LastKey < 0 {
+		lastKey = -1
+	}
 	c.w.Int(int64(s.FirstKey))
 	c.w.BulkString("find_keys")
 	c.w.MapHeader(2)
@@ -163,6 +200,55 @@ func writeKeySpecs(c *conn, s *commands.Spec) {
 	c.w.Int(int64(s.Step))
 	c.w.BulkString("limit")
 	c.w.Int(0)
+}
+
+// commandGetKeys answers COMMAND GETKEYS command [arg ...]: the keys of the
+// full command, found as Redis 7.0 finds them (by the table's key positions;
+// a script's by its numkeys), with Redis's errors. Cluster clients ask it
+// for a command whose keys move (redis-py for EVAL_RO, EVALSHA_RO).
+func commandGetKeys(c *conn, argv [][]byte) {
+	var scratch []byte
+	cs := commands.Lookup(argv[0], &scratch)
+	if cs != nil && len(cs.Subs) > 0 && len(argv) > 1 {
+		cs = cs.Sub(argv[1]) // Redis looks a container's subcommand up
+	}
+	switch {
+	case cs == nil:
+		c.fail(commands.ErrGetKeysNoCommand)
+		return
+	case cs.FirstKey == 0 && !cs.HasFlag("movablekeys"):
+		c.fail(commands.ErrGetKeysNoKeys)
+		return
+	case !cs.CheckArity(len(argv)):
+		c.fail(commands.ErrGetKeysArity)
+		return
+	}
+	var keys [][]byte
+	if cs.FirstKey == 0 {
+		// A script: numkeys at 2, the keys after it. A count that is not
+		// a number, or larger than what follows, names no key (Redis's
+		// atoi and its check); a script needs none.
+		n, ok := commands.ParseInt(argv[2])
+		if ok && n > 0 && n <= int64(len(argv)-3) {
+			keys = argv[3 : 3+n]
+		}
+	} else {
+		last := cs.LastKey
+		if last < 0 {
+			last += len(argv)
+		}
+		if last >= len(argv) || last < cs.FirstKey {
+			c.fail(commands.ErrGetKeysInvalid)
+			return
+		}
+		for i := cs.FirstKey; i <= last; i += max(cs.Step, 1) {
+			keys = append(keys, argv[i])
+		}
+	}
+	c.w.Array(len(keys))
+	for _, k := range keys {
+		c.w.Bulk(k)
+	}
 }
 
 // writeCommandDocs writes Redis 7's COMMAND DOCS map for one command.

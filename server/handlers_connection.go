@@ -18,7 +18,7 @@ func init() {
 		"ping": cmdPing, "echo": cmdEcho, "quit": cmdQuit, "reset": cmdReset,
 		"hello": cmdHello, "auth": cmdAuth, "select": cmdSelect, "client": cmdClient,
 		"info": cmdInfo, "time": cmdTime, "command": cmdCommand, "config": cmdConfig, "script": cmdScript, "raft": cmdRaft, "readonly": cmdReadonly, "readwrite": cmdReadwrite,
-		"debug": cmdDebug, "cluster": cmdCluster,
+		"debug": cmdDebug, "cluster": cmdCluster, "asking": cmdAsking,
 		"save": cmdSave, "bgsave": cmdBgsave, "lastsave": cmdLastsave, "shutdown": cmdShutdown,
 		"multi": cmdMulti, "exec": cmdExec, "discard": cmdDiscard, "watch": cmdWatch, "unwatch": cmdUnwatch,
 		"subscribe": cmdSubscribe, "unsubscribe": cmdUnsubscribe,

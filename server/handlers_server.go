@@ -17,12 +17,6 @@ func cmdTime(c *conn, _ *commands.Spec, _ [][]byte) {
 	c.w.BulkInt(int64(now.Nanosecond() / 1000))
 }
 
-// CLUSTER <subcommand> [arguments]
-// Redcell runs one Raft group and no Redis Cluster protocol yet: every
-// subcommand answers as a non-cluster Redis does. rueidis reads an error
-// containing "CLUSTER" as "single-node mode".
-func cmdCluster(c *conn, _ *commands.Spec, _ [][]byte) { c.fail(commands.ErrClusterOff) }
-
 // DEBUG CLOCK [SET unix_ns | ADVANCE ns | REAL]
 // Testing hook, only with --enable-debug-command: freeze or move the clock
 // this node stamps log entries with; bare DEBUG CLOCK answers the replicated

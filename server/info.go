@@ -14,7 +14,7 @@ import (
 // infoSections are INFO's sections in the order it writes them: Redis
 // 7.0's, with Redcell's raft after replication.
 var infoSections = []string{"server", "clients", "memory", "persistence", "stats", "replication", "raft", "cpu",
-	"commandstats", "errorstats", "latencystats", "keyspace"}
+	"commandstats", "errorstats", "latencystats", "cluster", "keyspace"}
 
 // infoNotDefault are the sections INFO writes only when asked for by name,
 // "all" or "everything", as in Redis 7.0.
@@ -22,7 +22,7 @@ var infoNotDefault = map[string]bool{"commandstats": true, "latencystats": true}
 
 // INFO [section [section ...]]
 // Sections: server, clients, memory, persistence, stats, replication, raft,
-// cpu, commandstats, errorstats, latencystats, keyspace; "default" (all but
+// cpu, commandstats, errorstats, latencystats, cluster, keyspace; "default" (all but
 // commandstats and latencystats, also with no argument), "all" and
 // "everything" as in Redis. Unknown sections answer nothing (ioredis and
 // others only need INFO to answer, and loading:0).
@@ -186,6 +186,12 @@ func (s *Server) infoSection(b *strings.Builder, section string) {
 	case "latencystats":
 		b.WriteString("# Latencystats\r\n")
 		s.writeLatencyStats(b)
+	case "cluster":
+		// Redis Cluster's one field: cluster clients (older redis-py)
+		// read it to tell a cluster from a standalone server. Redcell
+		// always speaks the cluster protocol (handlers_cluster.go).
+		b.WriteString("# Cluster\r\n")
+		kv("cluster_enabled", 1)
 	case "keyspace":
 		b.WriteString("# Keyspace\r\n")
 		s.cfg.Backend.Keyspace().Fields(kv) // db0:keys=...

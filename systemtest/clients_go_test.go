@@ -81,11 +81,14 @@ func testGoRedisSession(t *testing.T, n *node, protocol int) {
 // testRueidis runs the session with rueidis: by default RESP3 with
 // client-side caching on (it sends CLIENT TRACKING ON OPTIN on connect and
 // caches through CLIENT CACHING YES + MULTI PTTL cmd EXEC), or RESP2 without
-// caching, which RESP2 cannot do.
+// caching, which RESP2 cannot do. As a standalone client (ForceSingleClient):
+// Redcell speaks the Redis Cluster protocol, so rueidis would otherwise be a
+// cluster client, which refuses the session's transaction across slots as it
+// would against any Redis Cluster (its cluster path: TestClusterClients).
 func testRueidis(t *testing.T, n *node, resp2 bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
 	defer cancel()
-	opt := rueidis.ClientOption{InitAddress: []string{n.addr()}}
+	opt := rueidis.ClientOption{InitAddress: []string{n.addr()}, ForceSingleClient: true}
 	prefix := "rueidis-resp3"
 	if resp2 {
 		opt.AlwaysRESP2, opt.DisableCache = true, true

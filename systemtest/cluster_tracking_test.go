@@ -67,10 +67,12 @@ func TestClusterTrackingSeesWritesFromEveryNode(t *testing.T) {
 		}
 	}
 
-	// rueidis with its defaults (RESP3, client-side caching) on the follower.
+	// rueidis with its defaults (RESP3, client-side caching) on the
+	// follower, held there as a standalone client: as a cluster client it
+	// would send its reads to the leader, the shard's master.
 	ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
 	defer cancel()
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{c.nodes[f1].addr()}})
+	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{c.nodes[f1].addr()}, ForceSingleClient: true})
 	if err != nil {
 		t.Fatalf("rueidis.NewClient on %s: %v", c.nodes[f1].id, err)
 	}

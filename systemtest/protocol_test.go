@@ -213,7 +213,8 @@ func TestExactTexts(t *testing.T) {
 		rawExchange(t, c, "+PONG\r\n", "PING")
 		rawExchange(t, c, "$5\r\nhello\r\n", "PING", "hello")
 		rawExchange(t, c, "$5\r\na\x00\r\nb\r\n", "ECHO", "a\x00\r\nb")
-		rawExchange(t, c, "-ERR This instance has cluster support disabled\r\n", "CLUSTER", "SLOTS")
+		rawExchange(t, c, ":12739\r\n", "CLUSTER", "KEYSLOT", "123456789")
+		rawExchange(t, c, "-ERR unknown subcommand 'FOO'. Try CLUSTER HELP.\r\n", "CLUSTER", "FOO")
 		rawExchange(t, c, "+RESET\r\n", "RESET")
 		rawExchange(t, c, "+OK\r\n", "QUIT")
 		if err := c.expectClosed(); err != nil {

@@ -1,0 +1,360 @@
+package server
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redcell/redcell/commands"
+	"github.com/redcell/redcell/nodeinfo"
+	"github.com/redcell/redcell/request"
+	"github.com/redcell/redcell/slots"
+)
+
+// The Redis Cluster protocol, so that cluster-mode clients (go-redis's
+// ClusterClient, rueidis, redis-py's RedisCluster, ioredis's Cluster,
+// node-redis's createCluster, redis-cli -c) connect. Each Raft group is a
+// shard: its leader the master, its other voters the replicas. The node
+// describes its groups (Backend.Cluster, a nodeinfo.Cluster) and these
+// handlers write that view in Redis 7.0's shapes, byte for byte, so this
+// file knows nothing of Raft. docs/cluster.md says what each reply means
+// here and what is not available.
+
+// CLUSTER <SLOTS | SHARDS | NODES | INFO | MYID | KEYSLOT key |
+// COUNTKEYSINSLOT slot | GETKEYSINSLOT slot count | REPLICAS node-id |
+// SLAVES node-id | HELP>
+// The cluster's topology as Redis Cluster reports it (each Raft group a
+// shard), a key's hash slot, and the keys of a slot.
+func cmdCluster(c *conn, s *commands.Spec, args [][]byte) {
+	sub := s.Sub(args[1])
+	if sub == nil {
+		c.fail(commands.UnknownSubcommand(args[1], "CLUSTER"))
+		return
+	}
+	if !sub.CheckArity(len(args)) {
+		c.fail(commands.WrongArgs(sub.Name))
+		return
+	}
+	switch strings.TrimPrefix(sub.Name, "cluster|") {
+	case "help":
+		writeHelp(c, "CLUSTER <subcommand> [<arg> [value] [opt] ...]. Subcommands are:",
+			"COUNTKEYSINSLOT <slot>", "    Return the number of keys in <slot>.",
+			"GETKEYSINSLOT <slot> <count>", "    Return key names stored by current node in a slot.",
+			"INFO", "    Return information about the cluster.",
+			"KEYSLOT <key>", "    Return the hash slot for <key>.",
+			"MYID", "    Return the node id.",
+			"NODES", "    Return cluster configuration seen by node. Output format:",
+			"    <id> <ip:port> <flags> <master> <pings> <pongs> <epoch> <link> <slot> ...",
+			"REPLICAS <node-id>", "    Return <node-id> replicas.",
+			"SLOTS", "    Return information about slots range mappings. Each range is made of:",
+			"    start, end, master and replicas IP addresses, ports and ids",
+			"SHARDS", "    Return information about slot range mappings and the nodes associated with them.",
+			"HELP", "    Prints this help.")
+	case "keyslot":
+		c.w.Int(int64(slots.KeySlot(args[2])))
+	case "myid":
+		c.w.BulkString(c.s.cfg.Backend.Cluster().MyID)
+	case "slots":
+		writeClusterSlots(c, c.s.cfg.Backend.Cluster())
+	case "shards":
+		writeClusterShards(c, c.s.cfg.Backend.Cluster())
+	case "nodes":
+		c.w.Verbatim(clusterNodes(c.s.cfg.Backend.Cluster(), time.Now()))
+	case "info":
+		c.w.Verbatim(clusterInfo(c.s.cfg.Backend.Cluster()))
+	case "replicas", "slaves":
+		clusterReplicas(c, args[2])
+	case "countkeysinslot", "getkeysinslot":
+		keysInSlot(c, args)
+	}
+}
+
+// ASKING
+// Accepted as Redis Cluster accepts it; it changes nothing, because no slot
+// is ever being imported (and no node answers ASK).
+func cmdAsking(c *conn, _ *commands.Spec, _ [][]byte) { c.w.OK() }
+
+// writeClusterSlots writes CLUSTER SLOTS: one entry per slot range, by
+// ascending start: [start, end, master, replicas...], each node [endpoint,
+// port, id, metadata] with empty metadata (no hostnames are announced).
+func writeClusterSlots(c *conn, v nodeinfo.Cluster) {
+	type entry struct {
+		r     nodeinfo.SlotRange
+		shard *nodeinfo.Shard
+	}
+	var entries []entry
+	for i := range v.Shards {
+		for _, r := range v.Shards[i].Slots {
+			entries = append(entries, entry{r, &v.Shards[i]})
+		}
+	}
+	slices.SortFunc(entries, func(a, b entry) int { return cmp.Compare(a.r.First, b.r.First) })
+	c.w.Array(len(entries))
+	for _, e := range entries {
+		c.w.Array(2 + len(e.shard.Nodes))
+		c.w.Int(int64(e.r.First))
+		c.w.Int(int64(e.r.Last))
+		for _, n := range e.shard.Nodes {
+			c.w.Array(4)
+			c.w.BulkString(n.Host)
+			c.w.Int(int64(n.Port))
+			c.w.BulkString(n.ID)
+			c.w.MapHeader(0)
+		}
+	}
+}
+
+// writeClusterShards writes CLUSTER SHARDS: per shard a map of its slots (a
+// flat start, end list) and its nodes, each a map of Redis 7.0's seven
+// fields in Redis's order.
+func writeClusterShards(c *conn, v nodeinfo.Cluster) {
+	c.w.Array(len(v.Shards))
+	for _, sh := range v.Shards {
+		c.w.MapHeader(2)
+		c.w.BulkString("slots")
+		c.w.Array(2 * len(sh.Slots))
+		for _, r := range sh.Slots {
+			c.w.Int(int64(r.First))
+			c.w.Int(int64(r.Last))
+		}
+		c.w.BulkString("nodes")
+		c.w.Array(len(sh.Nodes))
+		for _, n := range sh.Nodes {
+			role := "replica"
+			if n.Master {
+				role = "master"
+			}
+			c.w.MapHeader(7)
+			c.w.BulkString("id")
+			c.w.BulkString(n.ID)
+			c.w.BulkString("port")
+			c.w.Int(int64(n.Port))
+			c.w.BulkString("ip")
+			c.w.BulkString(n.Host)
+			c.w.BulkString("endpoint")
+			c.w.BulkString(n.Host)
+			c.w.BulkString("role")
+			c.w.BulkString(role)
+			c.w.BulkString("replication-offset")
+			c.w.Int(n.ReplicationOffset)
+			c.w.BulkString("health")
+			c.w.BulkString(n.Health)
+		}
+	}
+}
+
+// clusterNodes is CLUSTER NODES' text: a line per node, each ended by "\n",
+// shard by shard, master first.
+func clusterNodes(v nodeinfo.Cluster, now time.Time) string {
+	var b strings.Builder
+	for _, sh := range v.Shards {
+		for i := range sh.Nodes {
+			b.WriteString(nodeLine(&sh, i, now))
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// nodeLine is node i of sh as Redis's nodes.conf line: id, ip:port@busport
+// (the same port: peers and clients share it), flags, the master's ID or
+// "-", ping sent and pong received (0: there is no cluster bus; this node's
+// own pong is now in whole seconds, as Redis writes it), the config epoch
+// (a replica shows its master's), the link state and, for a master, its
+// slots.
+func nodeLine(sh *nodeinfo.Shard, i int, now time.Time) string {
+	n := &sh.Nodes[i]
+	var b strings.Builder
+	b.WriteString(n.ID)
+	b.WriteByte(' ')
+	port := strconv.Itoa(n.Port)
+	b.WriteString(n.Host + ":" + port + "@" + port)
+	b.WriteByte(' ')
+	var flags []string
+	if n.Myself {
+		flags = append(flags, "myself")
+	}
+	if n.Master {
+		flags = append(flags, "master")
+	} else {
+		flags = append(flags, "slave")
+	}
+	if n.Health == nodeinfo.HealthFail {
+		flags = append(flags, "fail")
+	}
+	b.WriteString(strings.Join(flags, ","))
+	master := "-"
+	if !n.Master && len(sh.Nodes) > 0 {
+		master = sh.Nodes[0].ID
+	}
+	pong := int64(0)
+	if n.Myself {
+		pong = now.Unix() * 1000
+	}
+	link := "connected"
+	if n.Health == nodeinfo.HealthFail {
+		link = "disconnected"
+	}
+	b.WriteString(" " + master + " 0 " + strconv.FormatInt(pong, 10) + " " + strconv.FormatUint(n.ConfigEpoch, 10) + " " + link)
+	if n.Master {
+		for _, r := range sh.Slots {
+			b.WriteByte(' ')
+			b.WriteString(strconv.Itoa(r.First))
+			if r.Last != r.First {
+				b.WriteString("-" + strconv.Itoa(r.Last))
+			}
+		}
+	}
+	return b.String()
+}
+
+// clusterInfo is CLUSTER INFO's text, Redis 7.0's fields in its order. The
+// cluster is ok when every slot is assigned and every shard has a leader
+// this node knows; a leaderless shard's slots count as failing. There is
+// no cluster bus, so no message is ever sent or received.
+func clusterInfo(v nodeinfo.Cluster) string {
+	var assigned, ok, failing, known, size int
+	var myEpoch uint64
+	for _, sh := range v.Shards {
+		n := 0
+		for _, r := range sh.Slots {
+			n += r.Last - r.First + 1
+		}
+		assigned += n
+		if sh.Leaderless {
+			failing += n
+		} else {
+			ok += n
+		}
+		if n > 0 {
+			size++
+		}
+		known += len(sh.Nodes)
+		for _, nd := range sh.Nodes {
+			if nd.Myself && len(sh.Nodes) > 0 {
+				myEpoch = sh.Nodes[0].ConfigEpoch
+			}
+		}
+	}
+	state := "fail"
+	if assigned == slots.Count && failing == 0 {
+		state = "ok"
+	}
+	var b strings.Builder
+	kv := func(k string, v any) {
+		b.WriteString(k + ":")
+		switch x := v.(type) {
+		case string:
+			b.WriteString(x)
+		case int:
+			b.WriteString(strconv.Itoa(x))
+		case uint64:
+			b.WriteString(strconv.FormatUint(x, 10))
+		}
+		b.WriteString("\r\n")
+	}
+	kv("cluster_state", state)
+	kv("cluster_slots_assigned", assigned)
+	kv("cluster_slots_ok", ok)
+	kv("cluster_slots_pfail", 0)
+	kv("cluster_slots_fail", failing)
+	kv("cluster_known_nodes", known)
+	kv("cluster_size", size)
+	kv("cluster_current_epoch", v.CurrentEpoch)
+	kv("cluster_my_epoch", myEpoch)
+	kv("cluster_stats_messages_sent", 0)
+	kv("cluster_stats_messages_received", 0)
+	kv("total_cluster_links_buffer_limit_exceeded", 0)
+	return b.String()
+}
+
+// clusterReplicas answers CLUSTER REPLICAS (SLAVES) node-id: the replicas of
+// a master as CLUSTER NODES lines, each without its newline, as Redis.
+func clusterReplicas(c *conn, id []byte) {
+	v := c.s.cfg.Backend.Cluster()
+	for _, sh := range v.Shards {
+		for i, n := range sh.Nodes {
+			if n.ID != string(id) {
+				continue
+			}
+			if !n.Master {
+				c.fail(commands.ErrNotAMaster)
+				return
+			}
+			now := time.Now()
+			c.w.Array(len(sh.Nodes) - 1)
+			for j := range sh.Nodes {
+				if j != i {
+					c.w.BulkString(nodeLine(&sh, j, now))
+				}
+			}
+			return
+		}
+	}
+	c.fail(commands.UnknownNode(id))
+}
+
+// keysInSlot answers CLUSTER COUNTKEYSINSLOT slot and GETKEYSINSLOT slot
+// count, with Redis's argument checks. Redcell keeps no index by slot, so
+// it reads every live key (KEYS *) through the ordinary read path, a
+// linearizable read (READONLY: this node's own state), and keeps the
+// slot's: O(keys in the keyspace), where Redis's is O(1) or O(count). A
+// read with no new request code: a follower forwards it as any KEYS.
+func keysInSlot(c *conn, args [][]byte) {
+	get := len(args) == 4
+	slot, ok := commands.ParseInt(args[2])
+	if !ok {
+		c.fail(commands.ErrNotInteger)
+		return
+	}
+	limit := int64(-1)
+	if get {
+		if limit, ok = commands.ParseInt(args[3]); !ok {
+			c.fail(commands.ErrNotInteger)
+			return
+		}
+	}
+	if slot < 0 || slot >= slots.Count || (get && limit < 0) {
+		if get {
+			c.fail(commands.ErrInvalidSlotOrCount)
+		} else {
+			c.fail(commands.ErrInvalidSlot)
+		}
+		return
+	}
+	reqs := [1]request.Request{{Code: request.Keys, Key: []byte("*")}}
+	var res [1]request.Result
+	read := c.s.cfg.Backend.Read
+	if c.readonly {
+		read = c.s.cfg.Backend.ReadLocal
+	}
+	if err := read(reqs[:], res[:]); err != nil {
+		c.fail(backendErrText(err))
+		return
+	}
+	if res[0].Kind != request.KindKeys {
+		c.writeResult(&res[0]) // a state machine's error, as a KEYS would answer it
+		return
+	}
+	var keys [][]byte
+	count := int64(0)
+	request.Items(res[0].Data, func(key []byte) {
+		if int64(slots.KeySlot(key)) != slot {
+			return
+		}
+		count++
+		if get && int64(len(keys)) < limit {
+			keys = append(keys, key)
+		}
+	})
+	if !get {
+		c.w.Int(count)
+		return
+	}
+	c.w.Array(len(keys))
+	for _, k := range keys {
+		c.w.Bulk(k)
+	}
+}
