@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -94,6 +95,12 @@ func TestGroupsSplitTheKeyspace(t *testing.T) {
 	}
 	if got := rdb.DBSize(ctx).Val(); got != int64(len(keys)) {
 		t.Errorf("DBSIZE = %d, want %d", got, len(keys))
+	}
+	info := rdb.Info(ctx, "raft", "keyspace").Val()
+	for _, want := range []string{"raft_groups:4\r\n", "raft_groups_leading:4\r\n", "raft_group3:state=leader,ready=1,", fmt.Sprintf("db0:keys=%d,", len(keys))} {
+		if !strings.Contains(info, want) {
+			t.Errorf("INFO lacks %q:\n%s", want, info)
+		}
 	}
 	got, err := rdb.Keys(ctx, "*").Result()
 	if err != nil {

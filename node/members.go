@@ -105,22 +105,6 @@ func (n *Node) remoteStatus(addr string, id slots.GroupID, timeout time.Duration
 	return st, nil
 }
 
-// nodeStatus is the server's Status: the local group's standing and
-// figures, with the cluster's view added to INFO replication. Its methods
-// are called from connection goroutines and return promptly.
-type nodeStatus struct{ n *Node }
-
-func (s nodeStatus) Leading() bool { return s.n.base.local.Leading() }
-func (s nodeStatus) Loading() bool { return s.n.base.local.Loading() }
-func (s nodeStatus) Counters() (requests, entries, fsyncs uint64) {
-	return s.n.base.local.Counters()
-}
-
-func (s nodeStatus) Memory() nodeinfo.Memory           { return s.n.base.local.Memory() }
-func (s nodeStatus) Persistence() nodeinfo.Persistence { return s.n.base.local.Persistence() }
-func (s nodeStatus) Raft() nodeinfo.Raft               { return s.n.base.local.Raft() }
-func (s nodeStatus) Keyspace() nodeinfo.Keyspace       { return s.n.base.local.Keyspace() }
-
 // Replication is the cluster's view for INFO replication: for a follower
 // Redis's master_host/master_port/master_link_status, then on every node the
 // leader, this node's standing (clusterState) and when it last heard from a

@@ -368,7 +368,7 @@ func Open(cfg Config) (n *Node, err error) {
 	n.srv = server.New(server.Config{
 		Backend: server.Backend{
 			Decider: n.router, Reader: n.router, Administrator: n.router,
-			Status: nodeStatus{n}, TestClock: n.base.local,
+			Status: nodeStatus{n}, TestClock: nodeClock{n},
 		},
 		PeerStats: n.mux.Stats,
 		SameSlot:  len(n.groups) > 1,

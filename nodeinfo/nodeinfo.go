@@ -134,6 +134,23 @@ type Raft struct {
 	// FeatureLevelSupported the highest this build can apply
 	// (request/featurelevel.go).
 	FeatureLevel, FeatureLevelSupported uint32
+	// Groups, with more than one group, is each group's line (every field
+	// above is group 0's); nil with one.
+	Groups []GroupRaft
+}
+
+// GroupRaft is one group's standing and counters, INFO raft's
+// raft_group<N> line.
+type GroupRaft struct {
+	ID                           uint32
+	State                        string
+	Ready                        bool
+	Term                         uint64
+	LeaderID                     string
+	CommitIndex, AppliedIndex    uint64
+	EntriesProposed, OpsProposed uint64
+	FSMOpsApplied                uint64
+	FSMApplyUsec                 int64
 }
 
 // Fields writes r in INFO's order.
@@ -175,6 +192,20 @@ func (r Raft) Fields(f Field) {
 	f("fsm_clock_ns", r.FSMClockNS)
 	f("feature_level", r.FeatureLevel)
 	f("feature_level_supported", r.FeatureLevelSupported)
+	if len(r.Groups) > 1 {
+		leading := 0
+		for _, g := range r.Groups {
+			if g.State == "leader" {
+				leading++
+			}
+		}
+		f("raft_groups", len(r.Groups))
+		f("raft_groups_leading", leading)
+		for _, g := range r.Groups {
+			f(fmt.Sprintf("raft_group%d", g.ID), fmt.Sprintf("state=%s,ready=%d,term=%d,leader_id=%s,commit_index=%d,applied_index=%d,entries_proposed=%d,ops_proposed=%d,fsm_ops_applied=%d,fsm_apply_usec=%d",
+				g.State, boolInt(g.Ready), g.Term, g.LeaderID, g.CommitIndex, g.AppliedIndex, g.EntriesProposed, g.OpsProposed, g.FSMOpsApplied, g.FSMApplyUsec))
+		}
+	}
 }
 
 // entryOpsHistogram formats the distribution of requests per entry as
