@@ -146,26 +146,69 @@ func writeClusterShards(c *conn, v nodeinfo.Cluster) {
 }
 
 // clusterNodes is CLUSTER NODES' text: a line per node, each ended by "\n",
-// shard by shard, master first.
+// in the order the shards first name them (with one shard: master first).
 func clusterNodes(v nodeinfo.Cluster, now time.Time) string {
 	var b strings.Builder
-	for _, sh := range v.Shards {
-		for i := range sh.Nodes {
-			b.WriteString(nodeLine(&sh, i, now))
-			b.WriteByte('\n')
-		}
+	for _, ln := range nodeLines(v) {
+		b.WriteString(ln.text(now))
+		b.WriteByte('\n')
 	}
 	return b.String()
 }
 
-// nodeLine is node i of sh as Redis's nodes.conf line: id, ip:port@busport
+// nodeLineOf is one node as CLUSTER NODES shows it. Redis's format gives a
+// node one role: a master with its slots, or the replica of one master.
+// With several groups every node is a member of every shard, leading some,
+// so a node that leads any shard is a master holding the slots of every
+// shard it leads, and a node that leads none is the replica of the first
+// shard's master (redis-cli and redis-benchmark read masters and their
+// slots from these lines; CLUSTER SLOTS and SHARDS list every replica of
+// every range). With one shard this is the shard's lines, master first.
+type nodeLineOf struct {
+	node     nodeinfo.ClusterNode
+	slots    []nodeinfo.SlotRange
+	masterID string // "-" for a master
+	epoch    uint64 // its own as a master; its master's as a replica
+}
+
+// nodeLines merges the shards' members into one line per node.
+func nodeLines(v nodeinfo.Cluster) []*nodeLineOf {
+	var lines []*nodeLineOf
+	byID := map[string]*nodeLineOf{}
+	for _, sh := range v.Shards {
+		for i, n := range sh.Nodes {
+			ln := byID[n.ID]
+			if ln == nil {
+				ln = &nodeLineOf{node: n, masterID: "-"}
+				byID[n.ID] = ln
+				lines = append(lines, ln)
+				if i > 0 {
+					ln.masterID, ln.epoch = sh.Nodes[0].ID, sh.Nodes[0].ConfigEpoch
+				}
+			}
+			if i == 0 {
+				if !ln.node.Master {
+					ln.node.Master, ln.masterID, ln.epoch = true, "-", 0
+				}
+				ln.slots = append(ln.slots, sh.Slots...)
+				ln.epoch = max(ln.epoch, n.ConfigEpoch)
+			}
+		}
+	}
+	for _, ln := range lines {
+		slices.SortFunc(ln.slots, func(a, b nodeinfo.SlotRange) int { return a.First - b.First })
+	}
+	return lines
+}
+
+// text is the line as Redis's nodes.conf writes it: id, ip:port@busport
 // (the same port: peers and clients share it), flags, the master's ID or
 // "-", ping sent and pong received (0: there is no cluster bus; this node's
 // own pong is now in whole seconds, as Redis writes it), the config epoch
 // (a replica shows its master's), the link state and, for a master, its
 // slots.
-func nodeLine(sh *nodeinfo.Shard, i int, now time.Time) string {
-	n := &sh.Nodes[i]
+func (ln *nodeLineOf) text(now time.Time) string {
+	n := &ln.node
 	var b strings.Builder
 	b.WriteString(n.ID)
 	b.WriteByte(' ')
@@ -185,10 +228,6 @@ func nodeLine(sh *nodeinfo.Shard, i int, now time.Time) string {
 		flags = append(flags, "fail")
 	}
 	b.WriteString(strings.Join(flags, ","))
-	master := "-"
-	if !n.Master && len(sh.Nodes) > 0 {
-		master = sh.Nodes[0].ID
-	}
 	pong := int64(0)
 	if n.Myself {
 		pong = now.Unix() * 1000
@@ -197,9 +236,9 @@ func nodeLine(sh *nodeinfo.Shard, i int, now time.Time) string {
 	if n.Health == nodeinfo.HealthFail {
 		link = "disconnected"
 	}
-	b.WriteString(" " + master + " 0 " + strconv.FormatInt(pong, 10) + " " + strconv.FormatUint(n.ConfigEpoch, 10) + " " + link)
+	b.WriteString(" " + ln.masterID + " 0 " + strconv.FormatInt(pong, 10) + " " + strconv.FormatUint(ln.epoch, 10) + " " + link)
 	if n.Master {
-		for _, r := range sh.Slots {
+		for _, r := range ln.slots {
 			b.WriteByte(' ')
 			b.WriteString(strconv.Itoa(r.First))
 			if r.Last != r.First {
@@ -228,14 +267,18 @@ func clusterInfo(v nodeinfo.Cluster) string {
 		} else {
 			ok += n
 		}
-		if n > 0 {
-			size++
-		}
-		known += len(sh.Nodes)
 		for _, nd := range sh.Nodes {
 			if nd.Myself && len(sh.Nodes) > 0 {
 				myEpoch = sh.Nodes[0].ConfigEpoch
 			}
+		}
+	}
+	// Each node once, however many shards name it; the size is the masters
+	// serving slots, as Redis counts them.
+	for _, ln := range nodeLines(v) {
+		known++
+		if ln.node.Master && len(ln.slots) > 0 {
+			size++
 		}
 	}
 	state := "fail"
@@ -273,25 +316,27 @@ func clusterInfo(v nodeinfo.Cluster) string {
 // clusterReplicas answers CLUSTER REPLICAS (SLAVES) node-id: the replicas of
 // a master as CLUSTER NODES lines, each without its newline, as Redis.
 func clusterReplicas(c *conn, id []byte) {
-	v := c.s.cfg.Backend.Cluster()
-	for _, sh := range v.Shards {
-		for i, n := range sh.Nodes {
-			if n.ID != string(id) {
-				continue
-			}
-			if !n.Master {
-				c.fail(commands.ErrNotAMaster)
-				return
-			}
-			now := time.Now()
-			c.w.Array(len(sh.Nodes) - 1)
-			for j := range sh.Nodes {
-				if j != i {
-					c.w.BulkString(nodeLine(&sh, j, now))
-				}
-			}
+	lines := nodeLines(c.s.cfg.Backend.Cluster())
+	for _, ln := range lines {
+		if ln.node.ID != string(id) {
+			continue
+		}
+		if !ln.node.Master {
+			c.fail(commands.ErrNotAMaster)
 			return
 		}
+		now := time.Now()
+		var replicas []string
+		for _, r := range lines {
+			if r.masterID == ln.node.ID {
+				replicas = append(replicas, r.text(now))
+			}
+		}
+		c.w.Array(len(replicas))
+		for _, r := range replicas {
+			c.w.BulkString(r)
+		}
+		return
 	}
 	c.fail(commands.UnknownNode(id))
 }

@@ -305,3 +305,32 @@ func TestCommandGetKeysAndKeySpecs(t *testing.T) {
 		}
 	}
 }
+
+// Every node in every shard (several groups): CLUSTER NODES has one line a
+// node, a master holding the slots of every shard it leads and a node that
+// leads none the replica of the first shard's master; CLUSTER INFO counts
+// each node once and the masters serving slots.
+func TestClusterNodesOfGroups(t *testing.T) {
+	now := time.UnixMilli(1796220631234)
+	node := func(id string, port int, master bool, epoch uint64) nodeinfo.ClusterNode {
+		return nodeinfo.ClusterNode{ID: id, Host: "127.0.0.1", Port: port, Master: master, Myself: id == "a", Health: "online", ConfigEpoch: epoch}
+	}
+	v := nodeinfo.Cluster{MyID: "a", CurrentEpoch: 5, Shards: []nodeinfo.Shard{
+		{Slots: []nodeinfo.SlotRange{{First: 0, Last: 5460}}, Nodes: []nodeinfo.ClusterNode{node("a", 7000, true, 2), node("b", 7001, false, 2), node("c", 7002, false, 2)}},
+		{Slots: []nodeinfo.SlotRange{{First: 5461, Last: 10922}}, Nodes: []nodeinfo.ClusterNode{node("b", 7001, true, 5), node("a", 7000, false, 5), node("c", 7002, false, 5)}},
+		{Slots: []nodeinfo.SlotRange{{First: 10923, Last: 16383}}, Nodes: []nodeinfo.ClusterNode{node("a", 7000, true, 3), node("b", 7001, false, 3), node("c", 7002, false, 3)}},
+	}}
+	got := clusterNodes(v, now)
+	want := "a 127.0.0.1:7000@7000 myself,master - 0 1796220631000 3 connected 0-5460 10923-16383\n" +
+		"b 127.0.0.1:7001@7001 master - 0 0 5 connected 5461-10922\n" +
+		"c 127.0.0.1:7002@7002 slave a 0 0 2 connected\n"
+	if got != want {
+		t.Errorf("CLUSTER NODES of three groups:\n got %q\nwant %q", got, want)
+	}
+	info := clusterInfo(v)
+	for _, line := range []string{"cluster_state:ok\r\n", "cluster_known_nodes:3\r\n", "cluster_size:2\r\n"} {
+		if !strings.Contains(info, line) {
+			t.Errorf("CLUSTER INFO lacks %q:\n%s", line, info)
+		}
+	}
+}
