@@ -18,9 +18,23 @@ import (
 // knows a leader (itself included; a leader must also have applied
 // everything earlier terms committed, raft_ready), and its applied index is
 // within maxLag of the commit index it knows (a follower learns the
-// leader's commit index with every append). Otherwise it answers why, in
-// one line.
+// leader's commit index with every append) — in every group it runs.
+// Otherwise it answers why, in one line.
 func Readiness(loading bool, r nodeinfo.Raft, maxLag uint64) (bool, string) {
+	if ok, why := readiness(loading, r, maxLag); !ok {
+		return false, why
+	}
+	for _, g := range r.Groups {
+		gr := nodeinfo.Raft{State: g.State, Ready: g.Ready, LeaderID: g.LeaderID, CommitIndex: g.CommitIndex, AppliedIndex: g.AppliedIndex}
+		if ok, why := readiness(false, gr, maxLag); !ok {
+			return false, fmt.Sprintf("group %d: %s", g.ID, why)
+		}
+	}
+	return true, "ok"
+}
+
+// readiness is Readiness of one group.
+func readiness(loading bool, r nodeinfo.Raft, maxLag uint64) (bool, string) {
 	switch {
 	case loading:
 		return false, "loading"

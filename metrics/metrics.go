@@ -11,6 +11,7 @@ package metrics
 
 import (
 	"runtime"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -125,12 +126,12 @@ func desc(name, help string, labels ...string) *prometheus.Desc {
 }
 
 var (
-	roleDesc        = desc("redcell_raft_role", "1 for this node's Raft role (leader, follower, candidate, shutdown), 0 for the others.", "role")
-	termDesc        = desc("redcell_raft_term", "This node's current Raft term.")
-	commitDesc      = desc("redcell_raft_commit_index", "The commit index this node knows.")
-	appliedDesc     = desc("redcell_raft_applied_index", "The index of the last entry this node's state machine applied.")
+	roleDesc        = desc("redcell_raft_role", "1 for this node's Raft role in the group (leader, follower, candidate, shutdown), 0 for the others.", "group", "role")
+	termDesc        = desc("redcell_raft_term", "This node's current Raft term in the group.", "group")
+	commitDesc      = desc("redcell_raft_commit_index", "The commit index this node knows of the group.", "group")
+	appliedDesc     = desc("redcell_raft_applied_index", "The index of the group's last entry this node's state machine applied.", "group")
 	lastLogDesc     = desc("redcell_raft_last_log_index", "The index of the last entry in this node's log.")
-	leaderDesc      = desc("redcell_raft_leader_known", "1 when this node knows a leader (itself included).")
+	leaderDesc      = desc("redcell_raft_leader_known", "1 when this node knows the group's leader (itself included).", "group")
 	votersDesc      = desc("redcell_raft_voters", "Voters in the configuration.")
 	peerLagDesc     = desc("redcell_raft_peer_lag_entries", "On the leader: entries each other member has yet to apply (its applied index against the leader's last log index, sampled every second).", "peer")
 	peerContactDesc = desc("redcell_raft_peer_last_contact_seconds", "On the leader: time since each other member last answered the leader's status poll.", "peer")
@@ -172,14 +173,23 @@ func (c nodeCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	loading := cfg.Status.Loading()
 	r := cfg.Status.Raft()
-	for _, role := range roles {
-		gauge(roleDesc, boolFloat(r.State == role), role)
+	// Each group's standing, labelled with its ID (one group: "0"); the
+	// other figures are group 0's or the node's.
+	groups := r.Groups
+	if len(groups) == 0 {
+		groups = []nodeinfo.GroupRaft{{State: r.State, Term: r.Term, LeaderID: r.LeaderID, CommitIndex: r.CommitIndex, AppliedIndex: r.AppliedIndex}}
 	}
-	gauge(termDesc, float64(r.Term))
-	gauge(commitDesc, float64(r.CommitIndex))
-	gauge(appliedDesc, float64(r.AppliedIndex))
+	for _, g := range groups {
+		id := strconv.FormatUint(uint64(g.ID), 10)
+		for _, role := range roles {
+			gauge(roleDesc, boolFloat(g.State == role), id, role)
+		}
+		gauge(termDesc, float64(g.Term), id)
+		gauge(commitDesc, float64(g.CommitIndex), id)
+		gauge(appliedDesc, float64(g.AppliedIndex), id)
+		gauge(leaderDesc, boolFloat(g.LeaderID != ""), id)
+	}
 	gauge(lastLogDesc, float64(r.LastLogIndex))
-	gauge(leaderDesc, boolFloat(r.LeaderID != ""))
 	gauge(votersDesc, float64(r.Voters))
 	gauge(snapIndexDesc, float64(r.LastSnapshotIndex))
 	ch <- batchHistogram(r)

@@ -90,7 +90,7 @@ func TestEndpoints(t *testing.T) {
 		t.Errorf("/readyz once loaded: %d %q", code, body)
 	}
 	code, body := get(t, base+"/metrics")
-	if code != http.StatusOK || !strings.Contains(body, "\nredcell_ready 1\n") || !strings.Contains(body, `redcell_raft_role{role="follower"} 1`) {
+	if code != http.StatusOK || !strings.Contains(body, "\nredcell_ready 1\n") || !strings.Contains(body, `redcell_raft_role{group="0",role="follower"} 1`) {
 		t.Errorf("/metrics: %d\n%s", code, body)
 	}
 }
@@ -184,5 +184,20 @@ func TestBatchHistogram(t *testing.T) {
 	}
 	if len(h.GetBucket()) != len(want) {
 		t.Errorf("%d buckets, want %d", len(h.GetBucket()), len(want))
+	}
+}
+
+// With several groups a node is ready only when every group is.
+func TestReadinessOfGroups(t *testing.T) {
+	r := nodeinfo.Raft{State: "follower", LeaderID: "n1", CommitIndex: 10, AppliedIndex: 10, Groups: []nodeinfo.GroupRaft{
+		{ID: 0, State: "follower", LeaderID: "n1", CommitIndex: 10, AppliedIndex: 10},
+		{ID: 1, State: "leader", Ready: true, LeaderID: "n2", CommitIndex: 5, AppliedIndex: 5},
+	}}
+	if ok, why := Readiness(false, r, 256); !ok {
+		t.Fatalf("every group ready: %s", why)
+	}
+	r.Groups[1].LeaderID = ""
+	if ok, why := Readiness(false, r, 256); ok || why != "group 1: no leader known" {
+		t.Fatalf("group 1 without a leader: %v %q", ok, why)
 	}
 }

@@ -32,7 +32,7 @@ func httpGet(t *testing.T, url string) (int, string) {
 }
 
 // scrape is one /metrics text: each sample's value by its line's name and
-// labels as written ("redcell_keys", `redcell_raft_role{role="leader"}`),
+// labels as written ("redcell_keys", `redcell_raft_role{group="0",role="leader"}`),
 // and every name a query may use (a histogram's _bucket, _sum and _count).
 type scrape struct {
 	samples map[string]float64
@@ -112,9 +112,9 @@ func TestMetricsEndpointsOnANode(t *testing.T) {
 		`redcell_decisions_total{family="cl",outcome="error"}`:                     0,
 		`redcell_command_duration_seconds_count{command="cl.throttle"}`:            2,
 		`redcell_command_duration_seconds_bucket{command="cl.throttle",le="+Inf"}`: 2,
-		`redcell_raft_role{role="leader"}`:                                         1,
-		`redcell_raft_role{role="follower"}`:                                       0,
-		`redcell_raft_leader_known`:                                                1,
+		`redcell_raft_role{group="0",role="leader"}`:                               1,
+		`redcell_raft_role{group="0",role="follower"}`:                             0,
+		`redcell_raft_leader_known{group="0"}`:                                     1,
 		`redcell_raft_voters`:                                                      1,
 		`redcell_keys`:                                                             1,
 		`redcell_connected_clients`:                                                1,
@@ -126,14 +126,14 @@ func TestMetricsEndpointsOnANode(t *testing.T) {
 			t.Errorf("%s = %v, want %v", series, got, want)
 		}
 	}
-	for _, series := range []string{"redcell_raft_term", "redcell_raft_commit_index", "redcell_raft_applied_index",
+	for _, series := range []string{`redcell_raft_term{group="0"}`, `redcell_raft_commit_index{group="0"}`, `redcell_raft_applied_index{group="0"}`,
 		"redcell_fsync_duration_seconds_count", "redcell_apply_duration_seconds_count", "redcell_batch_requests_count",
 		"redcell_snapshot_last_bytes", "redcell_memory_used_bytes", "process_resident_memory_bytes", "go_goroutines"} {
 		if s.value(t, series) <= 0 {
 			t.Errorf("%s = %v, want > 0", series, s.value(t, series))
 		}
 	}
-	if c, a := s.value(t, "redcell_raft_commit_index"), s.value(t, "redcell_raft_applied_index"); a != c {
+	if c, a := s.value(t, `redcell_raft_commit_index{group="0"}`), s.value(t, `redcell_raft_applied_index{group="0"}`); a != c {
 		t.Errorf("a lone idle leader: applied %v, commit %v", a, c)
 	}
 	for series := range s.samples {
@@ -273,10 +273,10 @@ func TestDashboardUsesOnlyExportedSeries(t *testing.T) {
 			t.Errorf("%s: follower %v (want 1), leader %v (want 0)", series, f, l)
 		}
 	}
-	if ls.value(t, `redcell_raft_role{role="leader"}`) != 1 || fs.value(t, `redcell_raft_role{role="follower"}`) != 1 {
-		t.Errorf("roles: leader scrape %v, follower scrape %v", ls.value(t, `redcell_raft_role{role="leader"}`), fs.value(t, `redcell_raft_role{role="follower"}`))
+	if ls.value(t, `redcell_raft_role{group="0",role="leader"}`) != 1 || fs.value(t, `redcell_raft_role{group="0",role="follower"}`) != 1 {
+		t.Errorf("roles: leader scrape %v, follower scrape %v", ls.value(t, `redcell_raft_role{group="0",role="leader"}`), fs.value(t, `redcell_raft_role{group="0",role="follower"}`))
 	}
-	if lt, ft := ls.value(t, "redcell_raft_term"), fs.value(t, "redcell_raft_term"); lt != ft || lt < 1 {
+	if lt, ft := ls.value(t, `redcell_raft_term{group="0"}`), fs.value(t, `redcell_raft_term{group="0"}`); lt != ft || lt < 1 {
 		t.Errorf("terms: leader %v, follower %v", lt, ft)
 	}
 	for series := range fs.samples {

@@ -101,25 +101,25 @@ func TestClusterMetrics(t *testing.T) {
 		return drained == 2, strings.Join(desc, ", ")
 	})
 	ls := metricsSamples(t, ln)
-	term := sample(t, ln, ls, "redcell_raft_term")
-	if sample(t, ln, ls, `redcell_raft_role{role="leader"}`) != 1 || term < 1 {
-		t.Errorf("%s (the leader): role leader %v, term %v", ln.id, ls[`redcell_raft_role{role="leader"}`], term)
+	term := sample(t, ln, ls, `redcell_raft_term{group="0"}`)
+	if sample(t, ln, ls, `redcell_raft_role{group="0",role="leader"}`) != 1 || term < 1 {
+		t.Errorf("%s (the leader): role leader %v, term %v", ln.id, ls[`redcell_raft_role{group="0",role="leader"}`], term)
 	}
-	commit := sample(t, ln, ls, "redcell_raft_commit_index")
+	commit := sample(t, ln, ls, `redcell_raft_commit_index{group="0"}`)
 	for _, m := range c.nodes {
 		if m == ln {
 			continue
 		}
 		c.waitFor(convergeTimeout, m.id+" applied the leader's commit index", func() (bool, string) {
 			s := metricsSamples(t, m)
-			a := s["redcell_raft_applied_index"]
+			a := s[`redcell_raft_applied_index{group="0"}`]
 			return a >= commit, fmt.Sprintf("applied %v, leader's commit %v", a, commit)
 		})
 		s := metricsSamples(t, m)
-		if sample(t, m, s, `redcell_raft_role{role="follower"}`) != 1 || sample(t, m, s, "redcell_raft_leader_known") != 1 ||
-			sample(t, m, s, "redcell_raft_term") != term {
+		if sample(t, m, s, `redcell_raft_role{group="0",role="follower"}`) != 1 || sample(t, m, s, `redcell_raft_leader_known{group="0"}`) != 1 ||
+			sample(t, m, s, `redcell_raft_term{group="0"}`) != term {
 			t.Errorf("%s: follower %v, leader known %v, term %v (leader's %v)", m.id,
-				s[`redcell_raft_role{role="follower"}`], s["redcell_raft_leader_known"], s["redcell_raft_term"], term)
+				s[`redcell_raft_role{group="0",role="follower"}`], s[`redcell_raft_leader_known{group="0"}`], s[`redcell_raft_term{group="0"}`], term)
 		}
 		for series := range s {
 			if strings.HasPrefix(series, "redcell_raft_peer_lag_entries") {
@@ -164,8 +164,8 @@ func TestClusterMetrics(t *testing.T) {
 	if code, body, err := metricsGet(fn, "/healthz"); err != nil || code != http.StatusOK || body != "ok\n" {
 		t.Errorf("%s /healthz while cut off: %d %q %v", fn.id, code, body, err)
 	}
-	if s := metricsSamples(t, fn); s["redcell_ready"] != 0 || s["redcell_raft_leader_known"] != 0 {
-		t.Errorf("%s while cut off: ready %v, leader known %v", fn.id, s["redcell_ready"], s["redcell_raft_leader_known"])
+	if s := metricsSamples(t, fn); s["redcell_ready"] != 0 || s[`redcell_raft_leader_known{group="0"}`] != 0 {
+		t.Errorf("%s while cut off: ready %v, leader known %v", fn.id, s["redcell_ready"], s[`redcell_raft_leader_known{group="0"}`])
 	}
 	c.net.heal()
 	readyz(fn, http.StatusOK, "ok\n")
