@@ -9,12 +9,17 @@
 #                               last (its SIGTERM hands leadership over); each must serve and
 #                               catch up before the next stops (node/DESIGN.md: the procedure)
 #
-# Ports 7001-7003 (override with BASE_PORT=...); data, logs, PIDs and the
-# cluster secret live in ./redcell-cluster (override with CLUSTER_DIR=...).
+# Ports 7001-7003 (override with BASE_PORT=...); each node's /metrics, /healthz
+# and /readyz on 7091-7093 (METRICS_BASE_PORT=..., default BASE_PORT+90; "off"
+# for none); data, logs, PIDs and the cluster secret live in ./redcell-cluster
+# (override with CLUSTER_DIR=...). RAFT_GROUPS=3 splits the keyspace over three Raft
+# groups when the cluster is created (docs/cluster.md, "Groups"; default 1).
 # Point any Redis client at any node: redis-cli -p 7002 CL.THROTTLE cl:user123 15 30 60
 set -euo pipefail
 
 BASE_PORT=${BASE_PORT:-7000}
+METRICS_BASE_PORT=${METRICS_BASE_PORT:-$((BASE_PORT + 90))}
+RAFT_GROUPS=${RAFT_GROUPS:-1}
 DIR=${CLUSTER_DIR:-./redcell-cluster}
 BIN="$DIR/redcell"
 NODES=(1 2 3)
@@ -69,6 +74,9 @@ start() {
       continue
     fi
     local args=(--bind 127.0.0.1 --port "$(port "$i")" --data-dir "$DIR/n$i" --node-id "n$i" --cluster-secret-file "$DIR/secret")
+    if [ "$METRICS_BASE_PORT" != off ]; then
+      args+=(--metrics-addr "127.0.0.1:$((METRICS_BASE_PORT + i))")
+    fi
     # A restart resumes from its data dir. A node without data joins a
     # member (n1, or n2 for n1 itself); only the very first start of n1, when
     # no node has data yet, bootstraps the cluster. So a node whose data dir
@@ -76,7 +84,7 @@ start() {
     # a second, empty cluster.
     if [ ! -d "$DIR/n$i/raft" ]; then
       if [ "$i" = 1 ] && [ "$fresh" = yes ]; then
-        args+=(--bootstrap)
+        args+=(--bootstrap --groups "$RAFT_GROUPS")
       elif [ "$i" = 1 ]; then
         args+=(--join "127.0.0.1:$(port 2)")
       else

@@ -2,7 +2,9 @@ package systemtest
 
 import (
 	"bytes"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,25 +22,13 @@ import (
 // rolling-restart restarts each node in turn (the leader last) and the
 // cluster decides again, and stop stops them all.
 func TestClusterScript(t *testing.T) {
-	base := 0
-	for try := 0; try < 20 && base == 0; try++ {
-		p, err := freePort()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p+3 < 65536 && portsFree(p+1, p+2, p+3) {
-			base = p
-		}
-	}
-	if base == 0 {
-		t.Fatal("no three free consecutive ports")
-	}
+	base, metricsBase := freeTriple(t), freeTriple(t)
 	dir := filepath.Join(t.TempDir(), "cluster")
 	run := func(arg string) string {
 		t.Helper()
 		cmd := exec.Command("bash", "scripts/cluster.sh", arg)
 		cmd.Dir = ".."
-		cmd.Env = append(cmd.Environ(), "CLUSTER_DIR="+dir, "BASE_PORT="+strconv.Itoa(base))
+		cmd.Env = append(cmd.Environ(), "CLUSTER_DIR="+dir, "BASE_PORT="+strconv.Itoa(base), "METRICS_BASE_PORT="+strconv.Itoa(metricsBase))
 		var out bytes.Buffer
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Run(); err != nil {
@@ -70,6 +60,17 @@ func TestClusterScript(t *testing.T) {
 		c := mustDial(t, "127.0.0.1:"+strconv.Itoa(base+i))
 		if v, ok := mustDo(t, c, "CL.THROTTLE", "script-user", "15", "30", "60").ints(); !ok || v[0] != 0 {
 			t.Fatalf("CL.THROTTLE through n%d: %v", i, v)
+		}
+		// Each node serves its metrics, so the local cluster can show the
+		// dashboard and the leader's per-peer lag.
+		resp, err := http.Get("http://127.0.0.1:" + strconv.Itoa(metricsBase+i) + "/metrics")
+		if err != nil {
+			t.Fatalf("n%d's /metrics: %v", i, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "redcell_raft_role") {
+			t.Fatalf("n%d's /metrics: %s\n%.300s", i, resp.Status, body)
 		}
 	}
 	// A hung node (SIGSTOP: the kernel still accepts its connections) is
@@ -115,6 +116,22 @@ func TestClusterScript(t *testing.T) {
 	if !strings.Contains(run("status"), "stopped") {
 		t.Fatal("status after stop still finds a node running")
 	}
+}
+
+// freeTriple is a port p such that p+1, p+2 and p+3 are free now.
+func freeTriple(t *testing.T) int {
+	t.Helper()
+	for try := 0; try < 20; try++ {
+		p, err := freePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p+3 < 65536 && portsFree(p+1, p+2, p+3) {
+			return p
+		}
+	}
+	t.Fatal("no three free consecutive ports")
+	return 0
 }
 
 // portsFree reports whether each loopback port can be listened on now.
