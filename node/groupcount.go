@@ -19,11 +19,14 @@ import (
 // with another count would find groups without state or state without a
 // group. A data dir written before groups has no record and one group.
 // A start that names a count other than the one kept is refused; a start
-// that names none takes the kept one. A node that joins takes the
-// cluster's: before it opens its groups it asks the member it joins through
-// (the "groups" administration command, which any node answers), and keeps
-// the answer; a build before groups does not know the command, and runs one
-// group.
+// that names none takes the kept one. A node that joins is started with the
+// cluster's count (--groups, 1 when not given), and keeps it: the member
+// that adds it asks it for its count (the "groups" administration command,
+// which any node answers; a build before groups does not know it and runs
+// one group) and refuses the join when the counts differ (join.go), so a
+// node never joins with groups the cluster does not have. (The joining node
+// learning the count from the cluster instead would mean opening its groups
+// after it starts serving clients, which it does while it waits to join.)
 
 // groupsRecord is the node-level record holding the group count.
 const groupsRecord = "groups"
@@ -42,29 +45,17 @@ const MaxGroups = 64
 var ErrGroupsDiffer = errors.New("the cluster's group count is fixed when it is bootstrapped")
 
 // resolveGroups returns how many groups this node runs. want is --groups (0:
-// not given); learned is the cluster's count, asked by a joining node (0
-// otherwise).
-func resolveGroups(db *raftstore.DB, want, learned int, who identity) (int, error) {
+// not given).
+func resolveGroups(db *raftstore.DB, want int, who identity) (int, error) {
 	if want < 0 || want > MaxGroups {
 		return 0, fmt.Errorf("--groups %d: give 1 to %d", want, MaxGroups)
 	}
-	keep := func(g int) (int, error) {
+	if who.bootstrap || who.rejoin {
+		g := max(want, 1)
 		if err := db.SetNodeRecord(groupsRecord, []byte(strconv.Itoa(g))); err != nil {
 			return 0, fmt.Errorf("keeping the group count in the store: %w", err)
 		}
 		return g, nil
-	}
-	switch {
-	case who.bootstrap:
-		return keep(max(want, 1))
-	case who.rejoin:
-		if learned < 1 || learned > MaxGroups {
-			return 0, fmt.Errorf("the cluster runs %d groups, which this build cannot", learned)
-		}
-		if want != 0 && want != learned {
-			return 0, fmt.Errorf("%w: the cluster this node joins has %d, and --groups says %d (start without --groups)", ErrGroupsDiffer, learned, want)
-		}
-		return keep(learned)
 	}
 	kept := 1
 	v, err := db.NodeRecord(groupsRecord)
@@ -82,32 +73,21 @@ func resolveGroups(db *raftstore.DB, want, learned int, who identity) (int, erro
 	return kept, nil
 }
 
-// askGroups asks the cluster at addr how many groups it runs, retrying as a
-// join does (joinerror.go) until it has an answer, stop closes, or the
-// join's deadline passes.
-func (n *Node) askGroups(addr string, stop <-chan struct{}) (int, error) {
-	tries := newJoinAttempts(addr, n.joinTimeout)
-	for {
-		text, err := n.fwd.Admin(addr, dataGroup, groupsCommand, nil, tries.callTimeout())
-		if err == nil {
-			g, perr := strconv.Atoi(text)
-			if perr != nil {
-				return 0, fmt.Errorf("the member at %s answered its group count %q", addr, text)
-			}
-			return g, nil
-		}
-		var f *request.Failure
-		if errors.As(err, &f) && f.Code == request.FailRefused && strings.Contains(f.Detail, "unknown RAFT subcommand") {
-			return 1, nil // a build before groups: one group
-		}
-		if jerr := tries.failed(err); jerr != nil {
-			return 0, jerr
-		}
-		n.log.Warn("join: asking for the group count, retrying", "via", addr, "cause", joinCause(err).String(), "err", err)
-		select {
-		case <-stop:
-			return 0, errors.New("stopped before joining")
-		case <-time.After(tries.pause()):
-		}
+// remoteGroups asks the node at addr how many groups it runs: 1 for a build
+// before groups, which does not know the command.
+func (n *Node) remoteGroups(addr string, timeout time.Duration) (int, error) {
+	text, err := n.fwd.Admin(addr, dataGroup, groupsCommand, nil, timeout)
+	var f *request.Failure
+	switch {
+	case err == nil:
+	case errors.As(err, &f) && f.Code == request.FailRefused && strings.Contains(f.Detail, "unknown RAFT subcommand"):
+		return 1, nil
+	default:
+		return 0, err
 	}
+	g, err := strconv.Atoi(text)
+	if err != nil {
+		return 0, fmt.Errorf("node at %s answered its group count %q", addr, text)
+	}
+	return g, nil
 }

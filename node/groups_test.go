@@ -229,8 +229,8 @@ func leadsOneEach(nodes []*Node) bool {
 	return true
 }
 
-// A node that joins a cluster of several groups learns the count from the
-// member it joins through, joins every group and is promoted in each; the
+// A node that joins a cluster of several groups, started with its count,
+// joins every group and is promoted in each; the
 // leaders spread, one group to each node; every node serves every key,
 // whichever node leads its group; a node's loss leaves every group
 // deciding, and once it is back it leads its group again.
@@ -244,6 +244,7 @@ func TestClusterOfGroups(t *testing.T) {
 			fastRaft(c)
 			c.NodeID = fmt.Sprintf("n%d", i)
 			c.Join = first.Addr.String()
+			c.Groups = groups
 		}))
 	}
 	t.Cleanup(func() {
@@ -324,5 +325,32 @@ func TestClusterOfGroups(t *testing.T) {
 		if v, err := clients[(i+2)%3].Get(ctx, k).Int(); err != nil || v != i+1 {
 			t.Fatalf("GET %s after the restart = %d, %v; want %d", k, v, err, i+1)
 		}
+	}
+}
+
+// A node started with another group count than the cluster's is not added:
+// the member it joins through refuses it and says which count to start
+// with, and the node stops with that.
+func TestJoinWithAnotherGroupCountIsRefused(t *testing.T) {
+	first := mustOpen(t, t.TempDir(), func(c *Config) { fastRaft(c); c.NodeID = "n1"; c.Bootstrap = true; c.Groups = 2 })
+	defer mustClose(t, first)
+	waitCond(t, 10*time.Second, "the first node to lead", func() bool { return first.base.group.Ready() })
+	joiner := mustOpen(t, t.TempDir(), func(c *Config) {
+		fastRaft(c)
+		c.NodeID = "n2"
+		c.Join = first.Addr.String()
+		c.JoinTimeout = 5 * time.Second
+	})
+	defer joiner.Close()
+	select {
+	case err := <-joiner.Fatal():
+		if err == nil || !strings.Contains(err.Error(), "runs 1 Raft groups and this cluster 2; start it with --groups 2") {
+			t.Fatalf("the joiner stopped with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the joiner was neither added nor stopped")
+	}
+	if ms, _ := first.base.group.Members(); len(ms) != 1 {
+		t.Fatalf("the cluster has %d members, want the first alone", len(ms))
 	}
 }

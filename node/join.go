@@ -196,5 +196,12 @@ func (n *Node) checkJoin(cmd string, args []string) error {
 		return fmt.Errorf("node %s not added: this node cannot reach it at %s, the address its peers would use: %w", id, addr, err)
 	}
 	c.Close()
+	// Every node runs every group: a node started with another count
+	// would lack groups, or run groups the cluster does not have.
+	if g, err := n.remoteGroups(addr, joinCheckTimeout); err != nil {
+		return fmt.Errorf("node %s not added: asking it for its group count at %s: %w", id, addr, err)
+	} else if g != len(n.groups) {
+		return fmt.Errorf("node %s not added: it runs %d Raft groups and this cluster %d; start it with --groups %d", id, g, len(n.groups), len(n.groups))
+	}
 	return n.checkLevel(id, addr) // featurelevel.go
 }

@@ -337,14 +337,7 @@ func Open(cfg Config) (n *Node, err error) {
 	})
 	n.fwd = fwd
 	closers = append(closers, func() error { fwd.Close(); return nil })
-	learned := 0
-	if who.rejoin {
-		// A joining node runs the cluster's groups: ask before opening any.
-		if learned, err = n.askGroups(cfg.Join, n.stop); err != nil {
-			return nil, err
-		}
-	}
-	count, err := resolveGroups(n.db, cfg.Groups, learned, who)
+	count, err := resolveGroups(n.db, cfg.Groups, who)
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,8 @@
 # and /readyz on 7091-7093 (METRICS_BASE_PORT=..., default BASE_PORT+90; "off"
 # for none); data, logs, PIDs and the cluster secret live in ./redcell-cluster
 # (override with CLUSTER_DIR=...). RAFT_GROUPS=3 splits the keyspace over three Raft
-# groups when the cluster is created (docs/cluster.md, "Groups"; default 1).
+# groups when the cluster is created; give it again to a later start that brings
+# back a node whose data dir was deleted (docs/cluster.md, "Groups"; default 1).
 # Point any Redis client at any node: redis-cli -p 7002 CL.THROTTLE cl:user123 15 30 60
 set -euo pipefail
 
@@ -83,8 +84,9 @@ start() {
     # was deleted comes back as a new member and catches up: it never starts
     # a second, empty cluster.
     if [ ! -d "$DIR/n$i/raft" ]; then
+      args+=(--groups "$RAFT_GROUPS") # a restart runs the count its data dir keeps
       if [ "$i" = 1 ] && [ "$fresh" = yes ]; then
-        args+=(--bootstrap --groups "$RAFT_GROUPS")
+        args+=(--bootstrap)
       elif [ "$i" = 1 ]; then
         args+=(--join "127.0.0.1:$(port 2)")
       else

@@ -411,7 +411,9 @@ func TestClusterSlotsOfGroups(t *testing.T) {
 		t.Errorf("CLUSTER SHARDS = %v, want three shards", r)
 	}
 	info := mustDo(t, conn, "CLUSTER", "INFO").str
-	if !strings.Contains(info, "cluster_state:ok\r\n") || !strings.Contains(info, "cluster_size:3\r\n") {
+	// One node leads all three groups: one master serving slots, as CLUSTER
+	// NODES shows it (a line a node), and Redis counts the size in masters.
+	if !strings.Contains(info, "cluster_state:ok\r\n") || !strings.Contains(info, "cluster_size:1\r\n") {
 		t.Errorf("CLUSTER INFO:\n%s", info)
 	}
 
