@@ -395,6 +395,15 @@ func checkClusterReport(t *testing.T, r clusterReport, wantNodes []string) {
 func TestClusterSlotsOfGroups(t *testing.T) {
 	n := startTestNode(t, "groups", "--groups", "3")
 	conn := mustDial(t, n.addr())
+	// The node serves once group 0 is ready; the other groups elect their
+	// leaders meanwhile, and the cluster is ok once every group has one.
+	deadline := time.Now().Add(readyTimeout)
+	for !strings.Contains(mustDo(t, conn, "CLUSTER", "INFO").str, "cluster_state:ok\r\n") {
+		if time.Now().After(deadline) {
+			t.Fatalf("CLUSTER INFO never said cluster_state:ok:\n%s", mustDo(t, conn, "CLUSTER", "INFO").str)
+		}
+		time.Sleep(pollEvery) // polling the groups' elections with a deadline
+	}
 	r := mustDo(t, conn, "CLUSTER", "SLOTS")
 	var got []string
 	for _, e := range r.elems {
