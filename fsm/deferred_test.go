@@ -176,3 +176,26 @@ func TestRunawayReadOnlyScriptDoesNotHoldApply(t *testing.T) {
 		applied++
 	}
 }
+
+// TestDeferredScriptsFailedWriteLeavesTheKey: a write a script's pcall
+// tried and the state machine refused (WRONGTYPE) changed nothing, so the
+// effects of a run beside do not install the key again: its WATCH marker
+// does not move, and a client that watched it can still EXEC (as on Redis,
+// where a failed command does not touch a watched key).
+func TestDeferredScriptsFailedWriteLeavesTheKey(t *testing.T) {
+	e := newEngine(2)
+	e.exec(t, t0, []string{"HSET", "h", "f", "v"})
+	before := watchMark(e, "h")
+	body := loopPast(200_000) + "redis.pcall('SADD', KEYS[1], 'x') redis.pcall('INCRBY', KEYS[1], '') return redis.call('INCRBY', KEYS[2], 1)"
+	r := parsedArgs(t, "EVAL", body, "2", "h", "n")
+	eff, whole := e.f.RunBeside(&r, t0)
+	if whole {
+		t.Fatal("RunBeside answered whole")
+	}
+	if res := e.entry(t, t0, []request.Request{eff})[0]; res.Kind != request.KindReply || string(res.Data) != ":1\r\n" {
+		t.Fatalf("effects applied: %+v %q", res, res.Data)
+	}
+	if after := watchMark(e, "h"); after != before {
+		t.Fatalf("the hash's WATCH marker moved from %d to %d: a refused write was installed", before, after)
+	}
+}

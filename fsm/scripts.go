@@ -315,7 +315,11 @@ func (x *scriptExecutor) Execute(req *request.Request, res *request.Result) {
 		}
 	}
 	x.f.run(req, x.now, res)
-	if req.Code.IsWrite() {
+	// A write that failed changed nothing (the handlers refuse before they
+	// touch a record): it is not a write the script made, for maxmemory,
+	// for a run beside the state machine (whose written keys are installed
+	// again, which would move their WATCH markers) or for tracking.
+	if req.Code.IsWrite() && res.Kind != request.KindError {
 		x.dirty = true
 		if x.beside != nil {
 			x.beside.wrote(req)
