@@ -342,6 +342,7 @@ func Open(cfg Config) (n *Node, err error) {
 		return nil, err
 	}
 	n.slots = evenSlotMap(count)
+	n.db.SetGroupCommit(count > 1) // raftstore/groupcommit.go: the groups share fsyncs
 	for id := range count {
 		lg, err := n.openGroup(slots.GroupID(id), cfg, groupStart{bootstrap: who.bootstrap, unnamed: raftLn, streams: streams, gate: n.raftGate, slots: n.slots})
 		if err != nil {

@@ -95,6 +95,10 @@ type database struct {
 
 	// walSync switches the WAL's direct syncs and counts them (walsync.go).
 	walSync *walSync
+	// groupCommit and gsync: the groups' synced commits share fsyncs
+	// (groupcommit.go).
+	groupCommit atomic.Bool
+	gsync       groupSync
 	// onSnapshot is Options.ObserveSnapshot (nil: none).
 	onSnapshot func(bytes int64, took time.Duration)
 }
@@ -326,6 +330,18 @@ func (d *database) release() { d.life.RUnlock() }
 // commit commits b with the store's durability (fsync unless NoSync) and
 // counts the fsync.
 func (d *database) commit(b *pebble.Batch) error {
+	if d.writeOpts.Sync && d.groupCommit.Load() {
+		// Several groups share the WAL: write now, sync with them
+		// (groupcommit.go).
+		if err := b.Commit(pebble.NoSync); err != nil {
+			return err
+		}
+		if err := d.gsync.sync(syncWAL(d.db)); err != nil {
+			return err
+		}
+		d.syncs.Add(1)
+		return nil
+	}
 	if err := b.Commit(d.writeOpts); err != nil {
 		return err
 	}
