@@ -34,10 +34,13 @@ import (
 const levelReportAge = 2 * statusEvery
 
 // raiseFeatureLevel proposes the highest level every member of ms supports,
-// if that is above the active one. Called by pollMembers after each poll,
-// on the leader; it blocks for one write at most.
+// if that is above the active one, in every group below it (each group's
+// state machine holds its own level; every node is a member of every group,
+// so group 0's members are every group's). Called by pollMembers after each
+// poll, on group 0's leader; it blocks for one write a group at most, each
+// through the group's route (forwarded to its leader).
 func (n *Node) raiseFeatureLevel(ms []group.Member) {
-	active := n.base.group.FeatureLevel()
+	active := n.lowestFeatureLevel()
 	if active >= request.SupportedFeatureLevel || !n.base.group.IsLeader() {
 		return
 	}
@@ -72,13 +75,27 @@ func (n *Node) raiseFeatureLevel(ms []group.Member) {
 		}
 		return
 	}
-	reqs := []request.Request{request.NewSetFeatureLevel(target)}
-	res := make([]request.Result, 1)
-	if err := n.base.local.Propose(reqs, res); err != nil {
-		n.log.Warn("raising the cluster feature level failed; retrying after the next poll", "to", target, "err", err)
-		return
+	for _, lg := range n.groups {
+		if lg.group.FeatureLevel() >= target {
+			continue
+		}
+		reqs := []request.Request{request.NewSetFeatureLevel(target)}
+		res := make([]request.Result, 1)
+		if err := n.router.routes[lg.id].Propose(reqs, res); err != nil {
+			n.log.Warn("raising the cluster feature level failed; retrying after the next poll", "group", lg.id, "to", target, "err", err)
+			return
+		}
 	}
 	n.log.Info("raised the cluster feature level: every member supports it", "from", active, "to", target)
+}
+
+// lowestFeatureLevel is the lowest active level of this node's groups.
+func (n *Node) lowestFeatureLevel() request.FeatureLevel {
+	lowest := n.base.group.FeatureLevel()
+	for _, lg := range n.groups[1:] {
+		lowest = min(lowest, lg.group.FeatureLevel())
+	}
+	return lowest
 }
 
 // checkLevel refuses to add, or promote, node id at addr when the cluster's
