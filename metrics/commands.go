@@ -119,7 +119,14 @@ func (c *Commands) CountDecisions(reqs []request.Request, res []request.Result, 
 			continue
 		}
 		o := outcomeError
-		if err == nil {
+		if part, ok := err.(*request.Partial); ok && (i >= len(part.Errs) || part.Errs[i] == nil) {
+			// A pipeline split over groups that failed in part: this
+			// request's group decided it.
+			var ok bool
+			if o, ok = outcomeOf(&reqs[i], &res[i]); !ok {
+				continue
+			}
+		} else if err == nil {
 			var ok bool
 			if o, ok = outcomeOf(&reqs[i], &res[i]); !ok {
 				continue
@@ -144,7 +151,10 @@ func (c *Commands) CountDecisions(reqs []request.Request, res []request.Result, 
 func outcomeOf(r *request.Request, res *request.Result) (int, bool) {
 	switch res.Kind {
 	case request.KindError:
-		if res.Err == request.ErrWatchAborted {
+		// Not decisions: a transaction WATCH aborted, and an EVALSHA of a
+		// script not cached yet (every library sends it before EVAL, so a
+		// healthy start would light the error panel).
+		if res.Err == request.ErrWatchAborted || res.Err == request.ErrNoScript {
 			return 0, false
 		}
 		return outcomeError, true

@@ -201,3 +201,21 @@ func TestReadinessOfGroups(t *testing.T) {
 		t.Fatalf("group 1 without a leader: %v %q", ok, why)
 	}
 }
+
+// A first EVALSHA answered NOSCRIPT is not a decision, and a pipeline split
+// over groups that failed in part counts each request by its own outcome.
+func TestCountDecisionsNoScriptAndPartial(t *testing.T) {
+	c := NewCommands()
+	noscript := request.Result{}
+	noscript.SetErr(request.ErrNoScript)
+	c.CountDecisions([]request.Request{{Code: request.EvalSha}}, []request.Result{noscript}, nil)
+	if n := c.decisions[familyScript][outcomeError].Load(); n != 0 {
+		t.Fatalf("NOSCRIPT counted as %d script errors", n)
+	}
+	reqs := []request.Request{{Code: request.Throttle}, {Code: request.Throttle}}
+	res := []request.Result{{Kind: request.KindThrottle, Ints: [5]int64{1, 10, 0, 1, 1}}, {}}
+	c.CountDecisions(reqs, res, &request.Partial{Errs: []error{nil, request.ErrNoLeader}})
+	if l, e := c.decisions[familyCL][outcomeLimited].Load(), c.decisions[familyCL][outcomeError].Load(); l != 1 || e != 1 {
+		t.Fatalf("a partly failed pipeline: limited %d, error %d; want 1 and 1", l, e)
+	}
+}
