@@ -1,6 +1,7 @@
 package node
 
 import (
+	"cmp"
 	"slices"
 	"time"
 
@@ -96,15 +97,7 @@ func preferredLeader(lg *localGroup) (id, addr string, ok bool) {
 	if len(voters) == 0 {
 		return "", "", false
 	}
-	slices.SortFunc(voters, func(a, b group.Member) int {
-		switch {
-		case a.ID < b.ID:
-			return -1
-		case a.ID > b.ID:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(voters, func(a, b group.Member) int { return cmp.Compare(a.ID, b.ID) })
 	p := voters[int(lg.id)%len(voters)]
 	return p.ID, p.Addr, true
 }
