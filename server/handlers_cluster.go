@@ -78,7 +78,11 @@ func cmdAsking(c *conn, _ *commands.Spec, _ [][]byte) { c.w.OK() }
 
 // writeClusterSlots writes CLUSTER SLOTS: one entry per slot range, by
 // ascending start: [start, end, master, replicas...], each node [endpoint,
-// port, id, metadata] with empty metadata (no hostnames are announced).
+// port, id, metadata] with empty metadata (no hostnames are announced). A
+// replica the shard's leader judges failed is left out, as Redis leaves out
+// a failing replica (isReplicaAvailable): clients open a pool to every node
+// the map names, and radix (envoyproxy/ratelimit's client) keeps its old map
+// when it cannot reach one of them, so a dead member listed kept it there.
 func writeClusterSlots(c *conn, v nodeinfo.Cluster) {
 	type entry struct {
 		r     nodeinfo.SlotRange
@@ -93,10 +97,16 @@ func writeClusterSlots(c *conn, v nodeinfo.Cluster) {
 	slices.SortFunc(entries, func(a, b entry) int { return cmp.Compare(a.r.First, b.r.First) })
 	c.w.Array(len(entries))
 	for _, e := range entries {
-		c.w.Array(2 + len(e.shard.Nodes))
+		var nodes []nodeinfo.ClusterNode
+		for i, n := range e.shard.Nodes {
+			if i == 0 || n.Health != nodeinfo.HealthFail {
+				nodes = append(nodes, n)
+			}
+		}
+		c.w.Array(2 + len(nodes))
 		c.w.Int(int64(e.r.First))
 		c.w.Int(int64(e.r.Last))
-		for _, n := range e.shard.Nodes {
+		for _, n := range nodes {
 			c.w.Array(4)
 			c.w.BulkString(n.Host)
 			c.w.Int(int64(n.Port))
@@ -106,12 +116,13 @@ func writeClusterSlots(c *conn, v nodeinfo.Cluster) {
 	}
 }
 
-// writeClusterShards writes CLUSTER SHARDS: per shard a map of its slots (a
-// flat start, end list) and its nodes, each a map of Redis 7.0's seven
-// fields in Redis's order.
+// writeClusterShards writes CLUSTER SHARDS: per master a map of its slots
+// (a flat start, end list) and its nodes, each a map of Redis 7.0's seven
+// fields in Redis's order. Shards with one master are one (shardsByMaster).
 func writeClusterShards(c *conn, v nodeinfo.Cluster) {
-	c.w.Array(len(v.Shards))
-	for _, sh := range v.Shards {
+	shards := shardsByMaster(v.Shards)
+	c.w.Array(len(shards))
+	for _, sh := range shards {
 		c.w.MapHeader(2)
 		c.w.BulkString("slots")
 		c.w.Array(2 * len(sh.Slots))
@@ -143,6 +154,65 @@ func writeClusterShards(c *conn, v nodeinfo.Cluster) {
 			c.w.BulkString(n.Health)
 		}
 	}
+}
+
+// shardsByMaster merges the shards that have the same master into one, in
+// the order their masters first lead one. In Redis Cluster a master is in
+// exactly one shard (the nodes serving one set of slots), and clients index
+// shards by their master: rueidis keeps one shard per master address, so of
+// two shards led by one node (a node leading several groups: after a
+// failover, or always with more groups than nodes) it kept the last and had
+// no node for the slots of the other. A merged shard has the ranges of
+// every group its master leads, ascending, and the first group's members in
+// its order, then any other group's; a member's health is the worst any of
+// the groups gives it (fail, then loading: each group's leader judges from
+// its own polls), its replication offset the first group's. Shards with
+// distinct masters, one group's among them, are unchanged.
+func shardsByMaster(shards []nodeinfo.Shard) []nodeinfo.Shard {
+	var out []nodeinfo.Shard
+	byMaster := map[string]int{}
+	for _, sh := range shards {
+		if len(sh.Nodes) == 0 {
+			out = append(out, sh)
+			continue
+		}
+		i, ok := byMaster[sh.Nodes[0].ID]
+		if !ok {
+			byMaster[sh.Nodes[0].ID] = len(out)
+			sh.Slots = slices.Clone(sh.Slots)
+			sh.Nodes = slices.Clone(sh.Nodes)
+			out = append(out, sh)
+			continue
+		}
+		m := &out[i]
+		m.Slots = append(m.Slots, sh.Slots...)
+		m.Leaderless = m.Leaderless || sh.Leaderless
+		for _, n := range sh.Nodes {
+			j := slices.IndexFunc(m.Nodes, func(x nodeinfo.ClusterNode) bool { return x.ID == n.ID })
+			if j < 0 {
+				m.Nodes = append(m.Nodes, n)
+				continue
+			}
+			if healthRank(n.Health) > healthRank(m.Nodes[j].Health) {
+				m.Nodes[j].Health = n.Health
+			}
+		}
+	}
+	for i := range out {
+		slices.SortFunc(out[i].Slots, func(a, b nodeinfo.SlotRange) int { return cmp.Compare(a.First, b.First) })
+	}
+	return out
+}
+
+// healthRank orders CLUSTER SHARDS' health values from the best.
+func healthRank(h string) int {
+	switch h {
+	case nodeinfo.HealthFail:
+		return 2
+	case nodeinfo.HealthLoading:
+		return 1
+	}
+	return 0
 }
 
 // clusterNodes is CLUSTER NODES' text: a line per node, each ended by "\n",

@@ -334,3 +334,58 @@ func TestClusterNodesOfGroups(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterShardsOfGroups: CLUSTER SHARDS lists a master once, as Redis
+// Cluster does, with the ranges of every group it leads (rueidis indexes
+// shards by master and lost the slots of all but one such shard); a
+// member's health is the worst any group gives it, its offset the first
+// group's.
+func TestClusterShardsOfGroups(t *testing.T) {
+	node := func(id string, port int, master bool, health string, off int64) nodeinfo.ClusterNode {
+		return nodeinfo.ClusterNode{ID: id, Host: "127.0.0.1", Port: port, Master: master, Myself: id == "a", Health: health, ReplicationOffset: off}
+	}
+	v := nodeinfo.Cluster{MyID: "a", Shards: []nodeinfo.Shard{
+		{Slots: []nodeinfo.SlotRange{{First: 10923, Last: 16383}}, Nodes: []nodeinfo.ClusterNode{node("a", 7000, true, "online", 30), node("c", 7002, false, "fail", 20), node("b", 7001, false, "online", 30)}},
+		{Slots: []nodeinfo.SlotRange{{First: 5461, Last: 10922}}, Nodes: []nodeinfo.ClusterNode{node("b", 7001, true, "online", 50), node("a", 7000, false, "online", 50), node("c", 7002, false, "online", 0)}},
+		{Slots: []nodeinfo.SlotRange{{First: 0, Last: 5460}}, Nodes: []nodeinfo.ClusterNode{node("a", 7000, true, "online", 40), node("b", 7001, false, "loading", 40), node("c", 7002, false, "online", 40)}},
+	}}
+	got := shardsByMaster(v.Shards)
+	want := []nodeinfo.Shard{
+		{Slots: []nodeinfo.SlotRange{{First: 0, Last: 5460}, {First: 10923, Last: 16383}}, Nodes: []nodeinfo.ClusterNode{node("a", 7000, true, "online", 30), node("c", 7002, false, "fail", 20), node("b", 7001, false, "loading", 30)}},
+		v.Shards[1],
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("shards by master:\n got %v\nwant %v", got, want)
+	}
+	if v.Shards[0].Slots[0].First != 10923 || v.Shards[0].Nodes[2].Health != "online" {
+		t.Errorf("merging changed the node's view: %v", v.Shards[0])
+	}
+	s := stubServer(t, &stubBackend{cluster: v})
+	r := clusterReply(s, 2, "CLUSTER", "SHARDS")
+	if !strings.HasPrefix(r, "*2\r\n*4\r\n$5\r\nslots\r\n*4\r\n:0\r\n:5460\r\n:10923\r\n:16383\r\n$5\r\nnodes\r\n*3\r\n") {
+		t.Errorf("CLUSTER SHARDS of a node leading two of three groups = %q, want two shards, the first with both its ranges", r)
+	}
+	// One group, or masters all distinct: as the node describes them.
+	if got := shardsByMaster(clusterB([3]int64{1, 2, 3}).Shards); fmt.Sprint(got) != fmt.Sprint(clusterB([3]int64{1, 2, 3}).Shards) {
+		t.Errorf("one shard changed: %v", got)
+	}
+}
+
+// TestClusterSlotsLeavesOutFailedReplicas: CLUSTER SLOTS names no replica
+// the shard's leader judges failed, as Redis leaves out a failing one; the
+// master stays, and CLUSTER SHARDS and NODES still show the member, failed.
+func TestClusterSlotsLeavesOutFailedReplicas(t *testing.T) {
+	v := clusterB([3]int64{1, 2, 3})
+	v.Shards[0].Nodes[2].Health = nodeinfo.HealthFail
+	s := stubServer(t, &stubBackend{cluster: v})
+	r := clusterReply(s, 2, "CLUSTER", "SLOTS")
+	if !strings.HasPrefix(r, "*1\r\n*4\r\n:0\r\n:16383\r\n") || strings.Contains(r, idB3) || !strings.Contains(r, idB1) || !strings.Contains(r, idB2) {
+		t.Errorf("CLUSTER SLOTS with replica 30013 failed = %q, want the master and 30012 only", r)
+	}
+	if r := clusterReply(s, 2, "CLUSTER", "SHARDS"); !strings.Contains(r, idB3) || !strings.Contains(r, "$4\r\nfail\r\n") {
+		t.Errorf("CLUSTER SHARDS = %q, want 30013 with health fail", r)
+	}
+	if r := clusterReply(s, 2, "CLUSTER", "NODES"); !strings.Contains(r, idB3+" 127.0.0.1:30013@30013 slave,fail ") {
+		t.Errorf("CLUSTER NODES = %q, want 30013 flagged fail", r)
+	}
+}
