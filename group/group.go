@@ -103,6 +103,9 @@ type Config struct {
 	DirectWALSync bool
 }
 
+// appendAnnouncer is a log store told that an entry is on its way to it.
+type appendAnnouncer interface{ AppendComing() }
+
 // Group is one Raft group on this node.
 //
 // Goroutines: Propose and Read are called by connection goroutines, any
@@ -134,6 +137,10 @@ type Group struct {
 	encoders  chan *fsm.Encoder
 	stamp     int64       // last stamp; guarded by proposeMu
 	times     commitTimes // where batches' time goes (committime.go)
+	// appendHint is the log store's announcement of an entry on its way
+	// (raftstore.Store.AppendComing), when it has one: the groups of a
+	// node that share fsyncs wait for each other's appends.
+	appendHint appendAnnouncer
 
 	stopping atomic.Bool
 	stopCh   chan struct{}
@@ -272,6 +279,7 @@ func Open(cfg Config) (*Group, error) {
 	// allocate results nobody reads).
 	g.origin = binary.LittleEndian.AppendUint64(nil, rand.Uint64())
 	cfg.FSM.SetOrigin(g.origin)
+	g.appendHint, _ = cfg.LogStore.(appendAnnouncer)
 	logs := &watchedLogStore{LogStore: cfg.LogStore, batcher: &g.batcher, times: &g.times, recent: g.recent, own: g.origin}
 	r, err := raft.NewRaft(rc, cfg.FSM, logs, cfg.Stable, cfg.Snapshots, cfg.Transport)
 	if err != nil {

@@ -163,6 +163,9 @@ func (g *Group) proposeOne() bool {
 	// Both sends keep the order raft applies in: the completer waits for
 	// entries in exactly this order. inflight has room for every slot.
 	seq := g.batcher.proposed.Add(1)
+	if g.appendHint != nil {
+		g.appendHint.AppendComing()
+	}
 	g.inflight <- &inflightEntry{future: g.raft.ApplyLog(raft.Log{Data: data, Extensions: g.origin}, 0), batches: batches, enc: enc, seq: seq, proposed: proposed, queued: queued}
 	return true
 }

@@ -3,6 +3,8 @@ package raftstore
 import (
 	"runtime"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/cockroachdb/pebble/v2"
 )
@@ -31,11 +33,29 @@ type groupSync struct {
 	syncing bool
 	asked   uint64 // commits written and waiting for a sync, counted as they ask
 	done    uint64 // every commit counted up to here is synced
+
+	// coming counts the stores whose group's leader has handed raft an
+	// entry that its next append will write (Store.AppendComing), not yet
+	// written: the appends a sync about to start should wait for.
+	coming atomic.Int32
+	// meanSync is a moving mean of syncFn's duration in nanoseconds
+	// (guarded by mu): it bounds the wait for the coming appends.
+	meanSync int64
+	// maxWait is maxComingWait unless a test sets it.
+	maxWait time.Duration
 }
 
 // SetGroupCommit turns group commit across groups on or off (off after
 // OpenDB). Package node turns it on for a node that runs several groups.
 func (d *DB) SetGroupCommit(on bool) { d.groupCommit.Store(on) }
+
+// maxSyncYields bounds the yields a syncer makes waiting for commits that
+// were not announced (a follower's appends, stable-store writes).
+const maxSyncYields = 8
+
+// maxComingWait bounds the wait for announced appends, whatever the
+// syncs cost: past it a group's append rides the next sync.
+const maxComingWait = 500 * time.Microsecond
 
 // syncWAL makes Pebble sync everything written to the WAL so far.
 func syncWAL(db *pebble.DB) func() error {
@@ -43,26 +63,29 @@ func syncWAL(db *pebble.DB) func() error {
 }
 
 // sync waits until an fsync of the WAL that began after the caller's write
-// has completed; syncFn makes one.
-func (s *groupSync) sync(syncFn func() error) error {
+// has completed; syncFn makes one. coming, if not nil, is the caller's
+// store's announcement (Store.AppendComing), withdrawn as the caller asks.
+func (s *groupSync) sync(syncFn func() error, coming *atomic.Bool) error {
 	s.mu.Lock()
 	if s.cond == nil {
 		s.cond = sync.NewCond(&s.mu)
 	}
 	s.asked++
 	mine := s.asked
+	if coming != nil && coming.CompareAndSwap(true, false) {
+		s.coming.Add(-1)
+	}
 	for s.done < mine {
 		if s.syncing {
 			s.cond.Wait()
 			continue
 		}
 		s.syncing = true
+		upto := s.gather()
 		s.mu.Unlock()
-		runtime.Gosched() // the groups whose appends are ready write theirs first
-		s.mu.Lock()
-		upto := s.asked
-		s.mu.Unlock()
+		start := time.Now()
 		err := syncFn()
+		took := time.Since(start)
 		s.mu.Lock()
 		s.syncing = false
 		if err != nil {
@@ -70,9 +93,53 @@ func (s *groupSync) sync(syncFn func() error) error {
 			s.mu.Unlock()
 			return err
 		}
+		s.meanSync += (int64(took) - s.meanSync) / 8
 		s.done = max(s.done, upto)
 		s.cond.Broadcast()
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// gather lets the groups whose appends are on their way write them before
+// the sync starts, and returns the commits it will cover. It yields the
+// processor (never sleeps) while an announced append has not been written,
+// for at most half the mean sync (a wait longer than the sync it saves
+// cannot pay) and maxComingWait, and then until two yields in a row saw no
+// new commit (at most maxSyncYields): an append is several goroutine hops
+// from the sync that made the group's previous one durable (the group's
+// log watcher, its cut, raft's leader loop). Called and returns with mu
+// held; releases it while yielding.
+func (s *groupSync) gather() uint64 {
+	upto := s.asked
+	bound := s.maxWait
+	if bound == 0 {
+		bound = maxComingWait
+	}
+	limit := min(time.Duration(s.meanSync/2), bound)
+	var start time.Time
+	for quiet, n := 0, 0; ; {
+		waiting := s.coming.Load() > 0
+		if waiting {
+			if start.IsZero() {
+				start = time.Now()
+			} else if time.Since(start) >= limit {
+				waiting = false
+			}
+		}
+		if !waiting && (quiet >= 2 || n >= maxSyncYields) {
+			return upto
+		}
+		s.mu.Unlock()
+		runtime.Gosched()
+		s.mu.Lock()
+		if !waiting {
+			n++
+		}
+		if s.asked == upto {
+			quiet++
+		} else {
+			quiet, upto = 0, s.asked
+		}
+	}
 }

@@ -31,7 +31,7 @@ func TestGroupSyncSharesSyncs(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		_ = s.sync(syncFn)
+		_ = s.sync(syncFn, nil)
 		done[0].Store(true)
 	}()
 	waitAsked := func(n uint64) {
@@ -54,7 +54,7 @@ func TestGroupSyncSharesSyncs(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_ = s.sync(syncFn)
+			_ = s.sync(syncFn, nil)
 			done[i].Store(true)
 		}()
 	}
@@ -68,6 +68,65 @@ func TestGroupSyncSharesSyncs(t *testing.T) {
 	wg.Wait()
 	if n := syncs.Load(); n != 2 {
 		t.Fatalf("%d callers took %d syncs, want 2 (the held one, then one for the seven that asked during it)", callers, n)
+	}
+}
+
+// An announced append is waited for: the syncer, with the announcement
+// outstanding, does not sync until the announced writer has asked, and one
+// sync covers both.
+func TestGroupSyncWaitsForAnnouncedAppend(t *testing.T) {
+	s := groupSync{meanSync: int64(time.Hour), maxWait: time.Hour}
+	var syncs atomic.Int32
+	syncFn := func() error { syncs.Add(1); return nil }
+	var announced atomic.Bool
+	announced.Store(true)
+	s.coming.Add(1)
+	first := make(chan error, 1)
+	go func() { first <- s.sync(syncFn, nil) }()
+	waitSyncer(t, &s)
+	if err := s.sync(syncFn, &announced); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-first; err != nil {
+		t.Fatal(err)
+	}
+	if n := syncs.Load(); n != 1 {
+		t.Fatalf("the syncer and the announced append took %d syncs, want 1", n)
+	}
+	if announced.Load() || s.coming.Load() != 0 {
+		t.Fatalf("announcement not withdrawn: flag %v, coming %d", announced.Load(), s.coming.Load())
+	}
+}
+
+// An announcement nothing follows (leadership lost after the cut) holds a
+// sync back for a bounded time only.
+func TestGroupSyncAnnouncementWaitIsBounded(t *testing.T) {
+	s := groupSync{meanSync: int64(time.Hour), maxWait: 20 * time.Millisecond}
+	s.coming.Add(1)
+	start := time.Now()
+	if err := s.sync(func() error { return nil }, nil); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took < 20*time.Millisecond || took > 10*time.Second {
+		t.Fatalf("sync with an announcement that never came took %v, want the 20ms bound", took)
+	}
+}
+
+// waitSyncer returns once a caller of s is the syncer, gathering.
+func waitSyncer(t *testing.T, s *groupSync) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		s.mu.Lock()
+		syncing := s.syncing
+		s.mu.Unlock()
+		if syncing {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no caller became the syncer")
+		}
+		time.Sleep(time.Millisecond) // polling a flag the caller raises
 	}
 }
 

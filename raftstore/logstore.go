@@ -67,6 +67,20 @@ func (s *Store) GetLog(index uint64, log *raft.Log) error {
 	return nil
 }
 
+// AppendComing announces that this group's leader has just handed raft an
+// entry, which raft's next StoreLogs on this store will write. While the
+// database's groups share fsyncs (SetGroupCommit), a sync about to start
+// waits briefly for the announced appends (groupcommit.go), so that the
+// entries the groups cut after one sync all ride the next. A no-op
+// otherwise. Any goroutine; an announcement nothing follows (leadership
+// lost) is withdrawn by the store's next append, and costs at most one
+// bounded wait meanwhile.
+func (s *Store) AppendComing() {
+	if s.groupCommit.Load() && s.coming.CompareAndSwap(false, true) {
+		s.gsync.coming.Add(1)
+	}
+}
+
 // StoreLog stores one entry; see StoreLogs.
 func (s *Store) StoreLog(log *raft.Log) error {
 	return s.StoreLogs([]*raft.Log{log})
@@ -118,7 +132,7 @@ func (s *Store) StoreLogs(logs []*raft.Log) error {
 
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
-	if err := s.commit(b); err != nil {
+	if err := s.commitAnnounced(b, &s.coming); err != nil {
 		return fmt.Errorf("raftstore: append entries %d..%d: %w", lo, hi, err)
 	}
 	if first := s.firstIndex.Load(); first == 0 || lo < first {

@@ -129,6 +129,8 @@ type Store struct {
 	lastIndex  atomic.Uint64 // 0 when the log is empty
 
 	stats statCounters
+	// coming is set by AppendComing until the next append is written.
+	coming atomic.Bool
 	// appendNotify is the channel NotifyAppends set, if any.
 	appendNotify appendNotifier
 
@@ -329,18 +331,26 @@ func (d *database) release() { d.life.RUnlock() }
 
 // commit commits b with the store's durability (fsync unless NoSync) and
 // counts the fsync.
-func (d *database) commit(b *pebble.Batch) error {
+func (d *database) commit(b *pebble.Batch) error { return d.commitAnnounced(b, nil) }
+
+// commitAnnounced is commit for a write that coming (a store's
+// AppendComing flag, or nil) may have announced: the announcement is
+// withdrawn once the write is in the WAL.
+func (d *database) commitAnnounced(b *pebble.Batch, coming *atomic.Bool) error {
 	if d.writeOpts.Sync && d.groupCommit.Load() {
 		// Several groups share the WAL: write now, sync with them
 		// (groupcommit.go).
 		if err := b.Commit(pebble.NoSync); err != nil {
 			return err
 		}
-		if err := d.gsync.sync(syncWAL(d.db)); err != nil {
+		if err := d.gsync.sync(syncWAL(d.db), coming); err != nil {
 			return err
 		}
 		d.syncs.Add(1)
 		return nil
+	}
+	if coming != nil && coming.CompareAndSwap(true, false) {
+		d.gsync.coming.Add(-1)
 	}
 	if err := b.Commit(d.writeOpts); err != nil {
 		return err
