@@ -303,8 +303,9 @@ var table = []*Spec{
 				Summary: "Snapshots this node's state now and compacts its log; answers the snapshot's index."},
 			{Name: "raft|info", Arity: 2, Flags: []string{"loading", "stale"}, Group: "cluster", Since: "7.0.0", Complexity: "O(members)", ACL: []string{"@slow"},
 				Summary: "This node's view of the cluster: role, term, leader, indexes, members."},
-			{Name: "raft|digest", Arity: 2, Flags: []string{"stale"}, Group: "cluster", Since: "7.0.0", Complexity: "O(N) with N the number of keys", ACL: []string{"@slow"},
-				Summary: "Answers [applied_index, SHA-256 of the replicated state at that index] of this node: equal on replicas at the same index."},
+			{Name: "raft|digest", Arity: -2, Flags: []string{"stale"}, Group: "cluster", Since: "7.0.0", Complexity: "O(N) with N the number of keys", ACL: []string{"@slow"},
+				Summary: "Answers [applied_index, SHA-256 of the replicated state at that index] of this node's Raft group (0 unless named): equal on replicas at the same index.",
+				Args:    []Arg{{Name: "group", Type: "integer", Optional: true}}},
 			{Name: "raft|help", Arity: 2, Flags: []string{"loading", "stale"}, Group: "cluster", Since: "7.0.0", Complexity: "O(1)", ACL: []string{"@slow"}, Summary: "Shows helpful text about the different subcommands."},
 		}},
 	// Diagnostics (diagnostics.go): SLOWLOG, LATENCY, MEMORY.

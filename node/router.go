@@ -5,7 +5,9 @@ import (
 	"github.com/redcell/redcell/server"
 	"github.com/redcell/redcell/slots"
 
+	"errors"
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -79,9 +81,13 @@ func (r *router) ReadLocal(reqs []request.Request, res []request.Result) error {
 
 // Admin runs a RAFT administration command. Every node is a member of every
 // group, so a membership change (RAFT JOIN, RAFT REMOVE) is made in every
-// group, group 0 first; anything else runs on group 0, the membership's
-// group.
+// group, group 0 first; RAFT DIGEST names the group whose state it hashes
+// (group 0 when it names none), so replicas can be compared group by
+// group; anything else runs on group 0, the membership's group.
 func (r *router) Admin(op server.AdminOp, args []string) (string, error) {
+	if op == server.AdminDigest {
+		return r.digest(args)
+	}
 	if op != server.AdminJoin && op != server.AdminRemove {
 		return r.routes[0].Admin(op, args)
 	}
@@ -99,6 +105,24 @@ func (r *router) Admin(op server.AdminOp, args []string) (string, error) {
 		}
 	}
 	return text, nil
+}
+
+// digest answers RAFT DIGEST [group]: this node's applied index and state
+// digest of the group named (its decimal ID), or of group 0.
+func (r *router) digest(args []string) (string, error) {
+	id := 0
+	switch len(args) {
+	case 0:
+	case 1:
+		g, err := strconv.Atoi(args[0])
+		if err != nil || g < 0 || g >= len(r.routes) {
+			return "", fmt.Errorf("no raft group %q on this node: groups are 0 to %d", args[0], len(r.routes)-1)
+		}
+		id = g
+	default:
+		return "", errors.New("wrong number of arguments for RAFT DIGEST: at most a group")
+	}
+	return r.routes[id].Admin(server.AdminDigest, nil)
 }
 
 // unitRoute is the route of an atomic unit: the group of its first key

@@ -191,7 +191,8 @@ const (
 	// AdminSnapshot snapshots this node now (SAVE, BGSAVE, SHUTDOWN, RAFT
 	// SNAPSHOT); it answers the snapshot's index.
 	AdminSnapshot AdminOp = "snapshot"
-	// AdminDigest answers "<applied index> <hex digest>" of this node.
+	// AdminDigest answers "<applied index> <hex digest>" of this node's
+	// state in one group (args: [group], group 0 when none).
 	AdminDigest AdminOp = "digest"
 	// AdminLastSave answers the Unix seconds of this node's newest
 	// snapshot, "0" if none (LASTSAVE).

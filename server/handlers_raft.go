@@ -10,11 +10,12 @@ import (
 )
 
 // RAFT <JOIN node_id address | REMOVE node_id | TRANSFER [node_id] |
-// SNAPSHOT | INFO | DIGEST | HELP>
+// SNAPSHOT | INFO | DIGEST [group] | HELP>
 // Cluster administration. JOIN, REMOVE and TRANSFER change the cluster and
 // are carried out by the leader wherever they are sent (+OK once committed);
 // SNAPSHOT (an integer: the snapshot's index), INFO (text) and DIGEST
-// ([applied_index, hex SHA-256 of the state]) concern the node asked.
+// ([applied_index, hex SHA-256 of the state] of one group) concern the node
+// asked.
 func cmdRaft(c *conn, s *commands.Spec, args [][]byte) {
 	sub := s.Sub(args[1])
 	if sub == nil {
@@ -34,7 +35,7 @@ func cmdRaft(c *conn, s *commands.Spec, args [][]byte) {
 			"TRANSFER [<node_id>]", "    Hand leadership to node_id, or to the most up-to-date voter.",
 			"SNAPSHOT", "    Snapshot this node's state now; answers the snapshot's index.",
 			"INFO", "    This node's view of the cluster: role, term, leader, indexes, members.",
-			"DIGEST", "    [applied_index, SHA-256 of the replicated state at that index] of this node.",
+			"DIGEST [<group>]", "    [applied_index, SHA-256 of the replicated state at that index] of this node's group (0 unless named).",
 			"HELP", "    Print this help.")
 		return
 	case "info":
