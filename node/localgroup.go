@@ -60,6 +60,14 @@ func (n *Node) openGroup(id slots.GroupID, cfg Config, gs groupStart) (lg *local
 	if lg.store, err = n.db.Group(id); err != nil {
 		return nil, err
 	}
+	// With several groups every line of the group's raft, transport, state
+	// machine and group logic names it (group=N): elections, snapshots,
+	// installs and handovers happen per group, and a line that does not
+	// say whose cannot be read. One group logs as before groups.
+	log := n.log
+	if gs.slots.groups > 1 {
+		log = log.With("group", id)
+	}
 	lg.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream: &group.StreamLayer{
 			Listener:  gs.gate.wrap(gs.streams.listener(id, gs.unnamed)),
@@ -74,7 +82,7 @@ func (n *Node) openGroup(id slots.GroupID, cfg Config, gs groupStart) (lg *local
 		},
 		MaxPool: 3,
 		Timeout: 10 * time.Second,
-		Logger:  group.NewRaftLogger(n.log),
+		Logger:  group.NewRaftLogger(log),
 	})
 	defer func() {
 		if err != nil {
@@ -86,7 +94,7 @@ func (n *Node) openGroup(id slots.GroupID, cfg Config, gs groupStart) (lg *local
 	if gs.slots.groups > 1 {
 		owns = func(s slots.Slot) bool { return gs.slots.group(s) == id }
 	}
-	lg.fsm = fsm.New(fsm.Config{Stripes: cfg.Stripes, Logger: n.log, Scripts: scripts, ObserveApply: n.metrics.applyHook(), Owns: owns, OnFatal: func(err error) {
+	lg.fsm = fsm.New(fsm.Config{Stripes: cfg.Stripes, Logger: log, Scripts: scripts, ObserveApply: n.metrics.applyHook(), Owns: owns, OnFatal: func(err error) {
 		select {
 		case n.fatal <- err:
 		default:
@@ -103,7 +111,7 @@ func (n *Node) openGroup(id slots.GroupID, cfg Config, gs groupStart) (lg *local
 		Transport:            lg.transport,
 		FSM:                  lg.fsm,
 		Clock:                &group.Clock{},
-		Logger:               n.log,
+		Logger:               log,
 		MaxInflight:          cfg.MaxInflight,
 		MaxInflightWithPeers: cfg.MaxInflightWithPeers,
 		DirectWALSync:        cfg.DirectWALSync && gs.slots.groups == 1, // see groupStart
