@@ -24,6 +24,12 @@ var (
 	ErrLost = errors.New("forward: sent, but the answer was lost")
 	// ErrClosed: the client is closed.
 	ErrClosed = errors.New("forward: client closed")
+	// ErrUnreachable: the destination could not be reached: no connection
+	// with its handshake within the reach timeout, or nothing at all heard
+	// back on a connection within it of a ping (reach.go). It is wrapped
+	// together with ErrNotSent or ErrLost, which say what the caller may
+	// assume; this says why.
+	ErrUnreachable = errors.New("forward: the destination cannot be reached")
 )
 
 // Client sends calls to other nodes over a few long-lived connections per
@@ -43,6 +49,9 @@ var (
 type Client struct {
 	dial    func(addr string, timeout time.Duration) (net.Conn, error)
 	perDest int
+	// reach bounds a dial with its handshake, and the wait for anything
+	// at all from the destination after a ping (reach.go).
+	reach time.Duration
 
 	mu     sync.Mutex
 	pools  map[string]*pool
@@ -58,13 +67,35 @@ const ConnsPerDestination = 2
 // NewClient makes a client that opens connections with dial (an
 // authenticated peer dialer).
 func NewClient(dial func(addr string, timeout time.Duration) (net.Conn, error)) *Client {
-	return &Client{dial: dial, perDest: ConnsPerDestination, pools: make(map[string]*pool)}
+	return &Client{dial: dial, perDest: ConnsPerDestination, reach: DefaultReachTimeout, pools: make(map[string]*pool)}
 }
 
+// SetReachTimeout sets how long a destination may take to complete a
+// dial's handshake, or to send anything back after a ping, before it is
+// taken as unreachable (DefaultReachTimeout unless set). Call it before
+// the first call.
+func (c *Client) SetReachTimeout(d time.Duration) {
+	if d > 0 {
+		c.reach = d
+	}
+}
+
+// pool is the connections to one destination.
 type pool struct {
+	addr  string
 	mu    sync.Mutex
 	conns []*clientConn
 	next  atomic.Uint64
+	// dialing is open while a dial to addr runs (one at a time: every
+	// caller that needs a connection waits for it rather than dialling
+	// again), closed when it ends; dialErr is its error.
+	dialing chan struct{}
+	dialErr error
+	// downSince is when addr was last found unreachable (mono), 0 while
+	// it answers: set by a failed dial or a connection given up for
+	// silence, cleared by a dial that completes and by any byte read from
+	// addr (reach.go).
+	downSince atomic.Int64
 }
 
 // call is one request in flight.
@@ -74,6 +105,7 @@ type call struct {
 	deadline time.Time // the writer gives up on a stalled socket then
 	res      []request.Result
 	abandon  <-chan struct{} // nil: never
+	ping     bool            // a ping (Probe): any answer will do
 	text     string
 	err      error
 	sent     atomic.Bool
@@ -136,19 +168,40 @@ func (c *Client) do(addr string, cl *call, frame []byte, timeout time.Duration) 
 		// tells the dial's cause apart (mux.ErrSecretMismatch and so on).
 		return fmt.Errorf("%w: %w", ErrNotSent, err)
 	}
-	if !cc.register(cl, frame) {
+	next, ok := cc.register(cl, frame)
+	if !ok {
 		return ErrNotSent
 	}
-	t := time.NewTimer(timeout)
+	// Wait for the answer, looking at the connection whenever it has been
+	// quiet long enough to be in doubt (reach.go): a ping then, and the
+	// connection given up if nothing at all comes back within the reach
+	// timeout. A destination that answers pings is waited for until the
+	// call's own timeout, however long its decision takes.
+	t := time.NewTimer(min(timeout, time.Until(next)))
 	defer t.Stop()
 	var why string
-	select {
-	case <-cl.done:
-		return cl.err
-	case <-t.C:
-		why = fmt.Sprintf("no answer within %v", timeout)
-	case <-cl.abandon:
-		why = "abandoned: the destination no longer leads"
+wait:
+	for {
+		select {
+		case <-cl.done:
+			return cl.err
+		case <-cl.abandon:
+			why = "abandoned: the destination no longer leads"
+			break wait
+		case <-t.C:
+			now := time.Now()
+			if !now.Before(cl.deadline) {
+				why = fmt.Sprintf("no answer within %v", timeout)
+				break wait
+			}
+			next, dead := cc.check(now)
+			if dead {
+				cc.giveUp()
+				<-cl.done // fail answers every call on the connection
+				return cl.err
+			}
+			t.Reset(min(cl.deadline.Sub(now), next.Sub(now)))
+		}
 	}
 	cc.forget(cl.id)
 	if cl.sent.Load() {
@@ -161,6 +214,12 @@ func (c *Client) do(addr string, cl *call, frame []byte, timeout time.Duration) 
 }
 
 // conn returns a live connection to addr, dialling if the pool is short.
+// One dial runs at a time per destination, bounded by the reach timeout:
+// a caller that finds no connection waits for the dial under way (at most
+// its own timeout) and shares its outcome, so a destination whose
+// handshake never completes costs every caller one reach timeout at most,
+// not one each in turn. A caller that finds a connection while the pool
+// is short uses it and dials the next one in the background.
 func (c *Client) conn(addr string, timeout time.Duration) (*clientConn, error) {
 	c.mu.Lock()
 	if c.closed {
@@ -169,39 +228,101 @@ func (c *Client) conn(addr string, timeout time.Duration) (*clientConn, error) {
 	}
 	p := c.pools[addr]
 	if p == nil {
-		p = &pool{}
+		p = &pool{addr: addr}
 		c.pools[addr] = p
 	}
 	c.mu.Unlock()
 
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	live := p.conns[:0]
-	for _, cc := range p.conns {
-		if !cc.isDead() {
-			live = append(live, cc)
+	var wait *time.Timer
+	defer func() {
+		if wait != nil {
+			wait.Stop()
 		}
-	}
-	p.conns = live
-	if len(p.conns) < c.perDest {
-		nc, err := c.dial(addr, timeout)
-		if err != nil {
-			if len(p.conns) == 0 {
-				return nil, err
+	}()
+	for {
+		p.mu.Lock()
+		live := p.conns[:0]
+		for _, cc := range p.conns {
+			if !cc.isDead() {
+				live = append(live, cc)
 			}
+		}
+		clear(p.conns[len(live):])
+		p.conns = live
+		n := len(p.conns)
+		if n < c.perDest && p.dialing == nil {
+			ch := make(chan struct{})
+			p.dialing = ch
+			if n > 0 {
+				go c.dialInto(p, ch)
+			} else {
+				p.mu.Unlock()
+				c.dialInto(p, ch)
+				p.mu.Lock()
+				if len(p.conns) == 0 {
+					err := p.dialErr
+					p.mu.Unlock()
+					return nil, err
+				}
+				n = len(p.conns)
+			}
+		}
+		if n > 0 {
+			cc := p.conns[p.next.Add(1)%uint64(n)]
+			p.mu.Unlock()
+			return cc, nil
+		}
+		// No connection, and another caller's dial under way: its
+		// outcome is ours.
+		ch := p.dialing
+		p.mu.Unlock()
+		if wait == nil {
+			wait = time.NewTimer(timeout)
+		}
+		select {
+		case <-ch:
+		case <-wait.C:
+			return nil, fmt.Errorf("no connection to %s within %v", addr, timeout)
+		}
+		p.mu.Lock()
+		if len(p.conns) == 0 && p.dialing == nil {
+			err := p.dialErr
+			p.mu.Unlock()
+			return nil, err
+		}
+		p.mu.Unlock()
+	}
+}
+
+// dialInto dials p's destination within the reach timeout and adds the
+// connection to p, or records the failure; then it closes ch, which ends
+// the dial under way. Caller set p.dialing to ch.
+func (c *Client) dialInto(p *pool, ch chan struct{}) {
+	nc, err := c.dial(p.addr, c.reach)
+	var cc *clientConn
+	if err == nil {
+		cc = newClientConn(nc, p, c.reach)
+		c.mu.Lock()
+		closed := c.closed
+		c.mu.Unlock()
+		if closed {
+			cc.fail(ErrClosed)
+			cc, err = nil, ErrClosed
 		} else {
-			cc := newClientConn(nc)
-			c.mu.Lock()
-			closed := c.closed
-			c.mu.Unlock()
-			if closed {
-				cc.fail(ErrClosed)
-				return nil, ErrClosed
-			}
-			p.conns = append(p.conns, cc)
+			p.markUp()
 		}
+	} else {
+		err = fmt.Errorf("%w: %w", ErrUnreachable, err)
+		p.markDown()
 	}
-	return p.conns[p.next.Add(1)%uint64(len(p.conns))], nil
+	p.mu.Lock()
+	if cc != nil {
+		p.conns = append(p.conns, cc)
+	}
+	p.dialErr = err
+	p.dialing = nil
+	p.mu.Unlock()
+	close(ch)
 }
 
 // Close fails every call in flight and closes every connection.
@@ -222,8 +343,14 @@ func (c *Client) Close() {
 
 // clientConn is one multiplexed connection.
 type clientConn struct {
-	nc net.Conn
-	w  *bufio.Writer // used by the flushing caller only
+	nc    net.Conn
+	w     *bufio.Writer // used by the flushing caller only
+	pool  *pool
+	reach time.Duration
+	// heard is when a byte last arrived from the destination (mono);
+	// pingAt when the last ping was queued (mono; guarded by mu).
+	heard  atomic.Int64
+	pingAt int64
 
 	mu       sync.Mutex
 	calls    map[uint64]*call
@@ -235,8 +362,9 @@ type clientConn struct {
 	flushing bool    // a caller is writing; it takes pending before it stops
 }
 
-func newClientConn(nc net.Conn) *clientConn {
-	cc := &clientConn{nc: nc, w: bufio.NewWriterSize(nc, 64<<10), calls: make(map[uint64]*call)}
+func newClientConn(nc net.Conn, p *pool, reach time.Duration) *clientConn {
+	cc := &clientConn{nc: nc, w: bufio.NewWriterSize(nc, 64<<10), pool: p, reach: reach, calls: make(map[uint64]*call)}
+	cc.heard.Store(mono()) // the handshake just came back
 	go cc.readLoop()
 	return cc
 }
@@ -248,30 +376,42 @@ func (cc *clientConn) isDead() bool {
 }
 
 // register assigns cl an ID, seals frame (begun by startFrame) with it and
-// sends it; false if the connection is dead. The caller that finds nobody
-// writing becomes the writer: it writes its frame and every frame queued
-// meanwhile, flushing once per round, until the queue is empty (or, under a
-// steady stream, for callerRounds rounds; see flush). Others just queue and
-// return, and the reader wakes them when their answer arrives.
-func (cc *clientConn) register(cl *call, frame []byte) bool {
+// sends it; ok is false if the connection is dead. The caller that finds
+// nobody writing becomes the writer: it writes its frame and every frame
+// queued meanwhile, flushing once per round, until the queue is empty (or,
+// under a steady stream, for callerRounds rounds; see flush). Others just
+// queue and return, and the reader wakes them when their answer arrives.
+// When the connection has been quiet long enough to be in doubt, a ping
+// goes right after the frame (reach.go); next is when the caller should
+// look at the connection (check) if its answer has not come.
+func (cc *clientConn) register(cl *call, frame []byte) (next time.Time, ok bool) {
+	now := mono()
 	cc.mu.Lock()
 	if cc.dead {
 		cc.mu.Unlock()
-		return false
+		return time.Time{}, false
 	}
 	cc.nextID++
 	cl.id = cc.nextID
 	cl.frame = sealFrame(frame, cl.id)
 	cc.calls[cl.id] = cl
 	cc.pending = append(cc.pending, cl)
+	if cl.ping {
+		cc.pingAt = now
+	}
+	l := judge(now, cc.heard.Load(), cc.pingAt, pingAfterQuiet, cc.reach)
+	if l.ping {
+		cc.queuePingLocked(now)
+		l = judge(now, cc.heard.Load(), cc.pingAt, pingAfterQuiet, cc.reach)
+	}
 	if cc.flushing {
 		cc.mu.Unlock()
-		return true
+		return fromMono(l.next), true
 	}
 	cc.flushing = true
 	cc.mu.Unlock()
 	cc.flush(callerRounds)
-	return true
+	return fromMono(l.next), true
 }
 
 func (cc *clientConn) forget(id uint64) {
@@ -341,7 +481,7 @@ func (cc *clientConn) flush(rounds int) {
 
 // readLoop matches answers to calls.
 func (cc *clientConn) readLoop() {
-	r := bufio.NewReaderSize(cc.nc, 64<<10)
+	r := bufio.NewReaderSize(heardReader{cc}, 64<<10)
 	var buf []byte
 	for {
 		id, status, payload, nb, err := readFrame(r, buf)
@@ -362,6 +502,9 @@ func (cc *clientConn) readLoop() {
 }
 
 func decodeAnswer(status byte, payload []byte, cl *call) error {
+	if cl.ping {
+		return nil // the destination answered: whatever it said, it is there
+	}
 	switch status {
 	case statusOK:
 		if cl.res != nil {
@@ -391,9 +534,9 @@ func (cc *clientConn) fail(cause error) {
 	cc.nc.Close()
 	for _, cl := range calls {
 		if cl.sent.Load() {
-			cl.finish(fmt.Errorf("%w: %v", ErrLost, cause))
+			cl.finish(fmt.Errorf("%w: %w", ErrLost, cause))
 		} else {
-			cl.finish(ErrNotSent)
+			cl.finish(fmt.Errorf("%w: %w", ErrNotSent, cause))
 		}
 	}
 }

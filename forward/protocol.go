@@ -32,6 +32,12 @@ import (
 //	                       (request.Append: the encoding log entries carry)
 //	kindAdmin:             uvarint group, uvarint n, n × (uvarint len,
 //	                       bytes): command, arguments
+//	kindPing:              uvarint group (always 0): answered statusOK with
+//	                       an empty payload by the connection's reader
+//	                       itself, never through a group (reach.go). A
+//	                       build before pings answers it statusError
+//	                       (FailRefused, "unknown call kind"): an answer
+//	                       all the same, which is all a ping asks for.
 //
 // Response statuses and payloads:
 //
@@ -48,6 +54,7 @@ const (
 	kindPropose byte = 1
 	kindRead    byte = 2
 	kindAdmin   byte = 3
+	kindPing    byte = 4
 
 	statusOK    byte = 0
 	statusError byte = 1

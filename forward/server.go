@@ -128,6 +128,7 @@ func (s *Server) serveConn(c net.Conn) {
 		s:     s,
 		out:   make(chan []byte, maxCallsPerConn),
 		slots: make(chan struct{}, maxCallsPerConn),
+		pongs: make(chan uint64, 1),
 	}
 	writerDone := make(chan struct{})
 	go func() {
@@ -143,6 +144,10 @@ func (s *Server) serveConn(c net.Conn) {
 			}
 			break
 		}
+		if kind == kindPing {
+			sc.pong(id)
+			continue
+		}
 		sc.slots <- struct{}{}
 		sc.calls.Add(1)
 		sc.start(id, kind, payload)
@@ -157,7 +162,22 @@ type serverConn struct {
 	s     *Server
 	out   chan []byte   // answers for the writer
 	slots chan struct{} // one per call read and not yet answered on the wire
+	// pongs carries the IDs of pings to answer (forward/reach.go): answered
+	// by the writer outside the slots, without a group, so that a leader
+	// busy deciding still shows it is there. One waiting is enough: a
+	// ping's only purpose is that something comes back, so when one is
+	// queued a later one is dropped.
+	pongs chan uint64
 	calls sync.WaitGroup
+}
+
+// pong queues the answer to a ping, unless one is queued already. The
+// reader's goroutine; never blocks.
+func (sc *serverConn) pong(id uint64) {
+	select {
+	case sc.pongs <- id:
+	default:
+	}
 }
 
 // start runs one call: propose and read calls are handed to the group's
@@ -230,7 +250,7 @@ func (sc *serverConn) queue(frame []byte) { sc.out <- frame }
 
 // writeLoop writes answers, every one queued meanwhile per flush, and
 // frees each call's slot once its answer is written (or dropped with a
-// broken connection).
+// broken connection); pongs are written alongside and hold no slot.
 func (sc *serverConn) writeLoop(c net.Conn) {
 	w := bufio.NewWriterSize(c, 64<<10)
 	broken := false
@@ -241,18 +261,30 @@ func (sc *serverConn) writeLoop(c net.Conn) {
 				broken = true
 			}
 		}
-		written++
 	}
-	for frame := range sc.out {
-		write(frame)
+	pong := func(id uint64) { write(sealFrame(startFrame(statusOK, 0), id)) }
+	for open := true; open; {
+		select {
+		case frame, ok := <-sc.out:
+			if !ok {
+				return
+			}
+			write(frame)
+			written++
+		case id := <-sc.pongs:
+			pong(id)
+		}
 		for more := true; more; {
 			select {
 			case f, ok := <-sc.out:
 				if !ok {
-					more = false
+					more, open = false, false
 					break
 				}
 				write(f)
+				written++
+			case id := <-sc.pongs:
+				pong(id)
 			default:
 				more = false
 			}
