@@ -66,13 +66,19 @@ type cluster struct {
 // when not nil, gives a node's further command-line arguments from its
 // name.
 func startCluster(ctx context.Context, f *fleet, kind serverKind, size int, nodeArgs func(name string) []string, progress io.Writer) (*cluster, error) {
-	secret := make([]byte, 24)
-	if _, err := rand.Read(secret); err != nil {
-		return nil, fmt.Errorf("cluster secret: %w", err)
-	}
 	prefix := "n"
 	if kind == kindRedcellBaseline {
 		prefix = "b"
+	}
+	return startNamedCluster(ctx, f, kind, prefix, size, nodeArgs, progress)
+}
+
+// startNamedCluster is startCluster with the nodes' name prefix given: two
+// clusters of one kind side by side (the groups mode) need two.
+func startNamedCluster(ctx context.Context, f *fleet, kind serverKind, prefix string, size int, nodeArgs func(name string) []string, progress io.Writer) (*cluster, error) {
+	secret := make([]byte, 24)
+	if _, err := rand.Read(secret); err != nil {
+		return nil, fmt.Errorf("cluster secret: %w", err)
 	}
 	secretPath := filepath.Join(f.root, prefix+"-cluster-secret")
 	if err := os.WriteFile(secretPath, []byte(hex.EncodeToString(secret)), 0o600); err != nil {

@@ -66,6 +66,9 @@ type options struct {
 	pgoOut     string
 	failover   failoverOptions
 	restart    restartOptions
+	// groupsQuotas are the groups mode's CPU quotas per node, in cores (0:
+	// none, the bare machine).
+	groupsQuotas []float64
 	// baseline is the git revision of a second Redcell (-baseline), "" for none.
 	baseline string
 	// variants are the named flag combinations of -variants; their kinds
@@ -90,10 +93,14 @@ const failoverMode = "failover"
 // and measures how soon they serve again.
 const restartMode = "restart"
 
+// groupsMode is not part of "all": it runs two 3-node clusters, and with
+// -groups-quota it needs root for cgroups.
+const groupsMode = "groups"
+
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	mode := fs.String("mode", "compare", "compare | limiters | scripts | libraries | latency | datatypes | memory | cluster | all (comma-separated list allowed); failover, restart, slowdisk (not in all); or pgo alone: write cmd/redcell/default.pgo (see bench/pgo.go)")
+	mode := fs.String("mode", "compare", "compare | limiters | scripts | libraries | latency | datatypes | memory | cluster | all (comma-separated list allowed); failover, restart, slowdisk, groups (not in all); or pgo alone: write cmd/redcell/default.pgo (see bench/pgo.go)")
 	servers := fs.String("servers", "all", "servers to run: all, or a comma-separated list of redcell, redis (both Redis servers), redis-lua, redis-lua-fsync")
 	quick := fs.Bool("quick", false, "short runs and 100k keys for a smoke check (results are marked as quick)")
 	results := fs.String("results", "", "directory of the results files: each mode writes <mode>.md there, replacing the last run's (default bench/results in the repository)")
@@ -111,6 +118,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	variants := fs.String("variants", "", "named flag combinations of this commit's Redcell, each run as one more server Redcell[name] right after Redcell (and Redcell-baseline) in compare, limiters, scripts, libraries, latency, datatypes, memory and slowdisk (not in cluster, failover, restart, pgo), e.g. 'direct=--direct-wal-sync;procs2=--procs 2'; each mode ends with the default beside each variant")
 	fsyncDelays := fs.String("fsync-delays", "0,500us,1ms,2ms", "slowdisk mode: how much longer each WAL sync takes, one set of Redcell servers per delay (0: the slow-disk build with nothing injected)")
 	pgoOut := fs.String("pgo-out", "", "pgo mode: where the merged profile goes (default cmd/redcell/default.pgo in the repository)")
+	groupsQuota := fs.String("groups-quota", "0,0.25", "groups mode: each node's CPU quota in cores, one run of both clusters per value (0: the bare machine; others need root and cgroup v1's cpu controller)")
 	kills := fs.Int("kills", 20, "failover mode: how many times the leader is killed (3 with -quick); 0 measures one quiet window only")
 	foClients := fs.Int("failover-clients", 2, "failover mode: clients per node")
 	cpuHogs := fs.Int("cpu-hogs", 0, "failover mode: busy-loop processes run beside the cluster (a loaded machine)")
@@ -133,6 +141,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		baseline: strings.TrimSpace(*baseline),
 		failover: failoverOptions{kills: *kills, clientsPerNode: *foClients, cpuHogs: *cpuHogs, quiet: *quiet, nodeFlags: strings.Fields(*nodeFlags), keepLogs: *keepLogs},
 		restart:  restartOptions{rounds: *restarts, largeKeys: *keys, downFor: *restartDown}}
+	for _, q := range strings.Split(*groupsQuota, ",") {
+		v, err := strconv.ParseFloat(strings.TrimSpace(q), 64)
+		if err != nil || v < 0 || v > 64 {
+			return options{}, fmt.Errorf("-groups-quota: %q is not a number of cores", q)
+		}
+		o.groupsQuotas = append(o.groupsQuotas, v)
+	}
 	if o.quick {
 		if !set["kills"] {
 			o.failover.kills = 3
@@ -235,12 +250,12 @@ func parseModes(s string) ([]string, error) {
 			return []string{"pgo"}, nil
 		case m == "all":
 			return allModes, nil
-		case slices.Contains(allModes, m) || m == failoverMode || m == restartMode || m == slowDiskMode:
+		case slices.Contains(allModes, m) || m == failoverMode || m == restartMode || m == slowDiskMode || m == groupsMode:
 			if !slices.Contains(modes, m) {
 				modes = append(modes, m)
 			}
 		default:
-			return nil, fmt.Errorf("unknown -mode %q (want compare, limiters, scripts, libraries, latency, datatypes, memory, cluster, all, failover, restart or slowdisk)", m)
+			return nil, fmt.Errorf("unknown -mode %q (want compare, limiters, scripts, libraries, latency, datatypes, memory, cluster, all, failover, restart, slowdisk or groups)", m)
 		}
 	}
 	return modes, nil
@@ -558,6 +573,22 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) (err erro
 				return err
 			}
 			if err := writeResults(mode, "Restart: time to serve after SIGKILL", md); err != nil {
+				return err
+			}
+		case groupsMode:
+			for _, s := range throughput {
+				if err := f.stop(s); err != nil {
+					return err
+				}
+			}
+			throughput = nil
+			fmt.Fprintf(stdout, "\n== Groups: two %d-node clusters, --groups 1 and 3, quotas %v cores per node (0: none)\n", clusterSize, opts.groupsQuotas)
+			md, err := runGroupsMode(ctx, f, runner, opts.rounds, opts.groupsQuotas, stdout)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(stdout, "\n%s", md)
+			if err := writeResults(mode, fmt.Sprintf("Groups: %d local nodes, one group against three", clusterSize), md); err != nil {
 				return err
 			}
 		case failoverMode:

@@ -28,6 +28,11 @@ type workload struct {
 	// plain command, space-separated, its key written with __rand_int__
 	// (the datatypes mode's client check).
 	command string
+	// cluster runs redis-benchmark as a cluster-mode client (--cluster):
+	// it reads the slot map from the node it is given and spreads its
+	// clients over the masters, each client's keys hash-tagged ({tag}) to
+	// its master's slots. The groups mode only.
+	cluster bool
 }
 
 func (w workload) String() string {
@@ -39,6 +44,9 @@ func (w workload) String() string {
 		keys = w.command + ", " + keys
 	} else if w.family != familyCL {
 		keys = w.family.name() + ", " + keys
+	}
+	if w.cluster {
+		keys += ", --cluster"
 	}
 	return fmt.Sprintf("%s, -c %d -P %d", keys, w.clients, w.pipeline)
 }
@@ -173,6 +181,10 @@ func redisBenchmarkArgs(s *server, w workload, n int) []string {
 	if w.family != familyCL {
 		prefix = strings.ToLower(w.family.name()[:2]) + ":"
 	}
+	if w.cluster {
+		args = append([]string{"--cluster"}, args...)
+		prefix += "{tag}:"
+	}
 	key := prefix + "hot"
 	if w.keyspace > 0 {
 		args = append(args, "-r", strconv.Itoa(w.keyspace))
@@ -215,7 +227,7 @@ func runTarget(ctx context.Context, t target, w workload, ns []int) (benchResult
 	}
 	procs := make([]*proc, len(t.nodes))
 	for i, s := range t.nodes {
-		p := &proc{node: s, args: redisBenchmarkArgs(s, workload{family: w.family, clients: clients[i], pipeline: w.pipeline, keyspace: w.keyspace, command: w.command}, ns[i])}
+		p := &proc{node: s, args: redisBenchmarkArgs(s, workload{family: w.family, clients: clients[i], pipeline: w.pipeline, keyspace: w.keyspace, command: w.command, cluster: w.cluster}, ns[i])}
 		p.cmd = exec.CommandContext(ctx, "redis-benchmark", p.args...)
 		p.cmd.Stdout, p.cmd.Stderr = &p.stdout, &p.stderr
 		procs[i] = p
@@ -310,6 +322,11 @@ func combineResults(parts []benchResult, elapsed time.Duration) benchResult {
 // parseBenchmarkCSV reads redis-benchmark --csv output: a header row naming
 // the columns, then one row for the single test run.
 func parseBenchmarkCSV(out []byte) (benchResult, error) {
+	// With --cluster, redis-benchmark lists the masters it found before
+	// the CSV: the table starts at its header.
+	if i := bytes.Index(out, []byte("\"test\",")); i > 0 {
+		out = out[i:]
+	}
 	rows, err := csv.NewReader(bytes.NewReader(out)).ReadAll()
 	if err != nil {
 		return benchResult{}, fmt.Errorf("parse CSV: %w", err)

@@ -27,6 +27,11 @@ func Test_ParseBenchmarkCSV(t *testing.T) {
 			in:   `"p99_latency_ms","rps","p50_latency_ms","avg_latency_ms","max_latency_ms"` + "\n" + `"2","100","1","1.5","3"` + "\n",
 			want: benchResult{RPS: 100, AvgMs: 1.5, P50Ms: 1, P99Ms: 2, MaxMs: 3},
 		},
+		{
+			name: "--cluster lists the masters first",
+			in:   "Cluster has 3 master nodes:\n\nMaster 0: 40b3eab63f3f1d4fa48e09559401c5ed4efceaa6 127.0.0.1:27001\n\n" + header + `"CL.THROTTLE user:{tag}:__rand_int__ 15 30 60 1","9649.33","41.214","15.648","34.591","80.319","81.343","81.407"` + "\n",
+			want: benchResult{RPS: 9649.33, AvgMs: 41.214, P50Ms: 34.591, P99Ms: 81.343, MaxMs: 81.407},
+		},
 		{name: "empty", in: "", wantErr: "0 rows"},
 		{name: "header only", in: header, wantErr: "1 rows"},
 		{name: "missing column", in: `"rps"` + "\n" + `"5"` + "\n", wantErr: `no "avg_latency_ms" column`},
