@@ -275,12 +275,17 @@ func (c *cluster) info(i int) (string, error) {
 	return r.str, nil
 }
 
-// raftStatus is the part of INFO raft the tests look at.
+// raftStatus is the part of INFO raft the tests look at. Its raft_* fields
+// are group 0's, whatever the group count (INFO keeps them so); groups is
+// every group's standing, groups[g] for group g, with one group too (then
+// made of the raft_* fields), so that code asking about every group needs
+// no case for one (cluster_harness_groups_test.go).
 type raftStatus struct {
 	state, leaderID       string
 	ready                 bool
 	term, voters          int64
 	commit, applied, snap int64
+	groups                []groupStatus
 }
 
 func parseRaftStatus(info string) raftStatus {
@@ -288,13 +293,15 @@ func parseRaftStatus(info string) raftStatus {
 		v, _ := strconv.ParseInt(infoField(info, name), 10, 64)
 		return v
 	}
-	return raftStatus{
+	st := raftStatus{
 		state: infoField(info, "raft_state"), leaderID: infoField(info, "raft_leader_id"),
 		ready: infoField(info, "raft_ready") == "1",
 		term:  num("raft_term"), voters: num("raft_voters"),
 		commit: num("raft_commit_index"), applied: num("raft_applied_index"),
 		snap: num("raft_last_snapshot_index"),
 	}
+	st.groups = parseGroupStatuses(info, st)
+	return st
 }
 
 func (c *cluster) status(i int) (raftStatus, error) {
@@ -333,38 +340,38 @@ func (c *cluster) waitFor(timeout time.Duration, what string, cond func() (bool,
 	}
 }
 
-// waitFormed waits until every node is running, reports voters voters and
-// knows one ready leader.
+// waitFormed waits until every node is running, reports voters voters and,
+// in every group, knows the same leader, which is ready; with several
+// groups, until every group's configuration (CLUSTER SLOTS) also holds
+// voters voters, since a joining node is promoted in each group on its
+// own. It returns group 0's leader.
 func (c *cluster) waitFormed(voters int) int {
 	c.t.Helper()
 	leader := -1
-	c.waitFor(clusterFormTimeout, fmt.Sprintf("%d voters and one leader on every node", voters), func() (bool, string) {
+	c.waitFor(clusterFormTimeout, fmt.Sprintf("%d voters and every group's leader known on every node", voters), func() (bool, string) {
 		sts := c.statuses()
 		desc := describeStatuses(c, sts)
 		if len(sts) != len(c.live()) {
 			return false, desc
 		}
-		leader = -1
-		ids := map[string]bool{}
-		for i, st := range sts {
-			if st.voters != int64(voters) || st.leaderID == "" {
+		for _, st := range sts {
+			if st.voters != int64(voters) {
 				return false, desc
 			}
-			ids[st.leaderID] = true
-			if st.state == "leader" && st.ready {
-				leader = i
+		}
+		leaders, ok := c.agreedLeaders(sts)
+		if !ok {
+			return false, desc
+		}
+		if c.groupCount() > 1 {
+			if why := c.shardVotersMissing(voters); why != "" {
+				return false, desc + "; " + why
 			}
 		}
-		return leader >= 0 && len(ids) == 1 && c.nodes[leader].id == firstKey(ids), desc
+		leader = leaders[0]
+		return true, desc
 	})
 	return leader
-}
-
-func firstKey(m map[string]bool) string {
-	for k := range m {
-		return k
-	}
-	return ""
 }
 
 func describeStatuses(c *cluster, sts map[int]raftStatus) string {
@@ -377,33 +384,19 @@ func describeStatuses(c *cluster, sts map[int]raftStatus) string {
 		case !ok:
 			parts = append(parts, c.nodes[i].id+": no answer")
 		default:
-			parts = append(parts, fmt.Sprintf("%s: %s term %d leader %q ready %v voters %d commit %d applied %d snap %d",
-				c.nodes[i].id, st.state, st.term, st.leaderID, st.ready, st.voters, st.commit, st.applied, st.snap))
+			parts = append(parts, fmt.Sprintf("%s: %s term %d leader %q ready %v voters %d commit %d applied %d snap %d%s",
+				c.nodes[i].id, st.state, st.term, st.leaderID, st.ready, st.voters, st.commit, st.applied, st.snap, describeGroups(st)))
 		}
 	}
 	return strings.Join(parts, "; ")
 }
 
-// waitLeader waits for a ready leader among the nodes in among (all running
-// nodes when among is empty) and returns its index.
+// waitLeader waits for a ready leader of group 0 (the only group, unless
+// the cluster has several) among the nodes in among (all running nodes
+// when among is empty) and returns its index.
 func (c *cluster) waitLeader(among ...int) int {
 	c.t.Helper()
-	leader := -1
-	c.waitFor(leaderTimeout, "a ready leader", func() (bool, string) {
-		sts := c.statuses()
-		leader = -1
-		for i, st := range sts {
-			if st.state != "leader" || !st.ready {
-				continue
-			}
-			if len(among) > 0 && !contains(among, i) {
-				continue
-			}
-			leader = i
-		}
-		return leader >= 0, describeStatuses(c, sts)
-	})
-	return leader
+	return c.waitGroupLeader(0, among...)
 }
 
 func contains(s []int, v int) bool {
@@ -455,25 +448,34 @@ func (c *cluster) killAll() {
 	}
 }
 
-// waitConverged waits until every running node has applied the same index,
-// equal to every node's commit index, and returns that index. Writers must
-// have stopped.
+// waitConverged waits until, in every group, every running node has
+// applied the same index, equal to every node's commit index, and returns
+// group 0's. Writers must have stopped.
 func (c *cluster) waitConverged(timeout time.Duration) int64 {
 	c.t.Helper()
 	var idx int64
-	c.waitFor(timeout, "every node to apply the same index", func() (bool, string) {
+	c.waitFor(timeout, "every node to apply the same index in every group", func() (bool, string) {
 		sts := c.statuses()
 		desc := describeStatuses(c, sts)
 		if len(sts) != len(c.live()) || len(sts) == 0 {
 			return false, desc
 		}
-		idx = -1
-		for _, st := range sts {
-			if idx < 0 {
-				idx = st.applied
+		for g := range c.groupCount() {
+			gi := int64(-1)
+			for _, st := range sts {
+				if g >= len(st.groups) {
+					return false, desc
+				}
+				gs := st.groups[g]
+				if gi < 0 {
+					gi = gs.applied
+				}
+				if gs.applied != gi || gs.commit != gi {
+					return false, desc
+				}
 			}
-			if st.applied != idx || st.commit != idx {
-				return false, desc
+			if g == 0 {
+				idx = gi
 			}
 		}
 		return true, desc
@@ -488,66 +490,89 @@ type digest struct {
 	hex   string
 }
 
-func (c *cluster) digest(i int) (digest, error) {
-	r, err := c.call(i, "RAFT", "DIGEST")
+// digest is node i's RAFT DIGEST of group g. With one group the command is
+// sent without a group, as every build answers it.
+func (c *cluster) digest(i, g int) (digest, error) {
+	args := []string{"RAFT", "DIGEST"}
+	if c.groupCount() > 1 {
+		args = append(args, strconv.Itoa(g))
+	}
+	r, err := c.call(i, args...)
 	if err != nil {
 		return digest{}, err
 	}
 	if r.kind != '*' || len(r.elems) != 2 || r.elems[0].kind != ':' || r.elems[1].kind != '$' || len(r.elems[1].str) != 64 {
-		return digest{}, fmt.Errorf("RAFT DIGEST on %s: got %v, want [index, hex SHA-256]", c.nodes[i].id, r)
+		return digest{}, fmt.Errorf("%s on %s: got %v, want [index, hex SHA-256]", strings.Join(args, " "), c.nodes[i].id, r)
 	}
 	return digest{index: r.elems[0].num, hex: r.elems[1].str}, nil
 }
 
 // compareReplicas checks that every running node holds the same state once
-// writes have stopped: all apply the same index, and RAFT DIGEST answers the
-// same digest at the same index on each. It returns that index.
+// writes have stopped: in every group, all apply the same index, and RAFT
+// DIGEST of the group answers the same digest at the same index on each.
+// It returns group 0's index.
 func (c *cluster) compareReplicas(what string) int64 {
 	c.t.Helper()
 	t := c.t
 	live := c.live()
+	groups := c.groupCount()
 	// Digests are read one node at a time; an entry committed in between
 	// (a leader's no-op, a promotion) moves the index: converge again.
 	for attempt := 0; ; attempt++ {
 		c.waitConverged(convergeTimeout)
-		ds := map[int]digest{}
+		ds := make([]map[int]digest, groups) // by group, by node
 		loading := false
-		for _, i := range live {
-			d, err := c.digest(i)
-			if err != nil && strings.Contains(err.Error(), "LOADING") && attempt < 10 {
-				// A node that converged can still be restoring a
-				// snapshot the leader sent it (it answers LOADING
-				// until done): converge again.
-				loading = true
-				break
+		for g := 0; g < groups && !loading; g++ {
+			ds[g] = map[int]digest{}
+			for _, i := range live {
+				d, err := c.digest(i, g)
+				if err != nil && strings.Contains(err.Error(), "LOADING") && attempt < 10 {
+					// A node that converged can still be restoring a
+					// snapshot the leader sent it (it answers LOADING
+					// until done): converge again.
+					loading = true
+					break
+				}
+				if err != nil {
+					t.Fatalf("%s: group %d: %v", what, g, err)
+				}
+				ds[g][i] = d
 			}
-			if err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
-			ds[i] = d
 		}
 		if loading {
 			continue
 		}
-		first := ds[live[0]]
-		same := true
-		for _, i := range live {
-			same = same && ds[i].index == first.index
+		moved := -1
+		for g := range groups {
+			for _, i := range live {
+				if ds[g][i].index != ds[g][live[0]].index {
+					moved = g
+				}
+			}
 		}
-		if !same {
+		if moved >= 0 {
 			if attempt == 10 {
-				t.Fatalf("%s: RAFT DIGEST indexes keep moving: %v", what, ds)
+				t.Fatalf("%s: RAFT DIGEST indexes of group %d keep moving: %v", what, moved, ds[moved])
 			}
 			continue
 		}
-		for _, i := range live {
-			if ds[i].hex != first.hex {
-				t.Errorf("%s: RAFT DIGEST differs at index %d: %s has %s, %s has %s",
-					what, first.index, c.nodes[live[0]].id, first.hex, c.nodes[i].id, ds[i].hex)
+		var agreed []string
+		for g := range groups {
+			first := ds[g][live[0]]
+			for _, i := range live {
+				if ds[g][i].hex != first.hex {
+					t.Errorf("%s: group %d: RAFT DIGEST differs at index %d: %s has %s, %s has %s",
+						what, g, first.index, c.nodes[live[0]].id, first.hex, c.nodes[i].id, ds[g][i].hex)
+				}
 			}
+			agreed = append(agreed, fmt.Sprintf("%s… at index %d", first.hex[:16], first.index))
 		}
-		t.Logf("%s: %d nodes agree on RAFT DIGEST %s… at index %d", what, len(live), first.hex[:16], first.index)
-		return first.index
+		if groups == 1 {
+			t.Logf("%s: %d nodes agree on RAFT DIGEST %s", what, len(live), agreed[0])
+		} else {
+			t.Logf("%s: %d nodes agree on the RAFT DIGEST of each of %d groups: %s", what, len(live), groups, strings.Join(agreed, ", "))
+		}
+		return ds[0][live[0]].index
 	}
 }
 

@@ -212,10 +212,19 @@ func familyOfKey(key string) limiterFamily {
 // other all through the test, whatever the throughput, failover included,
 // so the "never more than 100" check bites at every moment, with every
 // worker contending for the last units.
+//
+// With several groups each worker serves one group (the load's workers
+// take groups 0, 1, … in turn, across nodes), and each family has one key
+// in use per group, shared by that group's workers: a group whose leader
+// fails stalls only its own workers, so each group's gap without decisions
+// (longestGapOf) says how long that group could not decide. Keys then hold
+// groupedCapacity units.
 type decisionLoad struct {
 	start       time.Time
 	prefix      string
-	gen         [16]atomic.Int64 // per family (at most 16), the key in use: prefix:tag:gen
+	groups      int            // the cluster's group count: keys are spread over them
+	units       int64          // every key's units: decisionCapacity, groupedCapacity with groups
+	gen         []atomic.Int64 // per family and group (genIndex), the key in use: prefix:tag:gen
 	readTimeout time.Duration
 
 	stop chan struct{}
@@ -241,29 +250,44 @@ type failureEvent struct {
 	what     string
 }
 
-// decisionEvent is one successful reply (allowed or limited).
+// decisionEvent is one successful reply (allowed or limited), with the
+// group of its key.
 type decisionEvent struct {
-	node     int
-	sent, at time.Time
+	node, group int
+	sent, at    time.Time
 }
 
 const (
 	decisionBurst    = 99
 	decisionCapacity = decisionBurst + 1
+	// groupedCapacity is a key's units when the cluster has several
+	// groups: there each worker serves one group's keys (so one group's
+	// failover stalls only its own workers, and each group's gap without
+	// decisions can be told apart), two workers share a key instead of
+	// six, and keys of 100 units would not run out within a test.
+	groupedCapacity = 20
 )
 
 // startDecisionLoad starts perNode workers on each node index in nodes.
+// With several groups the load's workers, counted across nodes, serve
+// groups 0, 1, … in turn, and keys hold groupedCapacity units.
 func startDecisionLoad(t testing.TB, c *cluster, prefix string, nodes []int, perNode int, readTimeout time.Duration) *decisionLoad {
 	l := &decisionLoad{
-		start: time.Now(), prefix: prefix, readTimeout: readTimeout,
+		start: time.Now(), prefix: prefix, groups: c.groupCount(), units: decisionCapacity, readTimeout: readTimeout,
 		stop:    make(chan struct{}),
 		allowed: map[string][]int64{}, limited: map[string]int{}, unknown: map[string]int{}, failed: map[string]int{},
 		ioErrs: map[int]int{}, dialErrs: map[int]int{},
 	}
+	l.gen = make([]atomic.Int64, len(limiterFamilies)*l.groups)
+	if l.groups > 1 {
+		l.units = groupedCapacity
+	}
+	w := 0
 	for _, i := range nodes {
 		for k := 0; k < perNode; k++ {
 			l.wg.Add(1)
-			go l.worker(i, c.nodes[i].addr())
+			go l.worker(i, c.nodes[i].addr(), w%l.groups)
+			w++
 		}
 	}
 	t.Cleanup(l.halt)
@@ -287,7 +311,20 @@ func (l *decisionLoad) pause(d time.Duration) {
 	}
 }
 
-func (l *decisionLoad) worker(node int, addr string) {
+// Each family has a key in use in each group: number gen of family fi in
+// group g is prefix:tag:gen moved into g by spreadKey (prefix:tag:gen
+// itself with one group). Names stay distinct across groups, since a name
+// has one slot.
+func (l *decisionLoad) key(fi, g int, gen int64) string {
+	return spreadKey(l.prefix+":"+limiterFamilies[fi].tag+":"+itoa(gen), g, l.groups)
+}
+
+// genIndex is where family fi's key in use in group g is counted.
+func (l *decisionLoad) genIndex(fi, g int) int { return fi*l.groups + g }
+
+// worker sends calls to addr, on the keys of group (with one group, every
+// key) only, one family after another.
+func (l *decisionLoad) worker(node int, addr string, group int) {
 	defer l.wg.Done()
 	var c *respConn
 	defer func() {
@@ -309,11 +346,12 @@ func (l *decisionLoad) worker(node int, addr string) {
 		}
 		fi := n % len(limiterFamilies)
 		fam := limiterFamilies[fi]
-		gen := l.gen[fi].Load()
-		key := l.prefix + ":" + fam.tag + ":" + itoa(gen)
+		gi := l.genIndex(fi, group)
+		gen := l.gen[gi].Load()
+		key := l.key(fi, group, gen)
 		sent := time.Now()
-		r, err := c.doWithin(l.readTimeout, fam.call(key, decisionCapacity)...)
-		r = fam.decode(r, decisionCapacity, false)
+		r, err := c.doWithin(l.readTimeout, fam.call(key, l.units)...)
+		r = fam.decode(r, l.units, false)
 		at := time.Now()
 		l.mu.Lock()
 		switch {
@@ -337,13 +375,13 @@ func (l *decisionLoad) worker(node int, addr string) {
 		default:
 			v, ok := r.ints()
 			switch {
-			case ok && len(v) == 5 && v[0] == 0 && v[1] == decisionCapacity && v[2] >= 0 && v[2] < decisionCapacity && v[3] == -1:
+			case ok && len(v) == 5 && v[0] == 0 && v[1] == l.units && v[2] >= 0 && v[2] < l.units && v[3] == -1:
 				l.allowed[key] = append(l.allowed[key], v[2])
-				l.successes = append(l.successes, decisionEvent{node: node, sent: sent, at: at})
-			case ok && len(v) == 5 && v[0] == 1 && v[1] == decisionCapacity && v[2] == 0 && v[3] > 0:
+				l.successes = append(l.successes, decisionEvent{node: node, group: group, sent: sent, at: at})
+			case ok && len(v) == 5 && v[0] == 1 && v[1] == l.units && v[2] == 0 && v[3] > 0:
 				l.limited[key]++
-				l.gen[fi].CompareAndSwap(gen, gen+1) // used up: on to the next key
-				l.successes = append(l.successes, decisionEvent{node: node, sent: sent, at: at})
+				l.gen[gi].CompareAndSwap(gen, gen+1) // used up: on to the next key
+				l.successes = append(l.successes, decisionEvent{node: node, group: group, sent: sent, at: at})
 			default:
 				l.bad = append(l.bad, fmt.Sprintf("node %d, %s: malformed reply %v", node, key, r))
 			}
@@ -394,9 +432,15 @@ func (l *decisionLoad) describeFailures(c *cluster, origin time.Time, max int) s
 // longestGap is the longest time within [from, to] without a successful
 // reply anywhere, and where it started.
 func (l *decisionLoad) longestGap(from, to time.Time) (gap time.Duration, at time.Time) {
+	return l.longestGapOf(-1, from, to)
+}
+
+// longestGapOf is longestGap counting only the replies on keys of group g
+// (every group when g < 0).
+func (l *decisionLoad) longestGapOf(g int, from, to time.Time) (gap time.Duration, at time.Time) {
 	prev := from
 	for _, e := range l.events() {
-		if e.at.Before(from) {
+		if e.at.Before(from) || g >= 0 && e.group != g {
 			continue
 		}
 		if e.at.After(to) {
@@ -473,8 +517,8 @@ func (l *decisionLoad) verify(t testing.TB, c *cluster, via int) (exhausted map[
 	sort.Strings(sorted)
 	for _, k := range sorted {
 		rem := l.allowed[k]
-		if len(rem) > decisionCapacity {
-			t.Errorf("key %s: %d allowed replies, the limit is %d", k, len(rem), decisionCapacity)
+		if int64(len(rem)) > l.units {
+			t.Errorf("key %s: %d allowed replies, the limit is %d", k, len(rem), l.units)
 		}
 		seen := map[int64]int{}
 		for _, v := range rem {
@@ -494,7 +538,7 @@ func (l *decisionLoad) verify(t testing.TB, c *cluster, via int) (exhausted map[
 	conn := newRESPConn(rc)
 	defer conn.close()
 	for _, k := range sorted {
-		conn.send(familyOfKey(k).peek(k, decisionCapacity)...)
+		conn.send(familyOfKey(k).peek(k, l.units)...)
 	}
 	if err := conn.flush(); err != nil {
 		t.Fatal(err)
@@ -504,17 +548,17 @@ func (l *decisionLoad) verify(t testing.TB, c *cluster, via int) (exhausted map[
 		if err != nil {
 			t.Fatalf("PEEK %s: %v", k, err)
 		}
-		r = familyOfKey(k).decode(r, decisionCapacity, true)
+		r = familyOfKey(k).decode(r, l.units, true)
 		v, ok := r.ints()
-		if !ok || len(v) != 5 || v[1] != decisionCapacity {
+		if !ok || len(v) != 5 || v[1] != l.units {
 			t.Errorf("PEEK %s: got %v", k, r)
 			continue
 		}
-		taken := int64(decisionCapacity)
+		taken := l.units
 		if v[0] == 0 {
-			taken = decisionBurst - v[2]
+			taken = l.units - 1 - v[2]
 		}
-		if taken == decisionCapacity {
+		if taken == l.units {
 			exhausted[familyOfKey(k).tag]++
 		}
 		acked, unknown := int64(len(l.allowed[k])), int64(l.unknown[k])

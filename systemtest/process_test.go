@@ -209,9 +209,10 @@ func (n *node) start() error {
 	return fmt.Errorf("%s: could not bind a port: %w", n.name, lastErr)
 }
 
-// waitReady polls INFO until this process reports raft_ready:1, it exits, or the
-// deadline passes. Polling readiness is the only waiting on time in these
-// tests; algorithm behaviour is always driven by the injected clock.
+// waitReady polls INFO until this process reports raft_ready:1 (in every
+// group: ready=1 on each raft_group line), it exits, or the deadline
+// passes. Polling readiness is the only waiting on time in these tests;
+// algorithm behaviour is always driven by the injected clock.
 func (n *node) waitReady(timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	tick := time.NewTicker(pollEvery)
@@ -268,7 +269,14 @@ func (n *node) probeReady() (bool, error) {
 	if n.readyWhen != nil {
 		return n.readyWhen(r.str), nil
 	}
-	return infoField(r.str, "raft_ready") == "1", nil
+	// A ready leader of every group: raft_ready is group 0's alone, and a
+	// node of several groups answers LOADING until each has loaded.
+	for _, g := range parseRaftStatus(r.str).groups {
+		if !g.ready {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // infoField returns the value of "name:value" in an INFO text, or "".
