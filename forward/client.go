@@ -396,8 +396,8 @@ func (cc *clientConn) register(cl *call, frame []byte) (next time.Time, ok bool)
 	cl.frame = sealFrame(frame, cl.id)
 	cc.calls[cl.id] = cl
 	cc.pending = append(cc.pending, cl)
-	if cl.ping {
-		cc.pingAt = now
+	if cl.ping && cc.pingAt <= cc.heard.Load() {
+		cc.pingAt = now // a ping already outstanding keeps its time: it is the one judged
 	}
 	l := judge(now, cc.heard.Load(), cc.pingAt, pingAfterQuiet, cc.reach)
 	if l.ping {

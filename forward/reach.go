@@ -61,13 +61,17 @@ type liveness struct {
 // it last heard a byte from the destination (heard) and when its last ping
 // was queued (pinged, 0: never); times are mono. A ping is outstanding
 // while nothing was heard since it went: the connection is dead once that
-// lasted reach. Otherwise a connection quiet for quiet gets a ping. Pure.
+// lasted reach. Otherwise a connection quiet for quiet gets a ping. While a
+// ping is outstanding the caller looks again every quiet as well: nobody
+// tells it when the pong comes, and the connection may go silent right
+// after it, which must be found out a quiet time later, not a reach
+// timeout later. Pure.
 func judge(now, heard, pinged int64, quiet, reach time.Duration) liveness {
 	if pinged > heard {
 		if now-pinged >= int64(reach) {
 			return liveness{dead: true}
 		}
-		return liveness{next: pinged + int64(reach)}
+		return liveness{next: min(pinged+int64(reach), now+int64(quiet))}
 	}
 	if now-heard >= int64(quiet) {
 		return liveness{ping: true, next: now + int64(reach)}

@@ -24,7 +24,8 @@ func TestJudge(t *testing.T) {
 		{"heard lately: look again once quiet", ms(1000), ms(900), 0, liveness{next: ms(1100)}},
 		{"quiet, no ping: ping", ms(1000), ms(700), 0, liveness{ping: true, next: ms(1750)}},
 		{"quiet, last ping answered: ping again", ms(5000), ms(3000), ms(2990), liveness{ping: true, next: ms(5750)}},
-		{"ping outstanding: wait for it", ms(1000), ms(100), ms(500), liveness{next: ms(1250)}},
+		{"ping outstanding: look again a quiet time later", ms(1000), ms(100), ms(500), liveness{next: ms(1200)}},
+		{"ping outstanding: look again at its reach", ms(1100), ms(100), ms(500), liveness{next: ms(1250)}},
 		{"ping outstanding for reach: dead", ms(1250), ms(100), ms(500), liveness{dead: true}},
 		{"answered just before reach: alive", ms(1250), ms(1240), ms(500), liveness{next: ms(1440)}},
 	} {
