@@ -57,8 +57,21 @@ const (
 // that met a closing connection was not decided there (a stopping node
 // answers what it has read and closes between requests, so a client may
 // send it again elsewhere).
+//
+// It runs with one group and with three (each node leading one at the
+// start, each client's two keys in two different groups): there every
+// stop is a leader's, each restarted node is handed its group back by the
+// balancer while the clients go on, and the same rules hold: not one error
+// reply, no request over the bound, every key exactly as its client saw it.
 func TestClusterRollingRestart(t *testing.T) {
-	c := startCluster(t, 3)
+	forGroupCounts(t, testRollingRestart)
+}
+
+func testRollingRestart(t *testing.T, groups int) {
+	c := startCluster(t, 3, groupFlags(groups)...)
+	if groups > 1 {
+		c.waitBalanced()
+	}
 	first := c.waitLeader()
 	load := startRollingLoad(t, c)
 	load.waitReplies(t, rollingRepliesBetween)
@@ -66,23 +79,20 @@ func TestClusterRollingRestart(t *testing.T) {
 	leadersStopped := 0
 	firstStop := time.Since(load.start)
 	for i := range c.nodes {
-		sts := c.statuses()
-		wasLeader := sts[i].state == "leader"
-		if wasLeader {
-			leadersStopped++
-		}
+		led := c.groupsLedBy(i)
+		leadersStopped += len(led)
 		stopAt := time.Now()
 		c.nodes[i].mustStop(t)
 		stopped := time.Since(stopAt)
 		c.restart(i)
 		c.waitCaughtUp(i)
-		t.Logf("%s (leader: %v) stopped at %v in %v, restarted and caught up after %v",
-			c.nodes[i].id, wasLeader, stopAt.Sub(load.start).Round(time.Millisecond), stopped.Round(time.Millisecond), time.Since(stopAt).Round(time.Millisecond))
+		t.Logf("%s (leading groups %v) stopped at %v in %v, restarted and caught up after %v",
+			c.nodes[i].id, led, stopAt.Sub(load.start).Round(time.Millisecond), stopped.Round(time.Millisecond), time.Since(stopAt).Round(time.Millisecond))
 		load.waitReplies(t, rollingRepliesBetween)
 	}
 	load.halt()
 	if leadersStopped == 0 {
-		t.Errorf("no node was the leader when it was stopped (n%d led at the start): the restart did not test a handover", first+1)
+		t.Errorf("no node was a leader when it was stopped (n%d led group 0 at the start): the restart did not test a handover", first+1)
 	}
 	st := load.summary()
 	for _, slow := range st.slow[:min(len(st.slow), rollingSlowLogged)] {
@@ -114,27 +124,52 @@ func TestClusterRollingRestart(t *testing.T) {
 	c.compareReplicas("after the rolling restart")
 }
 
-// waitCaughtUp waits until node i serves, knows the leader, counts three
-// voters and has applied what the leader had committed when the wait began.
+// waitCaughtUp waits until node i serves, counts three voters and, in
+// every group, knows the leader and has applied what the group's leader
+// had committed when the wait began.
 func (c *cluster) waitCaughtUp(i int) {
 	c.t.Helper()
-	var target int64 = -1
+	var target []int64
 	c.waitFor(convergeTimeout, c.nodes[i].id+" caught up", func() (bool, string) {
 		sts := c.statuses()
 		desc := describeStatuses(c, sts)
-		if target < 0 {
-			for _, st := range sts {
-				if st.state == "leader" && st.ready {
-					target = st.commit
+		if target == nil {
+			target = make([]int64, c.groupCount())
+			for g := range target {
+				l := c.groupLeaderIn(sts, g, nil)
+				if l < 0 {
+					target = nil
+					return false, desc
 				}
-			}
-			if target < 0 {
-				return false, desc
+				target[g] = sts[l].groups[g].commit
 			}
 		}
 		st, ok := sts[i]
-		return ok && st.leaderID != "" && st.voters == 3 && st.applied >= target, desc
+		if !ok || st.voters != 3 || len(st.groups) != len(target) {
+			return false, desc
+		}
+		for g, gs := range st.groups {
+			if gs.leaderID == "" || gs.applied < target[g] {
+				return false, desc
+			}
+		}
+		return true, desc
 	})
+}
+
+// groupsLedBy lists the groups node i leads now (as it reports).
+func (c *cluster) groupsLedBy(i int) []int {
+	st, err := c.status(i)
+	if err != nil {
+		return nil
+	}
+	var led []int
+	for g, gs := range st.groups {
+		if gs.state == "leader" {
+			led = append(led, g)
+		}
+	}
+	return led
 }
 
 // rollingLoad is the clients of the rolling restart. Each client goroutine
@@ -149,9 +184,11 @@ type rollingLoad struct {
 }
 
 type rollingClient struct {
-	name    string
-	addrs   []string // its node first, then the others: where it goes on
-	replies atomic.Int64
+	name  string
+	addrs []string // its node first, then the others: where it goes on
+	// countKey (INCR) and clKey (CL.THROTTLE): its own keys.
+	countKey, clKey string
+	replies         atomic.Int64
 	// Written by the client's goroutine only; read after halt.
 	lat      []time.Duration
 	at       []time.Duration // when each request began, since start
@@ -160,15 +197,21 @@ type rollingClient struct {
 	problems []string
 }
 
+// startRollingLoad starts the clients. With several groups client n's
+// counter is in group n mod G and its limiter in the next group.
 func startRollingLoad(t *testing.T, c *cluster) *rollingLoad {
 	l := &rollingLoad{start: time.Now(), stop: make(chan struct{})}
+	groups := c.groupCount()
 	for i := range c.nodes {
 		for k := 0; k < rollingClientsPerNode; k++ {
 			var addrs []string
 			for j := range c.nodes {
 				addrs = append(addrs, c.nodes[(i+j)%len(c.nodes)].addr())
 			}
-			cl := &rollingClient{name: fmt.Sprintf("roll-%s-%d", c.nodes[i].id, k), addrs: addrs}
+			n := len(l.clients)
+			name := fmt.Sprintf("roll-%s-%d", c.nodes[i].id, k)
+			cl := &rollingClient{name: name, addrs: addrs,
+				countKey: spreadKey(name+":count", n%groups, groups), clKey: spreadKey(name+":cl", (n+1)%groups, groups)}
 			l.clients = append(l.clients, cl)
 			l.wg.Add(1)
 			go l.run(cl)
@@ -231,9 +274,9 @@ func (l *rollingLoad) run(cl *rollingClient) {
 			return
 		default:
 		}
-		args := []string{"INCR", cl.name + ":count"}
+		args := []string{"INCR", cl.countKey}
 		if n%2 == 0 {
-			args = []string{"CL.THROTTLE", cl.name + ":cl", strconv.Itoa(rollingBurst), "1", "86400"}
+			args = []string{"CL.THROTTLE", cl.clKey, strconv.Itoa(rollingBurst), "1", "86400"}
 		}
 		began := time.Now()
 		var r reply
@@ -378,9 +421,18 @@ func (l *rollingLoad) problems() []string {
 // hands its leadership to another voter before the process exits 0 (its log
 // says so, and another node leads); SHUTDOWN NOW skips the handover, as
 // Redis's NOW skips waiting for lagging replicas.
+//
+// With three groups, each node leading one (the balancer's spread, waited
+// for before each SHUTDOWN so that nothing else moves meanwhile), the node
+// shut down leads group 0: group 0 gets a leader among the others either
+// way, handed over once when it is handed over, and the other groups keep
+// theirs.
 func TestClusterShutdownCommandHandsOver(t *testing.T) {
-	c := startCluster(t, 3)
-	leader := c.waitLeader()
+	forGroupCounts(t, testShutdownCommandHandsOver)
+}
+
+func testShutdownCommandHandsOver(t *testing.T, groups int) {
+	c := startCluster(t, 3, groupFlags(groups)...)
 	for _, tc := range []struct {
 		args      []string
 		handsOver bool
@@ -388,6 +440,12 @@ func TestClusterShutdownCommandHandsOver(t *testing.T) {
 		{[]string{"SHUTDOWN", "NOSAVE"}, true},
 		{[]string{"SHUTDOWN", "NOW", "NOSAVE"}, false},
 	} {
+		if groups > 1 {
+			c.waitBalanced()
+		}
+		leader := c.waitLeader()
+		leadersBefore := c.leaderIDs()
+		led := c.groupsLedIn(leadersBefore, leader)
 		n := c.nodes[leader]
 		off := n.logSize()
 		conn := mustDial(t, n.addr())
@@ -404,9 +462,13 @@ func TestClusterShutdownCommandHandsOver(t *testing.T) {
 		if code := n.exitCode(); code != 0 {
 			t.Errorf("%v: %s exited with code %d, want 0", tc.args, n.id, code)
 		}
-		handed := strings.Contains(n.logSince(off), "leadership handed over")
-		if handed != tc.handsOver {
-			t.Errorf("%v on the leader %s: handed over %v, want %v; log:\n%s", tc.args, n.id, handed, tc.handsOver, lastLines(n.logSince(off), 30))
+		// One handover per group it led, or none.
+		handed, wantHanded := strings.Count(n.logSince(off), "leadership handed over"), 0
+		if tc.handsOver {
+			wantHanded = len(led)
+		}
+		if handed != wantHanded {
+			t.Errorf("%v on %s, leading groups %v: handed over %d times, want %d; log:\n%s", tc.args, n.id, led, handed, wantHanded, lastLines(n.logSince(off), 30))
 		}
 		var others []int
 		for i := range c.nodes {
@@ -415,9 +477,11 @@ func TestClusterShutdownCommandHandsOver(t *testing.T) {
 			}
 		}
 		next := c.waitLeader(others...)
-		t.Logf("%v on %s: %s leads now (handed over: %v)", tc.args, n.id, c.nodes[next].id, handed)
+		if groups > 1 {
+			requireOnlyGroupsMoved(t, c, leadersBefore, led, others...)
+		}
+		t.Logf("%v on %s (leading groups %v): %s leads group 0 now (handovers: %d)", tc.args, n.id, led, c.nodes[next].id, handed)
 		c.restart(leader)
 		c.waitCaughtUp(leader)
-		leader = c.waitLeader()
 	}
 }

@@ -30,9 +30,37 @@ const (
 // (linearizability_test.go has the model). Errors, timeouts and broken
 // connections are unknown outcomes (LOADING from the restarted node too,
 // conservatively). Afterwards the three nodes hold the same state.
+//
+// With three groups each slot's three keys are one in each group, the
+// node killed leads group 1 and the node cut off then leads group 2 (it
+// may lead more by then: the killed node's group comes back to it), on a
+// shorter schedule (linSchedule).
 func TestClusterLinearizable(t *testing.T) {
-	c := startCluster(t, 3)
-	first := c.waitLeader()
+	forGroupCounts(t, testClusterLinearizable)
+}
+
+// linSchedule is when the history's faults happen, from its start: the
+// kill, the restart, the partition, the heal, the end. The partition
+// outlasts linReadTimeout, so the cut-off side's clients time out.
+type linSchedule struct{ kill, restart, cut, heal, end time.Duration }
+
+// linSchedules by group count: three groups run 6.5 s rather than 9, the
+// same faults closer together (the partition still outlasts
+// linReadTimeout), to keep the suite's time in check.
+var linSchedules = map[int]linSchedule{
+	1: {1500 * time.Millisecond, 3 * time.Second, 4500 * time.Millisecond, 7 * time.Second, 9 * time.Second},
+	3: {1000 * time.Millisecond, 2 * time.Second, 3 * time.Second, 5500 * time.Millisecond, 6500 * time.Millisecond},
+}
+
+func testClusterLinearizable(t *testing.T, groups int) {
+	sched := linSchedules[groups]
+	c := startCluster(t, 3, groupFlags(groups)...)
+	killGroup, cutGroup := 0, 0
+	if groups > 1 {
+		killGroup, cutGroup = 1, 2
+		c.waitBalanced()
+	}
+	first := c.waitGroupLeader(killGroup)
 	h := newHistoryRecorder()
 	start := time.Now()
 	stop := make(chan struct{})
@@ -45,30 +73,30 @@ func TestClusterLinearizable(t *testing.T) {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
-			linClient(h, c.nodes[w%3].addr(), w, start, stop, &errs)
+			linClient(h, c.nodes[w%3].addr(), w, groups, start, stop, &errs)
 		}(w)
 	}
 	sleepUntil := func(d time.Duration) { time.Sleep(time.Until(start.Add(d))) }
 	since := func() time.Duration { return time.Since(start).Round(time.Millisecond) }
 
-	sleepUntil(1500 * time.Millisecond)
+	sleepUntil(sched.kill)
 	c.kill(first)
-	t.Logf("+%v: killed the leader %s", since(), c.nodes[first].id)
-	sleepUntil(3 * time.Second)
+	t.Logf("+%v: killed %s, the leader of group %d", since(), c.nodes[first].id, killGroup)
+	sleepUntil(sched.restart)
 	restarted := make(chan error, 1)
 	go func() { restarted <- c.nodes[first].start() }() // ready when serving
-	sleepUntil(4500 * time.Millisecond)
+	sleepUntil(sched.cut)
 	if err := <-restarted; err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("+%v: restarted %s", since(), c.nodes[first].id)
-	cut := c.waitLeader()
+	cut := c.waitGroupLeader(cutGroup)
 	c.net.partition(c.nodes[cut].id)
-	t.Logf("+%v: partitioned the leader %s from the others", since(), c.nodes[cut].id)
-	sleepUntil(7 * time.Second) // longer than linReadTimeout: the cut-off side's clients time out
+	t.Logf("+%v: partitioned %s, the leader of group %d (of groups %v), from the others", since(), c.nodes[cut].id, cutGroup, c.groupsLedBy(cut))
+	sleepUntil(sched.heal) // longer than linReadTimeout: the cut-off side's clients time out
 	c.net.heal()
 	t.Logf("+%v: healed", since())
-	sleepUntil(9 * time.Second)
+	sleepUntil(sched.end)
 	stopClients()
 
 	total, unknown := h.counts()
@@ -87,8 +115,9 @@ func TestClusterLinearizable(t *testing.T) {
 // linClient sends random operations to addr until stop closes, recording
 // each. It redials after any I/O error (a new client ID each time, as
 // porcupine expects one operation at a time per client); failed dials
-// record nothing, as nothing was sent.
-func linClient(h *historyRecorder, addr string, worker int, start time.Time, stop <-chan struct{}, errs *errorCounts) {
+// record nothing, as nothing was sent. With several groups a slot's key j
+// is in group j mod groups.
+func linClient(h *historyRecorder, addr string, worker, groups int, start time.Time, stop <-chan struct{}, errs *errorCounts) {
 	rng := rand.New(rand.NewPCG(4, uint64(worker)))
 	var c *respConn
 	conns := 0
@@ -119,7 +148,8 @@ func linClient(h *historyRecorder, addr string, worker int, start time.Time, sto
 		slot := int(time.Since(start) / linSlot)
 		// The slot's keys are of one limiter family, the families in turn.
 		fam := limiterFamilies[slot%len(limiterFamilies)].tag
-		op := limiterOp{Key: fmt.Sprintf("lin:%s:%d:%d", fam, slot, rng.IntN(linKeysPerSlot)), Burst: linBurst, Family: fam}
+		j := rng.IntN(linKeysPerSlot)
+		op := limiterOp{Key: spreadKey(fmt.Sprintf("lin:%s:%d:%d", fam, slot, j), j%groups, groups), Burst: linBurst, Family: fam}
 		switch p := rng.IntN(100); {
 		case p < 65:
 			op.Kind = "throttle"

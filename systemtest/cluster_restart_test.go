@@ -28,10 +28,19 @@ const (
 // each other, elect a leader, and every key (of every limiter family) holds
 // at least the decisions acknowledged before the stop and at most those
 // sent; the nodes agree on their state.
+//
+// It runs with one group and with three, the keys spread over the three
+// (key k in group k mod 3): there every group elects a leader after each
+// restart (SIGTERM meets the leaders of several groups stopping at once),
+// and every group's state is compared.
 func TestClusterRestartAll(t *testing.T) {
-	c := startCluster(t, 3)
+	forGroupCounts(t, testRestartAll)
+}
+
+func testRestartAll(t *testing.T, groups int) {
+	c := startCluster(t, 3, groupFlags(groups)...)
 	c.waitLeader()
-	acc := newRestartAccount()
+	acc := newRestartAccount(groups)
 
 	for round, how := range []string{"SIGKILL", "SIGTERM"} {
 		load := acc.start(c, 2, uint64(round))
@@ -61,7 +70,7 @@ func TestClusterRestartAll(t *testing.T) {
 			}
 		}
 		leader := c.waitFormed(3)
-		t.Logf("after %s: all three restarted, %s leads after %v", how, c.nodes[leader].id, time.Since(restartAt).Round(time.Millisecond))
+		t.Logf("after %s: all three restarted, %s leads group 0 after %v; leaders by group %v", how, c.nodes[leader].id, time.Since(restartAt).Round(time.Millisecond), c.leaderIDs())
 		applied := acc.verify(t, c, leader)
 		t.Logf("after %s: every key holds its acknowledged decisions; %d sent but unacknowledged ones were applied", how, applied)
 		c.compareReplicas("after " + how)
@@ -71,15 +80,18 @@ func TestClusterRestartAll(t *testing.T) {
 // restartAccount counts, per key, the decisions sent (before they reach a
 // socket) and acknowledged as allowed, across rounds of load.
 type restartAccount struct {
+	groups      int // key k is in group k mod groups
 	mu          sync.Mutex
 	sent, acked [restartKeys]int64
 	bad         []string
 }
 
-func newRestartAccount() *restartAccount { return &restartAccount{} }
+func newRestartAccount(groups int) *restartAccount { return &restartAccount{groups: groups} }
 
-func restartKey(k int) string {
-	return fmt.Sprintf("restart:%s:%03d", restartFamily(k).tag, k)
+// key is key k's name: restart:tag:k, moved into group k mod groups when
+// there are several (spreadKey).
+func (a *restartAccount) key(k int) string {
+	return spreadKey(fmt.Sprintf("restart:%s:%03d", restartFamily(k).tag, k), k%a.groups, a.groups)
 }
 
 func restartFamily(k int) limiterFamily { return limiterFamilies[k%len(limiterFamilies)] }
@@ -110,7 +122,7 @@ func (a *restartAccount) start(c *cluster, perNode int, seed uint64) *restartLoa
 					a.mu.Lock()
 					a.sent[k]++
 					a.mu.Unlock()
-					r, err := conn.doWithin(loadReadTimout, restartFamily(k).call(restartKey(k), restartCapacity)...)
+					r, err := conn.doWithin(loadReadTimout, restartFamily(k).call(a.key(k), restartCapacity)...)
 					if err != nil {
 						return // the node went down
 					}
@@ -127,7 +139,7 @@ func (a *restartAccount) start(c *cluster, perNode int, seed uint64) *restartLoa
 						// a restarted node still replaying: nothing happened
 						time.Sleep(20 * time.Millisecond)
 					default:
-						a.fail(fmt.Sprintf("%s: %s: %v", addr, strings.Join(restartFamily(k).call(restartKey(k), restartCapacity), " "), r))
+						a.fail(fmt.Sprintf("%s: %s: %v", addr, strings.Join(restartFamily(k).call(a.key(k), restartCapacity), " "), r))
 						return
 					}
 				}
@@ -171,7 +183,7 @@ func (a *restartAccount) verify(t *testing.T, c *cluster, via int) (appliedUnack
 	conn := newRESPConn(nc)
 	defer conn.close()
 	for k := 0; k < restartKeys; k++ {
-		conn.send(restartFamily(k).peek(restartKey(k), restartCapacity)...)
+		conn.send(restartFamily(k).peek(a.key(k), restartCapacity)...)
 	}
 	if err := conn.flush(); err != nil {
 		t.Fatal(err)
@@ -184,15 +196,15 @@ func (a *restartAccount) verify(t *testing.T, c *cluster, via int) (appliedUnack
 		r = restartFamily(k).decode(r, restartCapacity, true)
 		v, ok := r.ints()
 		if !ok || len(v) != 5 || v[0] != 0 || v[1] != restartCapacity {
-			t.Errorf("PEEK %s: got %v", restartKey(k), r)
+			t.Errorf("PEEK %s: got %v", a.key(k), r)
 			continue
 		}
 		taken := restartBurst - v[2]
 		switch {
 		case taken < a.acked[k]:
-			t.Errorf("key %s holds %d decisions, but %d were acknowledged: %d acknowledged decisions lost", restartKey(k), taken, a.acked[k], a.acked[k]-taken)
+			t.Errorf("key %s holds %d decisions, but %d were acknowledged: %d acknowledged decisions lost", a.key(k), taken, a.acked[k], a.acked[k]-taken)
 		case taken > a.sent[k]:
-			t.Errorf("key %s holds %d decisions, but only %d were sent", restartKey(k), taken, a.sent[k])
+			t.Errorf("key %s holds %d decisions, but only %d were sent", a.key(k), taken, a.sent[k])
 		}
 		appliedUnacked += taken - a.acked[k]
 		// Later rounds count on from what is really there.

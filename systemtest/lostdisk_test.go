@@ -20,7 +20,10 @@ import (
 // the hour limited).
 const hourlyKeys = 50
 
-func hourlyKey(k int) string { return fmt.Sprintf("lostdisk:%02d", k) }
+// hourlyKey is key k, in group k mod G of c's G groups (spreadKey).
+func hourlyKey(c *cluster, k int) string {
+	return spreadKey(fmt.Sprintf("lostdisk:%02d", k), k%c.groupCount(), c.groupCount())
+}
 
 func hourlyThrottle(key string) []string { return []string{"CL.THROTTLE", key, "0", "1", "3600"} }
 
@@ -48,7 +51,7 @@ func hourlyDecision(t *testing.T, c *cluster, i int, key string) bool {
 func acknowledgeHourlyKeys(t *testing.T, c *cluster, i int) {
 	t.Helper()
 	for k := 0; k < hourlyKeys; k++ {
-		hourlyDecision(t, c, i, hourlyKey(k))
+		hourlyDecision(t, c, i, hourlyKey(c, k))
 	}
 }
 
@@ -58,7 +61,7 @@ func requireHourlyKeysLimited(t *testing.T, c *cluster, i int) {
 	t.Helper()
 	admitted := 0
 	for k := 0; k < hourlyKeys; k++ {
-		if hourlyDecision(t, c, i, hourlyKey(k)) {
+		if hourlyDecision(t, c, i, hourlyKey(c, k)) {
 			admitted++
 		}
 	}
@@ -68,22 +71,41 @@ func requireHourlyKeysLimited(t *testing.T, c *cluster, i int) {
 }
 
 // noLeaderFor watches the running nodes for d and fails the test if any of
-// them becomes leader or admits one of the acknowledged keys again. It is
-// an observation of something that must not happen, bounded in time.
-func noLeaderFor(t *testing.T, c *cluster, d time.Duration, among ...int) {
+// them becomes leader of any group or admits one of the acknowledged keys
+// again. It is an observation of something that must not happen, bounded
+// in time. A node in paused (its status just before SIGSTOP) that led a
+// group then still shows that leadership, in the same term, until it finds
+// its lease gone: that is not an election, and is only logged (it cannot
+// decide: the key check below covers it).
+func noLeaderFor(t *testing.T, c *cluster, d time.Duration, paused map[int]raftStatus, among ...int) {
 	t.Helper()
-	deadline := time.Now().Add(d)
+	start := time.Now()
+	deadline := start.Add(d)
+	staleSeen := map[string]time.Duration{}
 	for k := 0; time.Now().Before(deadline); k++ {
 		for _, i := range among {
-			if st, err := c.status(i); err == nil && st.state == "leader" {
-				t.Fatalf("%s became leader (term %d) without the node that holds the acknowledged decisions", c.nodes[i].id, st.term)
+			if st, err := c.status(i); err == nil {
+				for g, gs := range st.groups {
+					if gs.state != "leader" {
+						continue
+					}
+					if before, ok := paused[i]; ok && g < len(before.groups) && before.groups[g].state == "leader" && before.groups[g].term == gs.term {
+						staleSeen[fmt.Sprintf("%s in group %d, term %d", c.nodes[i].id, g, gs.term)] = time.Since(start)
+						continue
+					}
+					t.Fatalf("%s became leader of group %d (term %d) without the node that holds the acknowledged decisions", c.nodes[i].id, g, gs.term)
+				}
 			}
-			r, err := callAddr(c.nodes[i].addr(), 300*time.Millisecond, hourlyThrottle(hourlyKey(k%hourlyKeys))...)
+			key := hourlyKey(c, k%hourlyKeys)
+			r, err := callAddr(c.nodes[i].addr(), 300*time.Millisecond, hourlyThrottle(key)...)
 			if v, ok := r.ints(); err == nil && ok && len(v) == 5 && v[0] == 0 {
-				t.Fatalf("%s admitted %s a second time within its hour", c.nodes[i].id, hourlyKey(k%hourlyKeys))
+				t.Fatalf("%s admitted %s (group %d) a second time within its hour", c.nodes[i].id, key, keyGroup(key, c.groupCount()))
 			}
 		}
 		time.Sleep(pollEvery) // observing for a bounded time that nothing happens
+	}
+	for who, last := range staleSeen {
+		t.Logf("the paused node's own leadership (%s) showed until %v after it resumed", who, last.Round(time.Millisecond))
 	}
 }
 
@@ -98,8 +120,20 @@ func noLeaderFor(t *testing.T, c *cluster, d time.Duration, among ...int) {
 // without a leader until A is back; then C is added back as a new member
 // (the old C removed first), catches up, and every key stays limited on
 // every node.
+//
+// With three groups (each node leading one, the keys in all three) A leads
+// group 0 and B another group, which elects a leader among A and C while B
+// is paused; B and C then elect no leader in any group, and C is added back
+// to every group once A returns.
 func TestClusterWipedMemberRejoiningCannotElectAStaleLeader(t *testing.T) {
-	c := startCluster(t, 3)
+	forGroupCounts(t, testWipedMemberRejoining)
+}
+
+func testWipedMemberRejoining(t *testing.T, groups int) {
+	c := startCluster(t, 3, groupFlags(groups)...)
+	if groups > 1 {
+		c.waitBalanced()
+	}
 	a := c.waitLeader()
 	// C is a follower that started with --join (any but n1, which
 	// bootstrapped), B the other follower.
@@ -116,6 +150,10 @@ func TestClusterWipedMemberRejoiningCannotElectAStaleLeader(t *testing.T) {
 	A, B, C := c.nodes[a], c.nodes[b], c.nodes[cc]
 	t.Logf("A=%s (leader), B=%s (paused), C=%s (wiped)", A.id, B.id, C.id)
 
+	bBefore, err := c.status(b)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if err := B.signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -147,7 +185,7 @@ func TestClusterWipedMemberRejoiningCannotElectAStaleLeader(t *testing.T) {
 
 	// B times out within its election timeout and asks C for its vote;
 	// several rounds of that must not elect anyone.
-	noLeaderFor(t, c, 4*time.Second, b, cc)
+	noLeaderFor(t, c, 4*time.Second, map[int]raftStatus{b: bBefore}, b, cc)
 	if log := C.logSince(logFrom); !strings.Contains(log, "refusing Raft traffic") {
 		t.Errorf("%s's log does not say it refused Raft traffic before its join was accepted", C.id)
 	}
@@ -156,15 +194,17 @@ func TestClusterWipedMemberRejoiningCannotElectAStaleLeader(t *testing.T) {
 	// added back as a new member and promoted.
 	c.restart(a)
 	c.waitFormed(3)
-	if log := C.logSince(logFrom); !strings.Contains(log, "joined the cluster") {
-		t.Errorf("%s's log does not say it joined the cluster again", C.id)
+	// Once per group: C joins every group, and each group's leader
+	// replaces the old C.
+	if n := strings.Count(C.logSince(logFrom), "joined the cluster"); n < groups {
+		t.Errorf("%s's log says %d times that it joined the cluster again, want once per group (%d)", C.id, n, groups)
 	}
-	replaced := false
+	replaced := 0
 	for _, n := range c.nodes {
-		replaced = replaced || strings.Contains(n.logSince(0), "removed a member that a node without Raft state replaces")
+		replaced += strings.Count(n.logSince(0), "removed a member that a node without Raft state replaces")
 	}
-	if !replaced {
-		t.Errorf("no leader logged that it replaced the old %s", C.id)
+	if replaced < groups {
+		t.Errorf("leaders logged %d times that they replaced the old %s, want once per group (%d)", replaced, C.id, groups)
 	}
 	for i := range c.nodes {
 		requireHourlyKeysLimited(t, c, i)
@@ -179,8 +219,15 @@ func TestClusterWipedMemberRejoiningCannotElectAStaleLeader(t *testing.T) {
 // admitted all 50 acknowledged keys again. Now it exits non-zero, saying
 // how to add it back; n2 and n3 resume the cluster, and n1 started with
 // --join (the README's repair) is added back and holds every decision.
+//
+// With three groups (the keys in all three) n2 and n3 elect a leader of
+// every group without n1, and n1 joins every group again.
 func TestClusterEmptyDataDirWithPeersNeverBootstraps(t *testing.T) {
-	c := startCluster(t, 3)
+	forGroupCounts(t, testEmptyDataDirWithPeers)
+}
+
+func testEmptyDataDirWithPeers(t *testing.T, groups int) {
+	c := startCluster(t, 3, groupFlags(groups)...)
 	leader := c.waitLeader()
 	acknowledgeHourlyKeys(t, c, leader)
 	c.waitConverged(convergeTimeout)
@@ -195,8 +242,8 @@ func TestClusterEmptyDataDirWithPeersNeverBootstraps(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := n1.waitExit(readyTimeout); err != nil {
-		if r, cerr := callAddr(n1.addr(), probeTimeout, hourlyThrottle(hourlyKey(0))...); cerr == nil {
-			t.Logf("%s answers %s: %v", n1.id, hourlyKey(0), r)
+		if r, cerr := callAddr(n1.addr(), probeTimeout, hourlyThrottle(hourlyKey(c, 0))...); cerr == nil {
+			t.Logf("%s answers %s: %v", n1.id, hourlyKey(c, 0), r)
 		}
 		t.Fatalf("n1 with an empty data dir and peers did not refuse to start: %v", err)
 	}
@@ -215,7 +262,7 @@ func TestClusterEmptyDataDirWithPeersNeverBootstraps(t *testing.T) {
 	for _, id := range []string{"n2", "n3"} {
 		c.restart(c.byID(id))
 	}
-	c.waitLeader(c.byID("n2"), c.byID("n3"))
+	c.waitLeaders(c.byID("n2"), c.byID("n3"))
 	n1.extra = append(n1.extra, "--join", c.nodes[c.byID("n2")].addr())
 	c.restart(c.byID("n1"))
 	c.waitFormed(3)
