@@ -161,17 +161,18 @@ func pingFrame() []byte {
 
 // Probe checks that addr can be reached, refreshing its verdict
 // (DownSince): nil at once when a connection to it heard from it within
-// pingAfterQuiet, otherwise the outcome of a ping (dialling first if there
-// is no connection): within two reach timeouts, the dial's and the
-// ping's. Any goroutine.
-func (c *Client) Probe(addr string) error {
+// fresh (no less than pingAfterQuiet), otherwise the outcome of a ping
+// (dialling first if there is no connection): within two reach timeouts,
+// the dial's and the ping's. Any goroutine.
+func (c *Client) Probe(addr string, fresh time.Duration) error {
+	fresh = max(fresh, pingAfterQuiet)
 	c.mu.Lock()
 	p := c.pools[addr]
 	c.mu.Unlock()
 	if p != nil {
 		p.mu.Lock()
 		for _, cc := range p.conns {
-			if !cc.isDead() && mono()-cc.heard.Load() < int64(pingAfterQuiet) {
+			if !cc.isDead() && mono()-cc.heard.Load() < int64(fresh) {
 				p.mu.Unlock()
 				return nil
 			}

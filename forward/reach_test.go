@@ -169,7 +169,7 @@ func TestSlowLeaderIsWaitedFor(t *testing.T) {
 	h := &counterHandler{counts: map[string]int64{}, block: make(chan struct{}), entered: make(chan struct{}, 1)}
 	c, addr, _ := setup(t, h)
 	c.SetReachTimeout(reach)
-	if err := c.Probe(addr); err != nil { // a connection, quiet from here on
+	if err := c.Probe(addr, 0); err != nil { // a connection, quiet from here on
 		t.Fatal(err)
 	}
 	time.Sleep(2 * pingAfterQuiet) // let the connection go quiet, so the call is pinged at once
@@ -201,10 +201,10 @@ func TestProbe(t *testing.T) {
 	h := &counterHandler{counts: map[string]int64{}}
 	c, addr, _ := setup(t, h)
 	c.SetReachTimeout(reach)
-	if err := c.Probe(addr); err != nil {
+	if err := c.Probe(addr, 0); err != nil {
 		t.Fatalf("probe of a live server: %v", err)
 	}
-	if err := c.Probe(addr); err != nil { // on the connection just made
+	if err := c.Probe(addr, 0); err != nil { // on the connection just made
 		t.Fatalf("second probe of a live server: %v", err)
 	}
 
@@ -215,7 +215,7 @@ func TestProbe(t *testing.T) {
 	plain.SetReachTimeout(reach)
 	t.Cleanup(plain.Close)
 	start := time.Now()
-	if err := plain.Probe(silent); !errors.Is(err, ErrUnreachable) {
+	if err := plain.Probe(silent, 0); !errors.Is(err, ErrUnreachable) {
 		t.Fatalf("probe of a silent destination: %v, want ErrUnreachable", err)
 	}
 	if took := time.Since(start); took > reach+200*time.Millisecond {
@@ -226,7 +226,7 @@ func TestProbe(t *testing.T) {
 	}
 
 	old := oldServer(t)
-	if err := plain.Probe(old); err != nil {
+	if err := plain.Probe(old, 0); err != nil {
 		t.Fatalf("probe of a build before pings: %v", err)
 	}
 	if !plain.DownSince(old).IsZero() {
