@@ -72,7 +72,9 @@ func (n *Node) balanceLeaders(stop <-chan struct{}) {
 				continue
 			}
 			id, addr, ok := preferredLeader(lg)
-			if !ok || id == n.ID || !n.caughtUp(lg, addr) {
+			// Never to a member that cannot be reached, nor straight back
+			// to one after it could not (reach.go).
+			if !ok || id == n.ID || n.reachAvoid(addr) || !n.caughtUp(lg, addr) {
 				continue
 			}
 			if err := lg.group.Transfer(id); err != nil {

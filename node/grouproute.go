@@ -123,6 +123,7 @@ func (rt *groupRoute) ReadLocal(reqs []request.Request, res []request.Result) er
 // certainly did not happen.
 func (rt *groupRoute) route(reqs []request.Request, res []request.Result, write bool) error {
 	deadline := time.Now().Add(rt.timeout)
+	var unreachableSince time.Time // when this call first failed to reach the leader
 	for {
 		wait := rt.group.LeaderChanged() // taken before looking, so no change is missed
 		leaderAddr, _ := rt.group.Leader()
@@ -144,9 +145,20 @@ func (rt *groupRoute) route(reqs []request.Request, res []request.Result, write 
 				return err
 			}
 		case leaderAddr != "":
+			tried := time.Now()
 			err = rt.forward(leaderAddr, reqs, res, write, time.Until(deadline))
 			if err == nil || !retryable(err) {
 				return err
+			}
+			if unreachable(err) {
+				if unreachableSince.IsZero() {
+					unreachableSince = tried
+				}
+				if rt.heardButUnreachable(leaderAddr, unreachableSince) {
+					// Raft still hears the leader, so no election will
+					// come: say so now, retryably (nothing happened).
+					return request.ErrNoLeader
+				}
 			}
 		default:
 			err = request.ErrNoLeader
@@ -173,8 +185,12 @@ func (rt *groupRoute) route(reqs []request.Request, res []request.Result, write 
 const retryEvery = 50 * time.Millisecond
 
 // errRetry marks a forwarding failure after which nothing happened, so the
-// call may go to the (new) leader again.
-type errRetry struct{ cause error }
+// call may go to the (new) leader again; unreachable, that the leader could
+// not be reached at all (forward.ErrUnreachable).
+type errRetry struct {
+	cause       error
+	unreachable bool
+}
 
 func (e errRetry) Error() string { return "retry: " + e.cause.Error() }
 func (e errRetry) Unwrap() error { return e.cause }
@@ -184,6 +200,34 @@ func retryable(err error) bool {
 	return errors.As(err, &r)
 }
 
+func unreachable(err error) bool {
+	var r errRetry
+	return errors.As(err, &r) && r.unreachable
+}
+
+// heardButUnreachable reports whether the leader at addr is one this node
+// cannot reach while raft here still hears it: calls to it have failed for
+// want of an answer since since (or since the forwarding client found it
+// unreachable, if earlier) for at least a heartbeat timeout, and its last
+// contact is more recent than that. That is a leader whose port drops what
+// this node sends while its own connections to this node work (a one-way
+// partition): heartbeats keep arriving (every tenth of the timeout), so
+// raft holds no election, and a request would wait out its whole timeout
+// for nothing. A leader that died or stalled is not one: its heartbeats
+// stop with its answers, so by the time the failures have lasted the
+// window its last contact is older than the window, and the request waits
+// for the election as before. (The leader learns of it from its followers'
+// reports and hands its groups over: reach.go.)
+func (rt *groupRoute) heardButUnreachable(addr string, since time.Time) bool {
+	if d := rt.fwd.DownSince(addr); !d.IsZero() && d.Before(since) {
+		since = d
+	}
+	r := rt.group.Raft()
+	window := r.ReloadableConfig().HeartbeatTimeout
+	leader, _ := r.LeaderWithID()
+	return string(leader) == addr && time.Since(since) >= window && time.Since(r.LastContact()) < window
+}
+
 // forward sends the call to the leader and decides on what came back: the
 // leader's *request.Failure is passed on as it is, marked for a retry when
 // its code says nothing happened at a node that could not decide (no
@@ -191,7 +235,7 @@ func retryable(err error) bool {
 // failure it amounts to.
 func (rt *groupRoute) forward(addr string, reqs []request.Request, res []request.Result, write bool, timeout time.Duration) error {
 	if timeout <= 0 {
-		return errRetry{request.ErrNoLeader}
+		return errRetry{request.ErrNoLeader, false}
 	}
 	abandon := rt.watch.abandonFor(addr)
 	var err error
@@ -204,18 +248,19 @@ func (rt *groupRoute) forward(addr string, reqs []request.Request, res []request
 		return nil
 	}
 	var f *request.Failure
+	cut := errors.Is(err, forward.ErrUnreachable)
 	switch {
 	case errors.Is(err, forward.ErrNotSent):
-		return errRetry{request.ErrNoLeader}
+		return errRetry{request.ErrNoLeader, cut}
 	case errors.Is(err, forward.ErrLost):
 		if !write {
-			return errRetry{request.ErrNoLeader} // a read may simply be asked again
+			return errRetry{request.ErrNoLeader, cut} // a read may simply be asked again
 		}
 		return request.ErrOutcomeUnknown
 	case errors.As(err, &f):
 		switch f.Code {
 		case request.FailNotLeader, request.FailNoLeader, request.FailShutdown, request.FailNotReady:
-			return errRetry{f}
+			return errRetry{f, false}
 		case request.FailOutcomeUnknown, request.FailStateMachine, request.FailDiskFull:
 			return f
 		}
@@ -223,7 +268,7 @@ func (rt *groupRoute) forward(addr string, reqs []request.Request, res []request
 	if write {
 		return request.ErrOutcomeUnknown
 	}
-	return errRetry{request.ErrNoLeader}
+	return errRetry{request.ErrNoLeader, false}
 }
 
 // leaderWatch tells forwarded calls when to give up on the leader they

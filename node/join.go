@@ -156,6 +156,9 @@ func (n *Node) admin(lg *localGroup, cmd string, args []string) (string, error) 
 		addr, _ := lg.group.Leader()
 		return "", request.NotLeaderAt(addr)
 	}
+	if cmd == "status" && err == nil {
+		text = n.withReach(text) // what this node cannot reach: reach.go
+	}
 	return text, err
 }
 

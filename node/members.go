@@ -28,6 +28,10 @@ type memberView struct {
 	lastContact time.Time // zero: never answered
 	// level is the feature level its build supports (featurelevel.go).
 	level request.FeatureLevel
+	// reports: its answer carried its verdicts on the members it cannot
+	// reach (unreachable, by address, with how long; reach.go).
+	reports     bool
+	unreachable map[string]time.Duration
 }
 
 type memberMonitor struct {
@@ -38,7 +42,9 @@ type memberMonitor struct {
 	levelBlockedBy string
 }
 
-// pollMembers runs on every node and polls only while this node leads.
+// pollMembers runs on every node and polls only while this node leads a
+// group: group 0's leader for INFO and the feature level, any leader for
+// what its members say about reaching it (reach.go).
 func (n *Node) pollMembers(stop <-chan struct{}) {
 	t := time.NewTicker(statusEvery)
 	defer t.Stop()
@@ -48,7 +54,7 @@ func (n *Node) pollMembers(stop <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		if !n.base.group.IsLeader() {
+		if !n.leadsAny() {
 			continue
 		}
 		ms, err := n.base.group.Members()
@@ -68,22 +74,29 @@ func (n *Node) pollMembers(stop <-chan struct{}) {
 					return
 				}
 				n.members.mu.Lock()
-				n.members.views[m.ID] = memberView{applied: st.applied, lastContact: time.Now(), level: st.level}
+				n.members.views[m.ID] = memberView{applied: st.applied, lastContact: time.Now(), level: st.level, reports: st.reports, unreachable: st.unreachable}
 				n.members.mu.Unlock()
 			}()
 		}
 		wg.Wait()
-		n.raiseFeatureLevel(ms) // featurelevel.go
+		if n.base.group.IsLeader() {
+			n.raiseFeatureLevel(ms) // featurelevel.go
+		}
+		n.leaveIfUnreachable(ms) // reach.go
 	}
 }
 
 // peerStatus is another node's Raft indexes, as group's "status"
-// administration command gives them over the forwarding connection, and
-// the feature level its build supports (a fifth field; a build before
-// feature levels gives four, and is at the base level).
+// administration command gives them over the forwarding connection, the
+// feature level its build supports (a fifth field; a build before feature
+// levels gives four, and is at the base level) and the members it cannot
+// reach (a sixth, which the node adds to a forwarded status call:
+// reach.go; a build before it gives five, and reports nothing).
 type peerStatus struct {
 	applied, last, commit, term uint64
 	level                       request.FeatureLevel
+	reports                     bool
+	unreachable                 map[string]time.Duration
 }
 
 func (n *Node) remoteStatus(addr string, id slots.GroupID, timeout time.Duration) (peerStatus, error) {
@@ -101,6 +114,12 @@ func (n *Node) remoteStatus(addr string, id slots.GroupID, timeout time.Duration
 			return peerStatus{}, fmt.Errorf("status from %s: %q: not a feature level", addr, text)
 		}
 		st.level = request.FeatureLevel(l)
+		if len(f) > 5 {
+			if st.unreachable, err = parseReach(f[5]); err != nil {
+				return peerStatus{}, fmt.Errorf("status from %s: %q: %w", addr, text, err)
+			}
+			st.reports = true
+		}
 	}
 	return st, nil
 }

@@ -190,6 +190,7 @@ type Node struct {
 	fwdSrv    *forward.Server // from followers
 	router    *router
 	members   memberMonitor
+	reach     reachState // members that cannot be reached (reach.go)
 	srv       *server.Server
 	tlsLn     *tlsListener // the client TLS port; nil without one
 	tls       *tlscert.Store
@@ -335,6 +336,10 @@ func Open(cfg Config) (n *Node, err error) {
 	fwd := forward.NewClient(func(addr string, timeout time.Duration) (net.Conn, error) {
 		return m.Dial(addr, mux.HeaderForward, timeout)
 	})
+	// A peer that takes longer than this to complete a dial, or to answer
+	// a ping, is taken as unreachable (forward/reach.go); on links slow
+	// enough to want longer Raft timeouts it follows the heartbeat's.
+	fwd.SetReachTimeout(max(forward.DefaultReachTimeout, cfg.HeartbeatTimeout))
 	n.fwd = fwd
 	closers = append(closers, func() error { fwd.Close(); return nil })
 	count, err := resolveGroups(n.db, cfg.Groups, who)
@@ -552,16 +557,21 @@ func (n *Node) Close() error {
 	return err
 }
 
-// background starts the membership work (and, with several groups, the
-// spreading of their leaders: balance.go): a node without Raft state joins
+// background starts the membership work, the probes of the other members
+// (reach.go) and, with several groups, the spreading of their leaders
+// (balance.go): a node without Raft state joins
 // every group (and only then opens its Raft gate, which covers them all);
 // every node that finds itself a non-voter of a group asks for promotion
 // once it has caught up there. A join that fails stops the node (Fatal).
 func (n *Node) background(join string, rejoin bool) {
-	n.bg.Add(2)
+	n.bg.Add(3)
 	go func() {
 		defer n.bg.Done()
 		n.pollMembers(n.stop)
+	}()
+	go func() {
+		defer n.bg.Done()
+		n.probePeers(n.stop) // reach.go
 	}()
 	if len(n.groups) > 1 {
 		n.bg.Add(1)
