@@ -43,14 +43,24 @@ import (
 //     on either (as a FIN would be lost on a dead network). A new connection
 //     is held the same way once attributed.
 //
-// One fault is in force at a time: partition and stall replace the fault in
-// force, heal lifts it. Bytes that had passed the check before a call may
+// A third, one-way, cuts only the links INTO the nodes on the cut side:
+//
+//   - isolateInbound: connections whose destination is on the cut side and
+//     whose source is not stall as above; connections the cut side dials
+//     to the others, and those among either side, pass. This is a node
+//     whose port drops what arrives while its own connections work (a
+//     firewall rule, a one-way partition): Raft from it flows, because it
+//     dials its followers, and nothing its peers dial reaches it.
+//
+// One fault is in force at a time: partition, stall and isolateInbound
+// replace the fault in force, heal lifts it. Bytes that had passed the check before a call may
 // still be delivered just after it returns (at most one buffer per
 // direction per connection).
 type faultNet struct {
 	mu      sync.Mutex
 	side    map[string]bool // the cut side; empty means no fault
 	stalled bool            // the fault stalls instead of dropping
+	inbound bool            // only links into the cut side are cut (isolateInbound)
 	changed chan struct{}   // closed and replaced at every change of the fault
 	proxies []*faultProxy
 	seen    map[[2]string]int // attributed connections per (src, dst)
@@ -145,6 +155,10 @@ func (f *faultNet) partition(side ...string) { f.setFault(side, false) }
 // carrying nothing until heal.
 func (f *faultNet) stall(side ...string) { f.setFault(side, true) }
 
+// isolateInbound stalls every link into the nodes in side from the others,
+// leaving the links they dial, and those among the others, working.
+func (f *faultNet) isolateInbound(side ...string) { f.setFaultOf(side, true, true) }
+
 // heal restores every link; stalled connections resume where they stopped.
 func (f *faultNet) heal() { f.setFault(nil, false) }
 
@@ -165,13 +179,16 @@ func (f *faultNet) opaqueConnsSeen(dst string) int {
 	return f.opaqueSeen[dst]
 }
 
-func (f *faultNet) setFault(side []string, stalled bool) {
+func (f *faultNet) setFault(side []string, stalled bool) { f.setFaultOf(side, stalled, false) }
+
+func (f *faultNet) setFaultOf(side []string, stalled, inbound bool) {
 	f.mu.Lock()
 	f.side = map[string]bool{}
 	for _, id := range side {
 		f.side[id] = true
 	}
 	f.stalled = stalled && len(side) > 0
+	f.inbound = inbound && len(side) > 0
 	close(f.changed)
 	f.changed = make(chan struct{})
 	var drop []*proxyConn
@@ -195,6 +212,9 @@ func (f *faultNet) setFault(side []string, stalled bool) {
 func (f *faultNet) cutLocked(src, dst string) bool {
 	if src == "" || len(f.side) == 0 {
 		return false
+	}
+	if f.inbound {
+		return f.side[dst] && !f.side[src]
 	}
 	return f.side[src] != f.side[dst]
 }
