@@ -106,6 +106,7 @@ type call struct {
 	res      []request.Result
 	abandon  <-chan struct{} // nil: never
 	ping     bool            // a ping (Probe): any answer will do
+	admin    bool            // an administration call: its dial has its whole timeout
 	text     string
 	err      error
 	sent     atomic.Bool
@@ -153,7 +154,7 @@ func requestFrame(kind byte, group slots.GroupID, reqs []request.Request) []byte
 // Admin sends a cluster administration command for Raft group group with its
 // arguments to addr and returns its text answer.
 func (c *Client) Admin(addr string, group slots.GroupID, cmd string, args []string, timeout time.Duration) (string, error) {
-	cl := &call{}
+	cl := &call{admin: true}
 	b := binary.AppendUvarint(startFrame(kindAdmin, 64), uint64(group))
 	err := c.do(addr, cl, appendAdmin(b, append([]string{cmd}, args...)), timeout)
 	return cl.text, err
@@ -162,7 +163,16 @@ func (c *Client) Admin(addr string, group slots.GroupID, cmd string, args []stri
 func (c *Client) do(addr string, cl *call, frame []byte, timeout time.Duration) error {
 	cl.done = make(chan struct{})
 	cl.deadline = time.Now().Add(timeout)
-	cc, err := c.conn(addr, timeout)
+	dialFor := min(timeout, c.reach)
+	if cl.admin {
+		// An administration call's dial has its whole timeout, as
+		// before the reach timeout: a joining node tells a peer that
+		// refuses its TLS or its secret from one that is down by how the
+		// handshake fails, which may take the peer's own handshake
+		// timeout (mux/dialerror.go).
+		dialFor = timeout
+	}
+	cc, err := c.conn(addr, timeout, dialFor)
 	if err != nil {
 		// Both wrapped: callers retry on ErrNotSent, and a joining node
 		// tells the dial's cause apart (mux.ErrSecretMismatch and so on).
@@ -214,13 +224,14 @@ wait:
 }
 
 // conn returns a live connection to addr, dialling if the pool is short.
-// One dial runs at a time per destination, bounded by the reach timeout:
-// a caller that finds no connection waits for the dial under way (at most
-// its own timeout) and shares its outcome, so a destination whose
-// handshake never completes costs every caller one reach timeout at most,
-// not one each in turn. A caller that finds a connection while the pool
-// is short uses it and dials the next one in the background.
-func (c *Client) conn(addr string, timeout time.Duration) (*clientConn, error) {
+// One dial runs at a time per destination, bounded by dialFor (the reach
+// timeout for calls and pings): a caller that finds no connection waits
+// for the dial under way (at most its own timeout) and shares its outcome,
+// so a destination whose handshake never completes costs every caller one
+// reach timeout at most, not one each in turn. A caller that finds a
+// connection while the pool is short uses it and dials the next one in the
+// background.
+func (c *Client) conn(addr string, timeout, dialFor time.Duration) (*clientConn, error) {
 	c.mu.Lock()
 	if c.closed {
 		c.mu.Unlock()
@@ -254,10 +265,10 @@ func (c *Client) conn(addr string, timeout time.Duration) (*clientConn, error) {
 			ch := make(chan struct{})
 			p.dialing = ch
 			if n > 0 {
-				go c.dialInto(p, ch)
+				go c.dialInto(p, ch, dialFor)
 			} else {
 				p.mu.Unlock()
-				c.dialInto(p, ch)
+				c.dialInto(p, ch, dialFor)
 				p.mu.Lock()
 				if len(p.conns) == 0 {
 					err := p.dialErr
@@ -294,11 +305,12 @@ func (c *Client) conn(addr string, timeout time.Duration) (*clientConn, error) {
 	}
 }
 
-// dialInto dials p's destination within the reach timeout and adds the
-// connection to p, or records the failure; then it closes ch, which ends
-// the dial under way. Caller set p.dialing to ch.
-func (c *Client) dialInto(p *pool, ch chan struct{}) {
-	nc, err := c.dial(p.addr, c.reach)
+// dialInto dials p's destination within bound (the reach timeout, or less
+// when the caller has less left; an administration call's own timeout) and
+// adds the connection to p, or records the failure; then it closes ch,
+// which ends the dial under way. Caller set p.dialing to ch.
+func (c *Client) dialInto(p *pool, ch chan struct{}, bound time.Duration) {
+	nc, err := c.dial(p.addr, bound)
 	var cc *clientConn
 	if err == nil {
 		cc = newClientConn(nc, p, c.reach)

@@ -266,3 +266,27 @@ func oldServer(t *testing.T) string {
 	}()
 	return ln.Addr().String()
 }
+
+// An administration call's dial has the call's whole timeout, not the
+// reach timeout: a joining node reads a peer's refusal from how its
+// handshake ends, which may come later than that.
+func TestAdminDialHasItsTimeout(t *testing.T) {
+	const reach = 100 * time.Millisecond
+	addr := silentListener(t)
+	m := followerMux(t)
+	var bound time.Duration
+	c := NewClient(func(addr string, timeout time.Duration) (net.Conn, error) {
+		bound = timeout
+		return m.Dial(addr, mux.HeaderForward, timeout)
+	})
+	c.SetReachTimeout(reach)
+	t.Cleanup(c.Close)
+	start := time.Now()
+	_, err := c.Admin(addr, 0, "join", []string{"n9", "h:1"}, 4*reach)
+	if !errors.Is(err, ErrNotSent) || !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("admin call to a destination that never completes the handshake: %v", err)
+	}
+	if bound != 4*reach || time.Since(start) < 4*reach {
+		t.Fatalf("the admin call's dial was bounded by %v and failed after %v; want its timeout, %v", bound, time.Since(start), 4*reach)
+	}
+}
